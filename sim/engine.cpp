@@ -1,0 +1,229 @@
+#include "engine.hpp"
+
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/global_control.h>
+#include <tbb/parallel_for.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <mutex>
+
+namespace ternion {
+
+namespace {
+
+struct Workspace {
+    std::vector<Activity> out, prev;
+    std::vector<std::unique_ptr<NodeState>> states;
+    Activity sum;
+    std::vector<NodeStats> stats;
+    bool ready = false;
+};
+
+// Sums the incoming edges of node u into ws.sum, or returns the single source directly.
+const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
+    const auto& ins = g.in_edges(u);
+    if (ins.size() == 1) {
+        const Edge& e = g.edges()[static_cast<std::size_t>(ins[0])];
+        return e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
+                         : ws.out[static_cast<std::size_t>(e.src)];
+    }
+    Activity& s = ws.sum;
+    s.values.assign(static_cast<std::size_t>(g.node(u).in_size()), 0.0f);
+    for (int ei : ins) {  // fixed edge order: deterministic float sums
+        const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
+        const Activity& a = e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
+                                      : ws.out[static_cast<std::size_t>(e.src)];
+        for (auto i : a.active) s.values[i] += a.values[i];
+    }
+    s.scan();
+    return s;
+}
+
+class Progress {
+  public:
+    Progress(std::int64_t total, bool on) : total_(total), on_(on && isatty(STDERR_FILENO)) {}
+    void tick() {
+        auto done = ++done_;
+        if (!on_) return;
+        auto now = std::chrono::steady_clock::now();
+        std::lock_guard<std::mutex> lk(mu_);
+        if (done != total_ && now - last_ < std::chrono::milliseconds(100)) return;
+        last_ = now;
+        double el = std::chrono::duration<double>(now - start_).count();
+        int w = 30, filled = static_cast<int>(w * done / std::max<std::int64_t>(total_, 1));
+        std::fprintf(
+            stderr, "\r[%.*s%*s] %lld/%lld samples  %.1fs  eta %.1fs", filled,
+            "##############################", w - filled, "", static_cast<long long>(done),
+            static_cast<long long>(total_), el,
+            done ? el * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0);
+        if (done == total_) std::fprintf(stderr, "\n");
+    }
+
+  private:
+    std::int64_t total_;
+    bool on_;
+    std::atomic<std::int64_t> done_{0};
+    std::mutex mu_;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
+};
+
+}  // namespace
+
+RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
+    if (g.inputs().size() != 1)
+        throw InputError(g.origin(), "nodes", "exactly one Input node is supported");
+    if (cfg.threads < 1) throw OptionError("threads", "must be at least 1");
+    const int in_node = g.inputs()[0];
+    const int out_node = g.outputs()[0];
+    if (numel(input.sample_shape()) != g.node(in_node).out_size())
+        throw InputError(input.describe(), "shape",
+                         "input sample shape " + shape_str(input.sample_shape()) +
+                             " does not match the model's Input shape " +
+                             shape_str(g.node(in_node).out_shape()));
+
+    RunResult res;
+    res.timesteps = cfg.timesteps > 0 ? cfg.timesteps : input.fixed_timesteps();
+    if (res.timesteps <= 0) throw OptionError("timesteps", "must be given for analog inputs");
+    if (input.fixed_timesteps() > 0 && res.timesteps > input.fixed_timesteps())
+        throw OptionError("timesteps", "the spike input has only " +
+                                           std::to_string(input.fixed_timesteps()) + " steps");
+    std::int64_t first = cfg.first_sample;
+    std::int64_t count = cfg.num_samples < 0 ? input.num_samples() - first : cfg.num_samples;
+    if (first < 0 || count < 0 || first + count > input.num_samples())
+        throw OptionError("samples", "range beyond the " + std::to_string(input.num_samples()) +
+                                         " samples of the input");
+    res.samples = count;
+    const int n = g.size();
+    res.nodes.assign(static_cast<std::size_t>(n), {});
+    res.predictions.assign(static_cast<std::size_t>(count), -1);
+    res.output_sum.assign(static_cast<std::size_t>(count), {});
+
+    tbb::global_control gc(tbb::global_control::max_allowed_parallelism,
+                           static_cast<std::size_t>(cfg.threads));
+    tbb::enumerable_thread_specific<Workspace> wss;
+    Progress progress(count, cfg.progress && count > 1);
+    const std::int64_t T = res.timesteps;
+
+    auto t0 = std::chrono::steady_clock::now();
+    auto run_sample = [&](std::int64_t k) {
+        const std::int64_t sample = first + k;
+        Workspace& ws = wss.local();
+        if (!ws.ready) {
+            ws.out.resize(static_cast<std::size_t>(n));
+            ws.prev.resize(static_cast<std::size_t>(n));
+            ws.states.resize(static_cast<std::size_t>(n));
+            ws.ready = true;
+        }
+        ws.stats.assign(static_cast<std::size_t>(n), {});
+        for (int u = 0; u < n; ++u) {
+            ws.out[static_cast<std::size_t>(u)].resize(g.node(u).out_size());
+            ws.states[static_cast<std::size_t>(u)] = g.node(u).make_state();
+        }
+        StepContext ctx;
+        ctx.engine = cfg.engine;
+        ctx.sample = sample;
+        ctx.timesteps = T;
+        ctx.seed = cfg.seed;
+        ctx.parallel_inner = cfg.threads > 1;
+        // Delayed edges at t = 0 carry the source applied to zero activity (an Affine's bias).
+        for (int u : g.delayed_sources()) {
+            const Node& nd = g.node(u);
+            Activity zero;
+            zero.resize(nd.in_size());
+            auto st = nd.make_state();
+            OpCounts discard;
+            std::array<std::uint64_t, kMaxAux> discard_aux{};
+            StepContext c0 = ctx;
+            c0.ops = &discard;
+            c0.aux = discard_aux.data();
+            Activity& p = ws.prev[static_cast<std::size_t>(u)];
+            p.resize(nd.out_size());
+            nd.step(zero, st.get(), p, c0);
+        }
+        std::vector<float> acc(static_cast<std::size_t>(g.node(out_node).out_size()), 0.0f);
+        for (std::int64_t t = 0; t < T; ++t) {
+            ctx.step = t;
+            for (int u : g.order()) {
+                const Node& nd = g.node(u);
+                auto& st = ws.stats[static_cast<std::size_t>(u)];
+                Activity& out = ws.out[static_cast<std::size_t>(u)];
+                OpCounts step_ops;
+                ctx.ops = &step_ops;
+                ctx.aux = st.aux.data();
+                if (u == in_node) {
+                    out.clear();
+                    input.fill(sample, t, cfg.seed, out, step_ops);
+                } else {
+                    const Activity& in = gather_input(g, u, ws);
+                    st.nonzero_in += in.active.size();
+                    if (!in.ternary) st.input_ternary = false;
+                    nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
+                }
+                for (auto i : out.active) {
+                    float v = out.values[i];
+                    if (v > 0)
+                        ++st.positive_out;
+                    else if (v < 0)
+                        ++st.negative_out;
+                }
+                st.nonzero_out += out.active.size();
+                st.ops += step_ops;
+                if (cfg.observer && cfg.observer->wants(u))
+                    cfg.observer->on_step(sample, t, u, nd, out,
+                                          ws.states[static_cast<std::size_t>(u)].get(), step_ops);
+            }
+            for (auto i : ws.out[static_cast<std::size_t>(out_node)].active)
+                acc[i] += ws.out[static_cast<std::size_t>(out_node)].values[i];
+            for (int u : g.delayed_sources()) {
+                auto& src = ws.out[static_cast<std::size_t>(u)];
+                auto& dst = ws.prev[static_cast<std::size_t>(u)];
+                dst.values = src.values;
+                dst.active = src.active;
+                dst.ternary = src.ternary;
+            }
+        }
+        // Argmax of the output summed over time; ties go to the lowest index.
+        std::int64_t best = -1;
+        float bv = 0;
+        for (std::size_t i = 0; i < acc.size(); ++i)
+            if (best < 0 || acc[i] > bv) {
+                best = static_cast<std::int64_t>(i);
+                bv = acc[i];
+            }
+        res.predictions[static_cast<std::size_t>(k)] = best;
+        res.output_sum[static_cast<std::size_t>(k)] = std::move(acc);
+        // Per-sample stats go to a slot of their own; summed in sample order below.
+        progress.tick();
+        return std::move(ws.stats);
+    };
+
+    std::vector<std::vector<NodeStats>> per_sample(static_cast<std::size_t>(count));
+    if (cfg.threads == 1 || count == 1) {
+        for (std::int64_t k = 0; k < count; ++k)
+            per_sample[static_cast<std::size_t>(k)] = run_sample(k);
+    } else {
+        tbb::parallel_for(std::int64_t{0}, count, [&](std::int64_t k) {
+            per_sample[static_cast<std::size_t>(k)] = run_sample(k);
+        });
+    }
+    res.simulate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    for (auto& ps : per_sample)
+        for (int u = 0; u < n; ++u) {
+            auto& d = res.nodes[static_cast<std::size_t>(u)];
+            const auto& s = ps[static_cast<std::size_t>(u)];
+            d.ops += s.ops;
+            d.nonzero_out += s.nonzero_out;
+            d.positive_out += s.positive_out;
+            d.negative_out += s.negative_out;
+            d.nonzero_in += s.nonzero_in;
+            d.input_ternary = d.input_ternary && s.input_ternary;
+            for (int a = 0; a < kMaxAux; ++a)
+                d.aux[static_cast<std::size_t>(a)] += s.aux[static_cast<std::size_t>(a)];
+        }
+    return res;
+}
+
+}  // namespace ternion

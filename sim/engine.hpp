@@ -1,0 +1,72 @@
+// Runs a Graph over a batch of samples for T steps: samples in parallel (oneTBB), large nodes
+// split into blocks inside a sample. Results (spikes, counts) are identical for any thread count:
+// every random number is keyed by (seed, sample, step, index) and every sum has a fixed order.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "graph.hpp"
+
+namespace ternion {
+
+// Supplies the activity of the Input node for one sample and step.
+class InputSource {
+  public:
+    virtual ~InputSource() = default;
+    virtual std::int64_t num_samples() const = 0;
+    virtual Shape sample_shape() const = 0;
+    // Steps the data itself fixes (spike tensors), or 0 when any T works (analog data).
+    virtual std::int64_t fixed_timesteps() const { return 0; }
+    // Fills `out` (pre-sized) for sample s at step t; counts what encoding costs into `ops`.
+    virtual void fill(std::int64_t sample, std::int64_t step, std::uint64_t seed, Activity& out,
+                      OpCounts& ops) const = 0;
+    // Class labels, or empty.
+    virtual const std::vector<std::int64_t>& labels() const = 0;
+    virtual std::string describe() const = 0;
+};
+
+// Called from worker threads after each node's step; one sample is only ever on one thread.
+class StepObserver {
+  public:
+    virtual ~StepObserver() = default;
+    virtual bool wants(int node) const = 0;
+    virtual void on_step(std::int64_t sample, std::int64_t step, int node, const Node& n,
+                         const Activity& out, const NodeState* state, const OpCounts& ops) = 0;
+};
+
+struct RunConfig {
+    Engine engine = Engine::event;
+    std::int64_t timesteps = 0;  // 0: take the input's fixed T
+    std::uint64_t seed = 0;
+    int threads = 1;
+    std::int64_t first_sample = 0;
+    std::int64_t num_samples = -1;  // -1: all
+    bool progress = false;          // progress bar on stderr
+    StepObserver* observer = nullptr;
+};
+
+struct NodeStats {
+    OpCounts ops;                   // summed over samples and steps
+    std::uint64_t nonzero_out = 0;  // non-zero outputs (spikes, both polarities)
+    std::uint64_t positive_out = 0;
+    std::uint64_t negative_out = 0;
+    std::uint64_t nonzero_in = 0;              // non-zero elements of the summed input
+    bool input_ternary = true;                 // every input it saw was in {-1,0,+1}
+    std::array<std::uint64_t, kMaxAux> aux{};  // node-defined counters (Node::aux_names)
+};
+
+struct RunResult {
+    std::int64_t samples = 0;
+    std::int64_t timesteps = 0;
+    std::vector<NodeStats> nodes;                // by node index
+    std::vector<std::int64_t> predictions;       // argmax of the output, per sample
+    std::vector<std::vector<float>> output_sum;  // output summed over time, per sample
+    double simulate_s = 0.0;
+};
+
+RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg);
+
+}  // namespace ternion

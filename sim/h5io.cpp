@@ -1,0 +1,438 @@
+#include "h5io.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+
+#include "error.hpp"
+
+namespace ternion::h5 {
+
+void quiet_errors() {
+    static std::once_flag once;
+    std::call_once(once, [] { H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr); });
+}
+
+namespace {
+
+std::string parent_of(const std::string& p) {
+    auto pos = p.find_last_of('/');
+    if (pos == std::string::npos || pos == 0) return "/";
+    return p.substr(0, pos);
+}
+
+}  // namespace
+
+Reader::Reader(const std::string& path) : path_(path) {
+    quiet_errors();
+    std::error_code ec;
+    if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
+    if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory");
+    htri_t is_h5 = H5Fis_hdf5(path.c_str());
+    if (is_h5 <= 0) throw InputError(path, "", "not an HDF5 file (or truncated)");
+    hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (f < 0) throw InputError(path, "", "cannot open as HDF5 (corrupt or truncated)");
+    file_ = Handle(f, H5Fclose);
+}
+
+void Reader::fail(const std::string& field, const std::string& what) const {
+    throw InputError(path_, field, what);
+}
+
+bool Reader::exists(const std::string& obj) const {
+    if (obj == "/" || obj.empty()) return true;
+    // Check each component so a missing parent is not an HDF5 error.
+    std::string cur;
+    std::size_t pos = 1;
+    while (pos <= obj.size()) {
+        auto next = obj.find('/', pos);
+        if (next == std::string::npos) next = obj.size();
+        cur = obj.substr(0, next);
+        if (H5Lexists(file_.id(), cur.c_str(), H5P_DEFAULT) <= 0) return false;
+        if (H5Oexists_by_name(file_.id(), cur.c_str(), H5P_DEFAULT) <= 0) return false;
+        pos = next + 1;
+    }
+    return true;
+}
+
+bool Reader::is_group(const std::string& obj) const {
+    if (!exists(obj)) return false;
+    H5O_info_t oi;
+    if (H5Oget_info_by_name2(file_.id(), obj.c_str(), &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+        return false;
+    return oi.type == H5O_TYPE_GROUP;
+}
+
+bool Reader::is_dataset(const std::string& obj) const {
+    if (!exists(obj)) return false;
+    H5O_info_t oi;
+    if (H5Oget_info_by_name2(file_.id(), obj.c_str(), &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
+        return false;
+    return oi.type == H5O_TYPE_DATASET;
+}
+
+std::vector<std::string> Reader::children(const std::string& group) const {
+    if (!is_group(group)) fail(group, "missing group");
+    Handle g(H5Gopen2(file_.id(), group.c_str(), H5P_DEFAULT), H5Gclose);
+    if (!g) fail(group, "cannot open group");
+    H5G_info_t gi;
+    if (H5Gget_info(g.id(), &gi) < 0) fail(group, "cannot read group");
+    std::vector<std::string> names;
+    for (hsize_t i = 0; i < gi.nlinks; ++i) {
+        ssize_t len =
+            H5Lget_name_by_idx(g.id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+        if (len < 0) fail(group, "cannot read link names");
+        std::string name(static_cast<std::size_t>(len), '\0');
+        H5Lget_name_by_idx(g.id(), ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(),
+                           static_cast<std::size_t>(len) + 1, H5P_DEFAULT);
+        names.push_back(name);
+    }
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+Handle Reader::open_dataset(const std::string& ds) const {
+    if (!is_dataset(ds)) fail(ds, exists(ds) ? "is not a dataset" : "missing dataset");
+    Handle d(H5Dopen2(file_.id(), ds.c_str(), H5P_DEFAULT), H5Dclose);
+    if (!d) fail(ds, "cannot open dataset");
+    return d;
+}
+
+DatasetInfo Reader::info(const std::string& ds) const {
+    Handle d = open_dataset(ds);
+    DatasetInfo inf;
+    Handle space(H5Dget_space(d.id()), H5Sclose);
+    int rank = H5Sget_simple_extent_ndims(space.id());
+    if (rank < 0) fail(ds, "unreadable dataspace");
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank));
+    H5Sget_simple_extent_dims(space.id(), dims.data(), nullptr);
+    for (auto v : dims) inf.dims.push_back(static_cast<std::int64_t>(v));
+    Handle type(H5Dget_type(d.id()), H5Tclose);
+    H5T_class_t cls = H5Tget_class(type.id());
+    inf.type_size = H5Tget_size(type.id());
+    if (cls == H5T_INTEGER) {
+        inf.kind = Kind::integer;
+        inf.is_signed = H5Tget_sign(type.id()) == H5T_SGN_2;
+    } else if (cls == H5T_FLOAT) {
+        inf.kind = Kind::floating;
+    } else if (cls == H5T_STRING) {
+        inf.kind = Kind::string;
+    } else {
+        inf.kind = Kind::other;
+    }
+    return inf;
+}
+
+namespace {
+
+template <class T>
+std::vector<T> read_numeric(const Reader& r, hid_t file, const std::string& ds, hid_t mem_type,
+                            DatasetInfo* out_info) {
+    DatasetInfo inf = r.info(ds);
+    if (inf.kind != Kind::integer && inf.kind != Kind::floating)
+        r.fail(ds, "expected a numeric dataset");
+    std::int64_t n = 1;
+    for (auto d : inf.dims) {
+        if (d < 0 || (d > 0 && n > kMaxElements / d)) r.fail(ds, "absurd declared size");
+        n *= d;
+    }
+    if (n > kMaxElements) r.fail(ds, "absurd declared size " + shape_str(inf.dims));
+    std::vector<T> v(static_cast<std::size_t>(n));
+    Handle d(H5Dopen2(file, ds.c_str(), H5P_DEFAULT), H5Dclose);
+    if (n > 0 && H5Dread(d.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
+        r.fail(ds, "read failed (corrupt or truncated data)");
+    if (out_info) *out_info = inf;
+    return v;
+}
+
+}  // namespace
+
+std::vector<double> Reader::read_doubles(const std::string& ds, DatasetInfo* inf) const {
+    return read_numeric<double>(*this, file_.id(), ds, H5T_NATIVE_DOUBLE, inf);
+}
+std::vector<float> Reader::read_floats(const std::string& ds, DatasetInfo* inf) const {
+    return read_numeric<float>(*this, file_.id(), ds, H5T_NATIVE_FLOAT, inf);
+}
+std::vector<std::int64_t> Reader::read_ints(const std::string& ds, DatasetInfo* inf) const {
+    DatasetInfo i = info(ds);
+    if (i.kind == Kind::floating) {
+        // Accept integral floats (some exporters store ints as float arrays).
+        auto d = read_doubles(ds, inf);
+        std::vector<std::int64_t> r(d.size());
+        for (std::size_t k = 0; k < d.size(); ++k) {
+            if (!std::isfinite(d[k]) || d[k] != std::floor(d[k]) || std::fabs(d[k]) > 9e15)
+                fail(ds, "expected integer values");
+            r[k] = static_cast<std::int64_t>(d[k]);
+        }
+        return r;
+    }
+    return read_numeric<std::int64_t>(*this, file_.id(), ds, H5T_NATIVE_INT64, inf);
+}
+std::vector<std::int8_t> Reader::read_int8(const std::string& ds, DatasetInfo* inf) const {
+    return read_numeric<std::int8_t>(*this, file_.id(), ds, H5T_NATIVE_INT8, inf);
+}
+
+namespace {
+template <class T>
+std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, std::int64_t start,
+                         std::int64_t count, hid_t mem_type) {
+    DatasetInfo inf = r.info(ds);
+    if (inf.dims.empty() || start < 0 || count < 0 || start + count > inf.dims[0])
+        r.fail(ds, "row range out of bounds");
+    Handle d(H5Dopen2(file, ds.c_str(), H5P_DEFAULT), H5Dclose);
+    Handle fspace(H5Dget_space(d.id()), H5Sclose);
+    std::vector<hsize_t> st(inf.dims.size(), 0), cnt(inf.dims.begin(), inf.dims.end());
+    st[0] = static_cast<hsize_t>(start);
+    cnt[0] = static_cast<hsize_t>(count);
+    std::int64_t n = 1;
+    for (auto c : cnt) n *= static_cast<std::int64_t>(c);
+    std::vector<T> v(static_cast<std::size_t>(n));
+    if (n == 0) return v;
+    H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, st.data(), nullptr, cnt.data(), nullptr);
+    Handle mspace(H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr), H5Sclose);
+    if (H5Dread(d.id(), mem_type, mspace.id(), fspace.id(), H5P_DEFAULT, v.data()) < 0)
+        r.fail(ds, "read failed (corrupt or truncated data)");
+    return v;
+}
+}  // namespace
+
+std::vector<std::int8_t> Reader::read_int8_rows(const std::string& ds, std::int64_t start,
+                                                std::int64_t count) const {
+    return read_rows<std::int8_t>(*this, file_.id(), ds, start, count, H5T_NATIVE_INT8);
+}
+std::vector<float> Reader::read_float_rows(const std::string& ds, std::int64_t start,
+                                           std::int64_t count) const {
+    return read_rows<float>(*this, file_.id(), ds, start, count, H5T_NATIVE_FLOAT);
+}
+
+std::vector<std::string> Reader::read_strings(const std::string& ds, Shape* dims_out) const {
+    DatasetInfo inf = info(ds);
+    if (inf.kind != Kind::string) fail(ds, "expected a string dataset");
+    Handle d = open_dataset(ds);
+    Handle ftype(H5Dget_type(d.id()), H5Tclose);
+    std::int64_t n = 1;
+    for (auto v : inf.dims) n *= v;
+    if (n > 100000000) fail(ds, "absurd declared size");
+    std::vector<std::string> out;
+    out.reserve(static_cast<std::size_t>(n));
+    if (H5Tis_variable_str(ftype.id()) > 0) {
+        Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(mtype.id(), H5T_VARIABLE);
+        H5Tset_cset(mtype.id(), H5Tget_cset(ftype.id()));
+        std::vector<char*> buf(static_cast<std::size_t>(n), nullptr);
+        if (n > 0 && H5Dread(d.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0)
+            fail(ds, "read failed");
+        for (auto* s : buf) out.emplace_back(s ? s : "");
+        Handle space(H5Dget_space(d.id()), H5Sclose);
+        if (n > 0) H5Dvlen_reclaim(mtype.id(), space.id(), H5P_DEFAULT, buf.data());
+    } else {
+        std::size_t sz = H5Tget_size(ftype.id());
+        Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(mtype.id(), sz);
+        std::vector<char> buf(static_cast<std::size_t>(n) * sz + 1, '\0');
+        if (n > 0 && H5Dread(d.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0)
+            fail(ds, "read failed");
+        for (std::int64_t i = 0; i < n; ++i) {
+            const char* p = buf.data() + static_cast<std::size_t>(i) * sz;
+            std::size_t len = 0;
+            while (len < sz && p[len] != '\0') ++len;
+            out.emplace_back(p, len);
+        }
+    }
+    if (dims_out) *dims_out = inf.dims;
+    return out;
+}
+
+std::string Reader::read_string(const std::string& ds) const {
+    auto v = read_strings(ds);
+    if (v.size() != 1) fail(ds, "expected a single string");
+    return v[0];
+}
+
+double Reader::read_scalar(const std::string& ds) const {
+    DatasetInfo inf;
+    auto v = read_doubles(ds, &inf);
+    if (v.size() != 1) fail(ds, "expected a scalar, got shape " + shape_str(inf.dims));
+    return v[0];
+}
+
+std::optional<std::string> Reader::attr_string(const std::string& obj,
+                                               const std::string& name) const {
+    if (!exists(obj) || H5Aexists_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
+        return std::nullopt;
+    Handle a(H5Aopen_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+             H5Aclose);
+    Handle ftype(H5Aget_type(a.id()), H5Tclose);
+    if (H5Tget_class(ftype.id()) != H5T_STRING) return std::nullopt;
+    if (H5Tis_variable_str(ftype.id()) > 0) {
+        Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
+        H5Tset_size(mtype.id(), H5T_VARIABLE);
+        char* s = nullptr;
+        if (H5Aread(a.id(), mtype.id(), &s) < 0) return std::nullopt;
+        std::string r = s ? s : "";
+        H5free_memory(s);
+        return r;
+    }
+    std::size_t sz = H5Tget_size(ftype.id());
+    std::string r(sz, '\0');
+    if (H5Aread(a.id(), ftype.id(), r.data()) < 0) return std::nullopt;
+    r.resize(std::strlen(r.c_str()));
+    return r;
+}
+
+std::optional<double> Reader::attr_double(const std::string& obj, const std::string& name) const {
+    if (!exists(obj) || H5Aexists_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
+        return std::nullopt;
+    Handle a(H5Aopen_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+             H5Aclose);
+    Handle ftype(H5Aget_type(a.id()), H5Tclose);
+    auto cls = H5Tget_class(ftype.id());
+    if (cls != H5T_INTEGER && cls != H5T_FLOAT) return std::nullopt;
+    double v = 0;
+    if (H5Aread(a.id(), H5T_NATIVE_DOUBLE, &v) < 0) return std::nullopt;
+    return v;
+}
+
+// ---------------------------------------------------------------- Writer
+
+Writer::Writer(const std::string& path) : path_(path) {
+    quiet_errors();
+    hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    if (f < 0) throw InputError(path, "", "cannot create HDF5 file");
+    file_ = Handle(f, H5Fclose);
+}
+
+void Writer::close() {
+    if (file_ && H5Fflush(file_.id(), H5F_SCOPE_GLOBAL) < 0)
+        throw InputError(path_, "", "flush failed");
+    file_.reset();
+}
+
+void Writer::group(const std::string& path) {
+    if (path.empty() || path == "/") return;
+    std::size_t pos = 1;
+    while (pos <= path.size()) {
+        auto next = path.find('/', pos);
+        if (next == std::string::npos) next = path.size();
+        std::string cur = path.substr(0, next);
+        if (H5Lexists(file_.id(), cur.c_str(), H5P_DEFAULT) <= 0) {
+            Handle g(H5Gcreate2(file_.id(), cur.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                     H5Gclose);
+            if (!g) throw InputError(path_, cur, "cannot create group");
+        }
+        pos = next + 1;
+    }
+}
+
+void Writer::write_raw(const std::string& ds, hid_t mem_type, const void* data, const Shape& dims,
+                       bool compress, std::size_t elem_size) {
+    group(parent_of(ds));
+    std::vector<hsize_t> d(dims.begin(), dims.end());
+    Handle space(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr), H5Sclose);
+    if (dims.empty()) space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
+    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    std::int64_t n = numel(dims);
+    if (compress && !dims.empty() && n > 0) {
+        // Chunks of about 256 KiB along the leading axes; the last axis stays whole.
+        std::vector<hsize_t> chunk(d.begin(), d.end());
+        std::size_t target = std::max<std::size_t>(1, (256u << 10) / elem_size);
+        for (std::size_t k = 0; k + 1 < chunk.size(); ++k) {
+            std::size_t rest = 1;
+            for (std::size_t j = k + 1; j < chunk.size(); ++j) rest *= chunk[j];
+            std::size_t want = std::max<std::size_t>(1, target / std::max<std::size_t>(rest, 1));
+            chunk[k] = std::min<hsize_t>(chunk[k], want);
+        }
+        for (auto& c : chunk) c = std::max<hsize_t>(c, 1);
+        H5Pset_chunk(dcpl.id(), static_cast<int>(chunk.size()), chunk.data());
+        H5Pset_deflate(dcpl.id(), 4);
+    }
+    Handle dset(H5Dcreate2(file_.id(), ds.c_str(), mem_type, space.id(), H5P_DEFAULT, dcpl.id(),
+                           H5P_DEFAULT),
+                H5Dclose);
+    if (!dset) throw InputError(path_, ds, "cannot create dataset");
+    if (n > 0 && H5Dwrite(dset.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+        throw InputError(path_, ds, "write failed (disk full?)");
+}
+
+void Writer::write(const std::string& ds, const std::vector<float>& v, const Shape& dims, bool c) {
+    write_raw(ds, H5T_NATIVE_FLOAT, v.data(), dims, c, sizeof(float));
+}
+void Writer::write(const std::string& ds, const std::vector<double>& v, const Shape& dims, bool c) {
+    write_raw(ds, H5T_NATIVE_DOUBLE, v.data(), dims, c, sizeof(double));
+}
+void Writer::write(const std::string& ds, const std::vector<std::int64_t>& v, const Shape& dims,
+                   bool c) {
+    write_raw(ds, H5T_NATIVE_INT64, v.data(), dims, c, sizeof(std::int64_t));
+}
+void Writer::write(const std::string& ds, const std::vector<std::int8_t>& v, const Shape& dims,
+                   bool c) {
+    write_raw(ds, H5T_NATIVE_INT8, v.data(), dims, c, 1);
+}
+void Writer::write(const std::string& ds, const std::vector<std::uint64_t>& v, const Shape& dims,
+                   bool c) {
+    write_raw(ds, H5T_NATIVE_UINT64, v.data(), dims, c, sizeof(std::uint64_t));
+}
+
+void Writer::write_string(const std::string& ds, const std::string& s) {
+    group(parent_of(ds));
+    Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.id(), H5T_VARIABLE);
+    H5Tset_cset(type.id(), H5T_CSET_UTF8);
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    Handle dset(H5Dcreate2(file_.id(), ds.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT,
+                           H5P_DEFAULT),
+                H5Dclose);
+    if (!dset) throw InputError(path_, ds, "cannot create dataset");
+    const char* p = s.c_str();
+    if (H5Dwrite(dset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, &p) < 0)
+        throw InputError(path_, ds, "write failed");
+}
+
+namespace {
+hid_t open_obj(hid_t file, const std::string& obj) {
+    return H5Oopen(file, obj.empty() ? "/" : obj.c_str(), H5P_DEFAULT);
+}
+}  // namespace
+
+void Writer::attr(const std::string& obj, const std::string& name, const std::string& value) {
+    Handle o(open_obj(file_.id(), obj), H5Oclose);
+    if (!o) throw InputError(path_, obj, "no such object for attribute " + name);
+    Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.id(), H5T_VARIABLE);
+    H5Tset_cset(type.id(), H5T_CSET_UTF8);
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    if (H5Aexists(o.id(), name.c_str()) > 0) H5Adelete(o.id(), name.c_str());
+    Handle a(H5Acreate2(o.id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
+             H5Aclose);
+    const char* p = value.c_str();
+    if (!a || H5Awrite(a.id(), type.id(), &p) < 0)
+        throw InputError(path_, obj + "@" + name, "cannot write attribute");
+}
+
+void Writer::attr(const std::string& obj, const std::string& name, double value) {
+    Handle o(open_obj(file_.id(), obj), H5Oclose);
+    if (!o) throw InputError(path_, obj, "no such object for attribute " + name);
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    if (H5Aexists(o.id(), name.c_str()) > 0) H5Adelete(o.id(), name.c_str());
+    Handle a(
+        H5Acreate2(o.id(), name.c_str(), H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
+        H5Aclose);
+    if (!a || H5Awrite(a.id(), H5T_NATIVE_DOUBLE, &value) < 0)
+        throw InputError(path_, obj + "@" + name, "cannot write attribute");
+}
+
+void Writer::attr(const std::string& obj, const std::string& name, std::int64_t value) {
+    Handle o(open_obj(file_.id(), obj), H5Oclose);
+    if (!o) throw InputError(path_, obj, "no such object for attribute " + name);
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    if (H5Aexists(o.id(), name.c_str()) > 0) H5Adelete(o.id(), name.c_str());
+    Handle a(
+        H5Acreate2(o.id(), name.c_str(), H5T_NATIVE_INT64, space.id(), H5P_DEFAULT, H5P_DEFAULT),
+        H5Aclose);
+    if (!a || H5Awrite(a.id(), H5T_NATIVE_INT64, &value) < 0)
+        throw InputError(path_, obj + "@" + name, "cannot write attribute");
+}
+
+}  // namespace ternion::h5

@@ -1,0 +1,125 @@
+// A thin RAII layer over the HDF5 C API for reading model/input files and writing traces.
+// Every failure becomes an InputError naming the file and the dataset path; HDF5's own
+// error printing is switched off so a bad file yields exactly one line.
+#pragma once
+#include <hdf5.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "shape.hpp"
+
+namespace ternion::h5 {
+
+// Owns one hid_t and closes it with the right H5*close function.
+class Handle {
+  public:
+    Handle() = default;
+    Handle(hid_t id, herr_t (*closer)(hid_t)) : id_(id), closer_(closer) {}
+    Handle(Handle&& o) noexcept : id_(o.id_), closer_(o.closer_) { o.id_ = H5I_INVALID_HID; }
+    Handle& operator=(Handle&& o) noexcept {
+        if (this != &o) {
+            reset();
+            id_ = o.id_;
+            closer_ = o.closer_;
+            o.id_ = H5I_INVALID_HID;
+        }
+        return *this;
+    }
+    Handle(const Handle&) = delete;
+    Handle& operator=(const Handle&) = delete;
+    ~Handle() { reset(); }
+    void reset() {
+        if (id_ >= 0 && closer_) closer_(id_);
+        id_ = H5I_INVALID_HID;
+    }
+    hid_t id() const { return id_; }
+    explicit operator bool() const { return id_ >= 0; }
+
+  private:
+    hid_t id_ = H5I_INVALID_HID;
+    herr_t (*closer_)(hid_t) = nullptr;
+};
+
+enum class Kind { integer, floating, string, other };
+
+struct DatasetInfo {
+    Shape dims;  // empty for a scalar
+    Kind kind = Kind::other;
+    std::size_t type_size = 0;
+    bool is_signed = true;
+};
+
+// Read access to one HDF5 file. Paths are absolute within the file ("/node/nodes/lif1/tau").
+class Reader {
+  public:
+    explicit Reader(const std::string& path);  // throws InputError if missing or not HDF5
+    const std::string& path() const { return path_; }
+
+    bool exists(const std::string& obj) const;
+    bool is_group(const std::string& obj) const;
+    bool is_dataset(const std::string& obj) const;
+    std::vector<std::string> children(const std::string& group) const;  // sorted by name
+    DatasetInfo info(const std::string& ds) const;
+
+    std::vector<double> read_doubles(const std::string& ds, DatasetInfo* info = nullptr) const;
+    std::vector<float> read_floats(const std::string& ds, DatasetInfo* info = nullptr) const;
+    std::vector<std::int64_t> read_ints(const std::string& ds, DatasetInfo* info = nullptr) const;
+    std::vector<std::int8_t> read_int8(const std::string& ds, DatasetInfo* info = nullptr) const;
+    // Reads a hyperslab [start, start+count) along the first axis of an n-d dataset.
+    std::vector<std::int8_t> read_int8_rows(const std::string& ds, std::int64_t start,
+                                            std::int64_t count) const;
+    std::vector<float> read_float_rows(const std::string& ds, std::int64_t start,
+                                       std::int64_t count) const;
+    std::string read_string(const std::string& ds) const;
+    // Strings of a 1-d or 2-d string dataset (fixed or variable length), row-major.
+    std::vector<std::string> read_strings(const std::string& ds, Shape* dims = nullptr) const;
+    double read_scalar(const std::string& ds) const;  // a 0-d or 1-element dataset
+
+    std::optional<std::string> attr_string(const std::string& obj, const std::string& name) const;
+    std::optional<double> attr_double(const std::string& obj, const std::string& name) const;
+
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const;
+
+  private:
+    Handle open_dataset(const std::string& ds) const;
+    std::string path_;
+    Handle file_;
+};
+
+// Write access; used for traces and converted inputs. Chunked + gzip when `compress`.
+class Writer {
+  public:
+    explicit Writer(const std::string& path);  // creates/truncates
+    const std::string& path() const { return path_; }
+    void close();
+
+    void group(const std::string& path);  // creates missing parents
+    void write(const std::string& ds, const std::vector<float>& v, const Shape& dims,
+               bool compress = true);
+    void write(const std::string& ds, const std::vector<double>& v, const Shape& dims,
+               bool compress = true);
+    void write(const std::string& ds, const std::vector<std::int64_t>& v, const Shape& dims,
+               bool compress = true);
+    void write(const std::string& ds, const std::vector<std::int8_t>& v, const Shape& dims,
+               bool compress = true);
+    void write(const std::string& ds, const std::vector<std::uint64_t>& v, const Shape& dims,
+               bool compress = true);
+    void write_string(const std::string& ds, const std::string& s);
+    void attr(const std::string& obj, const std::string& name, const std::string& value);
+    void attr(const std::string& obj, const std::string& name, double value);
+    void attr(const std::string& obj, const std::string& name, std::int64_t value);
+
+  private:
+    void write_raw(const std::string& ds, hid_t mem_type, const void* data, const Shape& dims,
+                   bool compress, std::size_t elem_size);
+    std::string path_;
+    Handle file_;
+};
+
+// Silences HDF5's automatic error stack printing (once per process).
+void quiet_errors();
+
+}  // namespace ternion::h5

@@ -1,0 +1,151 @@
+// The node contract: what every graph node (synaptic, neuron, attention, readout) provides to
+// the engine. A node is immutable after loading (parameters, weights); everything that changes
+// during a sample lives in a NodeState that the engine creates per sample.
+#pragma once
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "error.hpp"
+#include "op_counts.hpp"
+#include "shape.hpp"
+
+namespace ternion {
+
+enum class Engine { event, dense };
+
+inline constexpr int kMaxAux = 8;
+
+// A node's output for one sample at one step. `values` is always complete (dense);
+// `active` lists the indices of its non-zero entries in ascending order, and `ternary` says
+// whether every value is -1, 0 or +1. Producers keep the three consistent (scan() does it).
+struct Activity {
+    std::vector<float> values;
+    std::vector<std::uint32_t> active;
+    bool ternary = true;
+
+    void resize(std::int64_t n) {
+        values.assign(static_cast<std::size_t>(n), 0.0f);
+        active.clear();
+        ternary = true;
+    }
+    // Zero only what is non-zero: cheap when activity is sparse.
+    void clear() {
+        for (auto i : active) values[i] = 0.0f;
+        active.clear();
+        ternary = true;
+    }
+    // Rebuild `active` and `ternary` from `values`.
+    void scan() {
+        active.clear();
+        ternary = true;
+        for (std::size_t i = 0; i < values.size(); ++i) {
+            float v = values[i];
+            if (v != 0.0f) {
+                active.push_back(static_cast<std::uint32_t>(i));
+                if (v != 1.0f && v != -1.0f) ternary = false;
+            }
+        }
+    }
+    std::int64_t size() const { return static_cast<std::int64_t>(values.size()); }
+};
+
+// Everything a node may need while stepping. `ops` accumulates this node's counts.
+struct StepContext {
+    Engine engine = Engine::event;
+    std::int64_t sample = 0;     // global sample index (keys random numbers)
+    std::int64_t step = 0;       // time step t in [0, timesteps)
+    std::int64_t timesteps = 1;  // T
+    std::uint64_t seed = 0;
+    bool parallel_inner = false;  // the node may split its work across threads
+    OpCounts* ops = nullptr;
+    // Node-defined extra counters (see Node::aux_names), e.g. Q/K/V spikes inside attention.
+    std::uint64_t* aux = nullptr;
+
+    // Calls f(begin, end) over blocks of [0, n). Blocks write disjoint outputs, so results do
+    // not depend on how many threads run them.
+    template <class F>
+    void for_blocks(std::int64_t n, std::int64_t grain, F&& f) const {
+        if (!parallel_inner || n <= grain) {
+            f(std::int64_t{0}, n);
+            return;
+        }
+        tbb::parallel_for(
+            tbb::blocked_range<std::int64_t>(0, n, grain),
+            [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+    }
+};
+
+// Per-sample mutable state of a node (membrane potentials, delay lines, ...).
+struct NodeState {
+    virtual ~NodeState() = default;
+};
+
+enum class NodeCategory { input, output, synaptic, neuron, attention, readout, other };
+const char* category_name(NodeCategory c);
+
+class Node {
+  public:
+    Node(std::string name, std::string type) : name_(std::move(name)), type_(std::move(type)) {}
+    virtual ~Node() = default;
+    Node(const Node&) = delete;
+    Node& operator=(const Node&) = delete;
+
+    const std::string& name() const { return name_; }
+    const std::string& type() const { return type_; }  // the type string of the model file
+    const Shape& in_shape() const { return in_shape_; }
+    const Shape& out_shape() const { return out_shape_; }
+    std::int64_t in_size() const { return numel(in_shape_); }
+    std::int64_t out_size() const { return numel(out_shape_); }
+
+    virtual NodeCategory category() const = 0;
+    // True when the output is spikes ({0,1} or {-1,0,1}); firing rates are reported for these.
+    virtual bool is_spiking() const { return false; }
+
+    // Fixes the input shape (the summed incoming edges) and derives the output shape.
+    // Throws InputError naming the field when they do not fit. Input nodes get an empty shape.
+    virtual void bind(const Shape& in_shape) = 0;
+    // The shape this node expects before binding, when its parameters fix it (else empty).
+    virtual Shape declared_in_shape() const { return {}; }
+
+    virtual std::unique_ptr<NodeState> make_state() const { return nullptr; }
+    // One time step. `in` is the sum of the incoming edges; `out` is pre-sized to out_size().
+    virtual void step(const Activity& in, NodeState* state, Activity& out,
+                      const StepContext& ctx) const = 0;
+
+    // Membrane potential (or the node's main state) for tracing; false when there is none.
+    virtual bool membrane(const NodeState* state, std::vector<float>& out) const { return false; }
+
+    // Multiply-accumulates per step of the same node run as an ANN (every input dense).
+    virtual std::uint64_t dense_macs_per_step() const { return 0; }
+    // Synaptic operations per step counted as NeuroBench's "Dense": every synapse, inputs and
+    // weights all taken as non-zero (0 for nodes NeuroBench does not hook).
+    virtual std::uint64_t dense_synops_per_step() const { return 0; }
+    // Stored parameters and the fraction of weights that are non-zero (-1 when no weights).
+    virtual std::uint64_t param_count() const { return 0; }
+    virtual double weight_density() const { return -1.0; }
+    // Names of the node's extra counters in StepContext::aux (at most kMaxAux).
+    virtual std::vector<std::string> aux_names() const { return {}; }
+    // key/value lines for `ternion info`.
+    virtual std::vector<std::pair<std::string, std::string>> summary() const { return {}; }
+
+    // Where the node came from, for error messages.
+    void set_origin(std::string file) { origin_ = std::move(file); }
+    const std::string& origin() const { return origin_; }
+
+  protected:
+    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+        throw InputError(origin_, "nodes/" + name_ + (field.empty() ? "" : "/" + field), what);
+    }
+    Shape in_shape_, out_shape_;
+
+  private:
+    std::string name_, type_, origin_;
+};
+
+}  // namespace ternion

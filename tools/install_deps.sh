@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs everything ternion needs to build, test and plot, from Debian 12's apt only.
+# Idempotent: skips apt when every package is already installed.
+set -euo pipefail
+PKGS=(build-essential cmake pkg-config
+      libeigen3-dev libtbb-dev libhdf5-dev libboost-program-options-dev doctest-dev
+      nlohmann-json3-dev libbenchmark-dev
+      python3-h5py python3-numpy python3-matplotlib python3-torch python3-sklearn python3-scipy)
+missing=()
+for p in "${PKGS[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "install_deps: installing ${missing[*]}" >&2
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

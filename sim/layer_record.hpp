@@ -23,6 +23,7 @@ struct LayerRecord {
     std::uint64_t param_count = 0;
     double weight_density = -1.0;
     std::vector<std::pair<std::string, std::uint64_t>> aux;  // node-defined counters
+    std::vector<std::pair<std::string, double>> attributes;  // Node::attributes()
     // Fraction of non-zero input elements over all samples and steps (paper-mode "fr").
     double input_rate(std::int64_t samples, std::int64_t T) const {
         double d = static_cast<double>(in_size) * static_cast<double>(samples * T);
@@ -63,6 +64,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.dense_synops_per_step = n.dense_synops_per_step();
         l.param_count = n.param_count();
         l.weight_density = n.weight_density();
+        l.attributes = n.attributes();
         auto names = n.aux_names();
         for (std::size_t a = 0; a < names.size() && a < static_cast<std::size_t>(kMaxAux); ++a)
             l.aux.emplace_back(names[a], s.aux[a]);

@@ -129,6 +129,8 @@ class Node {
     // Stored parameters and the fraction of weights that are non-zero (-1 when no weights).
     virtual std::uint64_t param_count() const { return 0; }
     virtual double weight_density() const { return -1.0; }
+    // Numeric structure facts the cost model's closed forms need (e.g. tokens, dim, heads).
+    virtual std::vector<std::pair<std::string, double>> attributes() const { return {}; }
     // Names of the node's extra counters in StepContext::aux (at most kMaxAux).
     virtual std::vector<std::string> aux_names() const { return {}; }
     // key/value lines for `ternion info`.

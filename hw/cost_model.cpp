@@ -1,1 +1,430 @@
-// placeholder until the cost model lands
+// Pricing a RunRecord under a counting convention, and reporting it (JSON and text).
+#include "hw/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "sim/error.hpp"
+
+namespace ternion::hw {
+
+using nlohmann::json;
+
+CountMode parse_count_mode(const std::string& s) {
+    if (s == "exact") return CountMode::exact;
+    if (s == "neurobench") return CountMode::neurobench;
+    if (s == "paper") return CountMode::paper;
+    throw OptionError("count",
+                      "unknown counting mode '" + s + "' (use exact, neurobench or paper)");
+}
+
+const char* count_mode_name(CountMode m) {
+    switch (m) {
+        case CountMode::exact:
+            return "exact";
+        case CountMode::neurobench:
+            return "neurobench";
+        case CountMode::paper:
+            return "paper";
+    }
+    return "?";
+}
+
+namespace {
+
+// NIR's connection primitives: the layers NeuroBench hooks and the papers' "conv/linear".
+bool is_connection_type(const std::string& t) {
+    return t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d" || t == "Conv3d";
+}
+
+// A layer with weights that NeuroBench would hook. Nodes outside the NIR set say so by
+// reporting a non-zero dense_synops_per_step (pooling and normalisation report 0).
+bool is_connection(const LayerRecord& l) {
+    if (l.category != NodeCategory::synaptic && l.category != NodeCategory::readout &&
+        l.category != NodeCategory::other)
+        return false;
+    return is_connection_type(l.type) || l.dense_synops_per_step > 0;
+}
+
+std::optional<std::uint64_t> aux(const LayerRecord& l, const char* name) {
+    for (const auto& [n, v] : l.aux)
+        if (n == name) return v;
+    return std::nullopt;
+}
+
+std::optional<double> attribute(const LayerRecord& l, const char* name) {
+    for (const auto& [n, v] : l.attributes)
+        if (n == name) return v;
+    return std::nullopt;
+}
+
+std::string fmt(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.6g", v);
+    return buf;
+}
+
+// Paper mode, one attention layer: Spikformer's closed form for ternion.SSA, else fr x T x FLOPs.
+// Returns ACs per inference; writes how it counted into `basis` and fallbacks into `notes`.
+double paper_attention(const LayerRecord& l, std::int64_t S, std::int64_t T, std::string& basis,
+                       std::vector<std::string>& notes, double& attn_part) {
+    const double fr_in = l.input_rate(S, T);
+    const double flops = static_cast<double>(l.dense_macs_per_step);
+    if (l.type == "ternion.SSA") {
+        auto q = aux(l, "q_spikes"), k = aux(l, "k_spikes"), v = aux(l, "v_spikes");
+        auto N = attribute(l, "tokens"), D = attribute(l, "dim"), H = attribute(l, "heads");
+        if (q && k && v && N && D && H && *N > 0 && *D > 0 && *H > 0 && S > 0 && T > 0) {
+            const double denom = static_cast<double>(S) * static_cast<double>(T) * *N * *D;
+            const double fq = static_cast<double>(*q) / denom;
+            const double fk = static_cast<double>(*k) / denom;
+            const double fv = static_cast<double>(*v) / denom;
+            const double dh = *D / *H;
+            // Q (K^T V): K^T V costs N (D/H)^2 per head gated by the sparser of K and V,
+            // Q times the result N (D/H)^2 gated by Q (Spikingformer's energy code).
+            const double attn =
+                static_cast<double>(T) * *H * *N * dh * dh * (std::min(fk, fv) + fq);
+            attn_part = attn;
+            double total = attn;
+            basis = "paper: SSA closed form T*H*N*(D/H)^2*(min(fr_K,fr_V)+fr_Q), fr_Q=" + fmt(fq) +
+                    " fr_K=" + fmt(fk) + " fr_V=" + fmt(fv);
+            // Projections inside the node (if it declares their dense MACs) are spike-fed linears.
+            if (auto proj = attribute(l, "proj_macs_per_step")) {
+                total += fr_in * static_cast<double>(T) * *proj;
+                basis += " + fr_in*T*proj_macs";
+            }
+            return total;
+        }
+        notes.push_back("layer '" + l.name +
+                        "' (ternion.SSA): aux q_spikes/k_spikes/v_spikes or attributes "
+                        "tokens/dim/heads missing; counted as fr_in x T x FLOPs instead of the "
+                        "SSA closed form");
+    } else {
+        notes.push_back("layer '" + l.name + "' (" + l.type +
+                        "): no closed form for this attention; counted as fr_in x T x FLOPs");
+    }
+    basis = "paper: fr_in*T*FLOPs (fallback), fr_in=" + fmt(fr_in);
+    attn_part = fr_in * static_cast<double>(T) * flops;
+    return attn_part;
+}
+
+}  // namespace
+
+CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) {
+    CostReport r;
+    r.profile_name = p.name;
+    r.profile_description = p.description;
+    r.profile_path = p.path;
+    r.mode = o.mode;
+    r.options = o;
+    r.samples = run.samples;
+    r.timesteps = run.timesteps;
+    const std::int64_t S = run.samples, T = run.timesteps;
+    const double Sd = static_cast<double>(S), Td = static_cast<double>(T);
+
+    KindArray unit{};  // pJ per unit; unpriced kinds stay 0 and are listed
+    std::array<bool, kKinds> priced{};
+    for (int k = 0; k < kKinds; ++k) {
+        auto v = p.price(k);
+        priced[k] = v.has_value();
+        unit[k] = v.value_or(0.0);
+    }
+    const double e_mac = unit[kMac];
+
+    if (o.mode == CountMode::neurobench) r.neurobench.emplace();
+    if (o.mode == CountMode::paper) r.paper.emplace();
+    bool encoding_seen = false;  // paper mode: the first connection layer was handled
+
+    for (const LayerRecord& l : run.layers) {
+        LayerCost c;
+        c.name = l.name;
+        c.type = l.type;
+        int k = 0;
+        l.ops.for_each(
+            [&](std::string_view, std::uint64_t v) { c.count[k++] = static_cast<double>(v); });
+        const double ac = c.count[kAc], mac = c.count[kMac];
+
+        switch (o.mode) {
+            case CountMode::exact:
+                c.basis = "exact";
+                break;
+            case CountMode::neurobench: {
+                auto& nb = *r.neurobench;
+                nb.dense += static_cast<double>(l.dense_synops_per_step) * Td;  // x S / S
+                c.count[kAc] = c.count[kMac] = 0.0;
+                if (l.category == NodeCategory::attention) {
+                    // All the node's products are priced, but reported apart: NeuroBench does not
+                    // hook plain matmuls. Projections inside the node (aux proj_ac/proj_mac) are
+                    // connection layers for NeuroBench.
+                    const double pac = static_cast<double>(aux(l, "proj_ac").value_or(0));
+                    const double pmac = static_cast<double>(aux(l, "proj_mac").value_or(0));
+                    const double mac_ac = std::max(0.0, ac - pac),
+                                 mat_mac = std::max(0.0, mac - pmac);
+                    c.count[kAc] = ac;
+                    c.count[kMac] = mac;
+                    c.attention_matmul = true;
+                    nb.effective_acs += pac / Sd;
+                    nb.effective_macs += pmac / Sd;
+                    nb.attention_matmul_ac += mac_ac / Sd;
+                    nb.attention_matmul_mac += mat_mac / Sd;
+                    nb.attention_matmul_pj += (unit[kAc] * mac_ac + unit[kMac] * mat_mac) / Sd;
+                    c.basis = "neurobench: attention matmul line (not a NeuroBench synop)";
+                } else if (is_connection(l)) {
+                    const double eff = ac + mac;
+                    if (l.input_ternary) {
+                        c.count[kAc] = eff;
+                        nb.effective_acs += eff / Sd;
+                        c.basis = "neurobench: Effective_ACs (inputs in {-1,0,1})";
+                    } else {
+                        c.count[kMac] = eff;
+                        nb.effective_macs += eff / Sd;
+                        c.basis = "neurobench: Effective_MACs (analog inputs)";
+                    }
+                } else {
+                    c.basis = (ac + mac > 0)
+                                  ? "neurobench: ac/mac not counted (not a connection layer)"
+                                  : "neurobench: no synaptic ops";
+                }
+                break;
+            }
+            case CountMode::paper: {
+                auto& pp = *r.paper;
+                c.count[kAc] = c.count[kMac] = 0.0;
+                const double flops = static_cast<double>(l.dense_macs_per_step);
+                if (l.category == NodeCategory::attention) {
+                    double part = 0.0;
+                    const double sop = paper_attention(l, S, T, c.basis, r.notes, part);
+                    c.sop = sop;
+                    c.input_rate = l.input_rate(S, T);
+                    c.count[kAc] = sop * Sd;
+                    pp.sop += sop;
+                    pp.attention_ac += part;
+                } else if (is_connection(l)) {
+                    c.input_rate = l.input_rate(S, T);
+                    if (!encoding_seen && !l.input_ternary) {
+                        const double m = flops * (o.encoding_mac_times_T ? Td : 1.0);
+                        c.count[kMac] = m * Sd;
+                        c.sop = m;
+                        pp.encoding_mac = m;
+                        pp.encoding_layer = l.name;
+                        c.basis = o.encoding_mac_times_T ? "paper: encoding layer, MAC x FLOPs x T"
+                                                         : "paper: encoding layer, MAC x FLOPs";
+                    } else {
+                        const double sop = c.input_rate * Td * flops;
+                        c.sop = sop;
+                        c.count[kAc] = sop * Sd;
+                        pp.sop += sop;
+                        c.basis = "paper: SOP = fr_in*T*FLOPs, fr_in=" + fmt(c.input_rate);
+                        if (!l.input_ternary)
+                            r.notes.push_back("layer '" + l.name +
+                                              "' has analog input but is not the encoding layer; "
+                                              "billed as AC per the papers' convention");
+                    }
+                    encoding_seen = true;
+                } else {
+                    c.basis = "paper: not a conv/linear/attention layer";
+                }
+                break;
+            }
+        }
+
+        for (int i = 0; i < kKinds; ++i) {
+            c.energy_pj[i] = unit[i] * c.count[i];
+            c.energy_total_pj += c.energy_pj[i];
+            r.total_count[i] += c.count[i];
+        }
+        c.ann_macs = static_cast<double>(l.dense_macs_per_step);
+        c.ann_pj = e_mac * c.ann_macs;
+        r.ann_macs_per_inference += c.ann_macs;
+        r.ann_pj_per_inference += c.ann_pj;
+        r.layers.push_back(std::move(c));
+    }
+
+    for (int i = 0; i < kKinds; ++i) {
+        r.total_energy_pj[i] = unit[i] * r.total_count[i];
+        r.total_pj += r.total_energy_pj[i];
+        r.per_inference_count[i] = S > 0 ? r.total_count[i] / Sd : 0.0;
+        r.per_inference_energy_pj[i] = unit[i] * r.per_inference_count[i];
+        r.per_inference_pj += r.per_inference_energy_pj[i];
+        if (r.total_count[i] > 0) {
+            if (!priced[i])
+                r.unpriced.emplace_back(kind_names()[i]);
+            else if (!p.price_verified(i))
+                r.profile_verified = false;
+        }
+    }
+    if (!r.unpriced.empty()) {
+        std::string list;
+        for (const auto& u : r.unpriced) list += (list.empty() ? "" : ", ") + u;
+        r.notes.push_back("counted but not priced by profile '" + p.name + "': " + list);
+    }
+    if (r.neurobench &&
+        (r.neurobench->attention_matmul_ac > 0 || r.neurobench->attention_matmul_mac > 0))
+        r.notes.push_back(
+            "attention matmuls are priced in energy_pj but are not NeuroBench synaptic "
+            "operations; they are reported apart as the attention matmul line");
+    if (!r.profile_verified)
+        r.notes.push_back("some figures of profile '" + p.name + "' are marked unverified");
+
+    if (p.clock_hz && T > 0) {
+        r.latency_s = Td / p.clock_hz->value;
+        const double stat = p.static_power_w ? p.static_power_w->value * *r.latency_s * 1e12 : 0.0;
+        if (p.static_power_w) r.static_energy_pj = stat;
+        r.average_power_w = (r.per_inference_pj + stat) * 1e-12 / *r.latency_s;
+    } else if (p.static_power_w) {
+        r.notes.push_back(
+            "profile gives static power but no clock_hz: no latency, static energy "
+            "not computed");
+    }
+    return r;
+}
+
+namespace {
+
+json by_kind(const KindArray& a, bool skip_zero) {
+    json j = json::object();
+    for (int k = 0; k < kKinds; ++k)
+        if (!skip_zero || a[k] != 0.0) j[std::string(kind_names()[k])] = a[k];
+    return j;
+}
+
+KindArray scaled(const KindArray& a, double s) {
+    KindArray o{};
+    for (int k = 0; k < kKinds; ++k) o[k] = a[k] * s;
+    return o;
+}
+
+}  // namespace
+
+void add_to_json(const CostReport& r, json& doc) {
+    const double inv = r.samples > 0 ? 1.0 / static_cast<double>(r.samples) : 0.0;
+    doc["profile"] = {{"name", r.profile_name},
+                      {"description", r.profile_description},
+                      {"path", r.profile_path},
+                      {"all_figures_verified", r.profile_verified}};
+    doc["count_mode"] = count_mode_name(r.mode);
+    if (r.mode == CountMode::paper) doc["encoding_mac_times_T"] = r.options.encoding_mac_times_T;
+
+    if (!doc.contains("layers") || !doc["layers"].is_array()) {
+        doc["layers"] = json::array();
+        for (const auto& c : r.layers)
+            doc["layers"].push_back({{"name", c.name}, {"type", c.type}});
+    }
+    for (auto& jl : doc["layers"]) {
+        if (!jl.is_object() || !jl.contains("name")) continue;
+        const std::string name = jl["name"].get<std::string>();
+        auto it = std::find_if(r.layers.begin(), r.layers.end(),
+                               [&](const LayerCost& c) { return c.name == name; });
+        if (it == r.layers.end()) continue;
+        const LayerCost& c = *it;
+        jl["energy_pj"] = c.energy_total_pj * inv;
+        jl["energy_by_kind_pj"] = by_kind(scaled(c.energy_pj, inv), true);
+        jl["ann_energy_pj"] = c.ann_pj;
+        jl["count_basis"] = c.basis;
+        if (r.mode != CountMode::exact) jl["counted_ops"] = by_kind(scaled(c.count, inv), true);
+        if (r.mode == CountMode::paper) {
+            jl["sop"] = c.sop;
+            jl["input_rate"] = c.input_rate;
+        }
+        if (c.attention_matmul) jl["attention_matmul"] = true;
+    }
+
+    json& pi = doc["per_inference"];
+    pi["energy_pj"] = r.per_inference_pj;
+    pi["energy_by_kind_pj"] = by_kind(r.per_inference_energy_pj, false);
+    if (r.mode != CountMode::exact) pi["counted_ops"] = by_kind(r.per_inference_count, false);
+    if (r.latency_s) pi["latency_s"] = *r.latency_s;
+    if (r.static_energy_pj) {
+        pi["static_energy_pj"] = *r.static_energy_pj;
+        pi["energy_with_static_pj"] = r.per_inference_pj + *r.static_energy_pj;
+    }
+    if (r.average_power_w) pi["average_power_w"] = *r.average_power_w;
+    doc["energy_total_pj"] = r.total_pj;
+
+    json& ann = doc["ann_equivalent"];
+    ann["macs_priced"] = r.ann_macs_per_inference;
+    ann["energy_pj"] = r.ann_pj_per_inference;
+    if (r.ann_pj_per_inference > 0)
+        ann["energy_ratio"] = r.per_inference_pj / r.ann_pj_per_inference;
+    else
+        ann["energy_ratio"] = nullptr;
+
+    if (r.neurobench) {
+        const auto& nb = *r.neurobench;
+        doc["neurobench"] = {{"Dense", nb.dense},
+                             {"Effective_ACs", nb.effective_acs},
+                             {"Effective_MACs", nb.effective_macs},
+                             {"attention_matmul",
+                              {{"ac", nb.attention_matmul_ac},
+                               {"mac", nb.attention_matmul_mac},
+                               {"energy_pj", nb.attention_matmul_pj}}}};
+    }
+    if (r.paper) {
+        const auto& pp = *r.paper;
+        doc["paper"] = {{"SOP", pp.sop},
+                        {"attention_SOP", pp.attention_ac},
+                        {"encoding_MAC", pp.encoding_mac},
+                        {"encoding_layer", pp.encoding_layer},
+                        {"encoding_mac_times_T", r.options.encoding_mac_times_T}};
+    }
+    doc["energy_notes"] = r.notes;
+}
+
+std::string format_table(const CostReport& r) {
+    std::ostringstream os;
+    const double inv = r.samples > 0 ? 1.0 / static_cast<double>(r.samples) : 0.0;
+    os << "energy: profile " << r.profile_name << ", count " << count_mode_name(r.mode) << ", "
+       << r.samples << " samples x T=" << r.timesteps << "; per inference\n";
+    char line[256];
+    std::snprintf(line, sizeof line, "%-20s %-14s %12s %12s %12s %12s %12s\n", "layer", "type",
+                  "AC", "MAC", "energy pJ", "ANN pJ", "share");
+    os << line;
+    for (const auto& c : r.layers) {
+        if (c.energy_total_pj == 0.0 && c.ann_pj == 0.0) continue;
+        const double e = c.energy_total_pj * inv;
+        const double share = r.per_inference_pj > 0 ? e / r.per_inference_pj * 100.0 : 0.0;
+        std::snprintf(line, sizeof line, "%-20.20s %-14.14s %12.5g %12.5g %12.5g %12.5g %11.1f%%\n",
+                      c.name.c_str(), c.type.c_str(), c.count[kAc] * inv, c.count[kMac] * inv, e,
+                      c.ann_pj, share);
+        os << line;
+    }
+    std::snprintf(line, sizeof line, "%-20s %-14s %12.5g %12.5g %12.5g %12.5g\n", "total", "",
+                  r.per_inference_count[kAc], r.per_inference_count[kMac], r.per_inference_pj,
+                  r.ann_pj_per_inference);
+    os << line;
+    os << "by kind (pJ per inference):";
+    for (int k = 0; k < kKinds; ++k)
+        if (r.per_inference_energy_pj[k] != 0.0)
+            os << " " << kind_names()[k] << " " << fmt(r.per_inference_energy_pj[k]);
+    os << "\n";
+    os << "ANN-equivalent (all MACs, one pass): " << fmt(r.ann_pj_per_inference) << " pJ";
+    if (r.ann_pj_per_inference > 0)
+        os << "; SNN/ANN energy = " << fmt(r.per_inference_pj / r.ann_pj_per_inference);
+    os << "\n";
+    if (r.neurobench) {
+        const auto& nb = *r.neurobench;
+        os << "NeuroBench (per sample): Dense " << fmt(nb.dense) << ", Effective_ACs "
+           << fmt(nb.effective_acs) << ", Effective_MACs " << fmt(nb.effective_macs)
+           << "; attention matmul (not in NeuroBench): " << fmt(nb.attention_matmul_ac) << " AC, "
+           << fmt(nb.attention_matmul_mac) << " MAC, " << fmt(nb.attention_matmul_pj) << " pJ\n";
+    }
+    if (r.paper) {
+        const auto& pp = *r.paper;
+        os << "paper convention (per inference): SOP " << fmt(pp.sop) << " (attention "
+           << fmt(pp.attention_ac) << "), encoding MAC " << fmt(pp.encoding_mac);
+        if (!pp.encoding_layer.empty())
+            os << " (" << pp.encoding_layer
+               << (r.options.encoding_mac_times_T ? ", x T)" : ", once)");
+        os << "\n";
+    }
+    if (r.latency_s) os << "latency: " << fmt(*r.latency_s) << " s per inference\n";
+    if (r.static_energy_pj)
+        os << "static energy: " << fmt(*r.static_energy_pj) << " pJ per inference\n";
+    if (r.average_power_w) os << "average power: " << fmt(*r.average_power_w) << " W\n";
+    for (const auto& n : r.notes) os << "note: " << n << "\n";
+    return os.str();
+}
+
+}  // namespace ternion::hw

@@ -1,0 +1,170 @@
+// The hardware cost model: loads a hardware profile (a JSON data file in hw/profiles/ with an
+// energy per counted operation and per byte moved, each with its source) and prices what a run
+// counted (a RunRecord) under one of three counting conventions:
+//   exact       ternion's own event counts;
+//   neurobench  NeuroBench's Dense / Effective_ACs / Effective_MACs (attention matmuls apart);
+//   paper       the spiking-Transformer papers' fr x T x FLOPs with the SSA closed form.
+// The conventions only change how synaptic AC and MAC are counted; every other kind (shift, cmp,
+// exp, div, neuron updates, spikes, memory bytes) is always the engine's count. docs/cost-model.md
+// is the user-facing description of every rule and assumption here.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <map>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim/layer_record.hpp"
+#include "sim/op_counts.hpp"
+
+namespace ternion::hw {
+
+// The counted kinds, in OpCounts' field order ("ac", "mac", ..., "spike_write_bytes").
+// Compute kinds are priced per operation, the four *_bytes kinds per byte.
+inline constexpr int kKinds = kOpFieldCount;
+const std::array<std::string_view, kKinds>& kind_names();
+int kind_index(std::string_view name);  // -1 when not a kind
+bool is_memory_kind(int k);
+inline constexpr int kAc = 0, kMac = 1;  // OpCounts lists ac then mac first
+using KindArray = std::array<double, kKinds>;
+
+// --- profiles -------------------------------------------------------------------------------
+
+// One published (or assumed) energy per operation.
+struct OpPrice {
+    double pj = 0.0;
+    int bits = 0;  // operand width the figure is for (0: not stated)
+    std::string source;
+    bool verified = true;  // false: taken on trust or assumed; shown as such in reports
+    std::string note;
+};
+
+// Energy of one access of `bytes` bytes to one memory (Horowitz lists 64-bit accesses).
+struct MemoryLevel {
+    double pj = 0.0;
+    double bytes = 8.0;
+    std::string source;
+    bool verified = true;
+    std::string note;
+};
+
+// Which memory one kind of counted traffic goes to. bytes_scale converts ternion's counted bytes
+// (float32 storage) to the hardware's width, e.g. 0.25 for int8 weights.
+struct TrafficRule {
+    std::string level;
+    double bytes_scale = 1.0;
+    std::string source;
+};
+
+struct ScalarFigure {
+    double value = 0.0;
+    std::string source;
+    bool verified = true;
+    std::string note;
+};
+
+struct Profile {
+    std::string name, description, path, technology;
+    std::map<std::string, OpPrice> ops;  // compute kinds: ac, mac, shift, cmp, ...
+    std::map<std::string, MemoryLevel> memory_levels;
+    std::map<std::string, TrafficRule> traffic;  // *_bytes kinds -> a memory level
+    std::optional<ScalarFigure> static_power_w;
+    std::optional<ScalarFigure> clock_hz;  // time steps per second (one step per tick)
+    std::vector<std::string> notes;
+
+    // pJ per counted unit of kind k (per op, or per counted byte), or nullopt when not priced.
+    std::optional<double> price(int k) const;
+    // Where the price of kind k comes from (empty when not priced).
+    std::string price_source(int k) const;
+    bool price_verified(int k) const;
+};
+
+// A name -> <profile dir>/<name>.json, where the dir is $TERNION_PROFILE_DIR if set, else the
+// compile definition TERNION_PROFILE_DIR. A value containing '/' or ending in .json is a path.
+// Throws OptionError("profile") for an unknown name, InputError(file, key, what) for a bad file.
+Profile load_profile(const std::string& name_or_path);
+// Parses and validates one profile document; `file` names it in errors.
+Profile parse_profile(const nlohmann::json& doc, const std::string& file);
+std::string profile_dir();
+// (name, one-line description) of every *.json in the profile dir, sorted by name.
+std::vector<std::pair<std::string, std::string>> list_profiles();
+// Multi-line human description of a profile with every figure and its source.
+std::string describe_profile(const Profile& p);
+
+// --- counting conventions -------------------------------------------------------------------
+
+enum class CountMode { exact, neurobench, paper };
+CountMode parse_count_mode(const std::string& s);  // throws OptionError("count", ...)
+const char* count_mode_name(CountMode m);
+
+struct PriceOptions {
+    CountMode mode = CountMode::exact;
+    // Paper mode only: bill the encoding layer as E_MAC x FLOPs x T (true: direct input repeated
+    // every step, as the Spike-driven Transformer papers do and as ternion's engine runs it) or
+    // E_MAC x FLOPs once (false: Spikformer's appendix reading).
+    bool encoding_mac_times_T = true;
+};
+
+// --- the report -----------------------------------------------------------------------------
+
+struct LayerCost {
+    std::string name, type;
+    KindArray count{};      // ops as counted under the mode, totals over all samples
+    KindArray energy_pj{};  // count x price, totals over all samples
+    double energy_total_pj = 0.0;
+    double ann_macs = 0.0;          // dense_macs_per_step (one ANN pass per inference)
+    double ann_pj = 0.0;            // E_MAC x ann_macs, per inference
+    std::string basis;              // how this layer was counted under the mode
+    double sop = 0.0;               // paper mode: SOP (or encoding FLOPs) per inference
+    double input_rate = 0.0;        // paper mode: fr_in
+    bool attention_matmul = false;  // neurobench mode: this layer's ac/mac are the matmul line
+};
+
+// NeuroBench's synaptic-operation figures, per sample (summed over all T).
+struct NeuroBenchFigures {
+    double dense = 0.0, effective_acs = 0.0, effective_macs = 0.0;
+    double attention_matmul_ac = 0.0, attention_matmul_mac = 0.0, attention_matmul_pj = 0.0;
+};
+
+// The paper convention's figures, per inference.
+struct PaperFigures {
+    double sop = 0.0;           // sum of SOP over spike-fed layers (billed as AC)
+    double encoding_mac = 0.0;  // MACs billed for the encoding layer
+    std::string encoding_layer;
+    double attention_ac = 0.0;  // part of sop from attention closed forms
+};
+
+struct CostReport {
+    std::string profile_name, profile_description, profile_path;
+    bool profile_verified = true;  // every figure used is marked verified
+    CountMode mode = CountMode::exact;
+    PriceOptions options;
+    std::int64_t samples = 0, timesteps = 0;
+    std::vector<LayerCost> layers;
+    KindArray total_count{}, total_energy_pj{};  // over all samples
+    double total_pj = 0.0;
+    // Per inference: total / samples. energy_pj = sum over kinds (in field order) of
+    // price x (total_count / samples), so under the default profile it is exactly
+    // 0.9 x AC + 4.6 x MAC per inference.
+    KindArray per_inference_count{}, per_inference_energy_pj{};
+    double per_inference_pj = 0.0;
+    double ann_macs_per_inference = 0.0, ann_pj_per_inference = 0.0;
+    std::vector<std::string> unpriced;  // kinds counted (non-zero) that the profile does not price
+    std::vector<std::string> notes;     // assumptions and fallbacks used in this report
+    std::optional<NeuroBenchFigures> neurobench;
+    std::optional<PaperFigures> paper;
+    std::optional<double> latency_s;         // T / clock_hz
+    std::optional<double> static_energy_pj;  // static_power_w x latency, per inference
+    std::optional<double> average_power_w;   // (dynamic + static) / latency
+};
+
+CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o);
+// Adds the report to a run's JSON document (see docs/cost-model.md for the keys).
+void add_to_json(const CostReport& r, nlohmann::json& doc);
+std::string format_table(const CostReport& r);
+
+}  // namespace ternion::hw

@@ -1,0 +1,377 @@
+// Loading, validating and describing hardware profiles (hw/profiles/*.json).
+// Validation is strict on purpose: a profile is a set of published figures, so a typo in a key
+// or a figure without a source must stop the run rather than silently price something at 0.
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+
+#include "hw/cost_model.hpp"
+#include "sim/error.hpp"
+
+namespace ternion::hw {
+
+using nlohmann::json;
+
+const std::array<std::string_view, kKinds>& kind_names() {
+    static const std::array<std::string_view, kKinds> names = [] {
+        std::array<std::string_view, kKinds> a{};
+        int i = 0;
+        OpCounts{}.for_each([&](std::string_view n, std::uint64_t) { a[i++] = n; });
+        return a;
+    }();
+    return names;
+}
+
+int kind_index(std::string_view name) {
+    const auto& n = kind_names();
+    for (int i = 0; i < kKinds; ++i)
+        if (n[i] == name) return i;
+    return -1;
+}
+
+bool is_memory_kind(int k) {
+    std::string_view n = kind_names()[k];
+    return n.size() > 6 && n.substr(n.size() - 6) == "_bytes";
+}
+
+std::optional<double> Profile::price(int k) const {
+    std::string n(kind_names()[k]);
+    if (!is_memory_kind(k)) {
+        auto it = ops.find(n);
+        if (it == ops.end()) return std::nullopt;
+        return it->second.pj;
+    }
+    auto t = traffic.find(n);
+    if (t == traffic.end()) return std::nullopt;
+    const MemoryLevel& m = memory_levels.at(t->second.level);  // checked on load
+    return m.pj / m.bytes * t->second.bytes_scale;
+}
+
+std::string Profile::price_source(int k) const {
+    std::string n(kind_names()[k]);
+    if (!is_memory_kind(k)) {
+        auto it = ops.find(n);
+        return it == ops.end() ? std::string() : it->second.source;
+    }
+    auto t = traffic.find(n);
+    if (t == traffic.end()) return {};
+    return memory_levels.at(t->second.level).source + "; " + t->second.source;
+}
+
+bool Profile::price_verified(int k) const {
+    std::string n(kind_names()[k]);
+    if (!is_memory_kind(k)) {
+        auto it = ops.find(n);
+        return it == ops.end() || it->second.verified;
+    }
+    auto t = traffic.find(n);
+    return t == traffic.end() || memory_levels.at(t->second.level).verified;
+}
+
+namespace {
+
+// Walks one JSON object, refusing unknown keys and reporting errors with a dotted key path.
+class Reader {
+  public:
+    Reader(const json& j, std::string file, std::string path)
+        : j_(j), file_(std::move(file)), path_(std::move(path)) {
+        if (!j_.is_object()) fail("", "expected an object");
+    }
+    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+        throw InputError(file_, join(key), what);
+    }
+    std::string join(const std::string& key) const {
+        if (path_.empty()) return key;
+        return key.empty() ? path_ : path_ + "." + key;
+    }
+    void allow(std::initializer_list<std::string_view> keys) const {
+        for (auto it = j_.begin(); it != j_.end(); ++it) {
+            if (std::find(keys.begin(), keys.end(), it.key()) != keys.end()) continue;
+            std::string list;
+            for (auto k : keys) list += (list.empty() ? "" : ", ") + std::string(k);
+            fail(it.key(), "unknown key (allowed here: " + list + ")");
+        }
+    }
+    bool has(const std::string& key) const { return j_.contains(key); }
+    const json& at(const std::string& key) const {
+        if (!j_.contains(key)) fail(key, "missing");
+        return j_.at(key);
+    }
+    std::string str(const std::string& key, bool required = true) const {
+        if (!has(key)) {
+            if (required) fail(key, "missing");
+            return {};
+        }
+        const json& v = j_.at(key);
+        if (!v.is_string()) fail(key, "expected a string");
+        return v.get<std::string>();
+    }
+    // A non-negative number (strictly positive when `positive`).
+    double num(const std::string& key, bool positive = false) const {
+        const json& v = at(key);
+        if (!v.is_number()) fail(key, "expected a number");
+        double d = v.get<double>();
+        if (!(d >= 0.0)) fail(key, "must not be negative (got " + v.dump() + ")");
+        if (positive && d == 0.0) fail(key, "must be greater than 0");
+        return d;
+    }
+    bool flag(const std::string& key, bool dflt) const {
+        if (!has(key)) return dflt;
+        const json& v = j_.at(key);
+        if (!v.is_boolean()) fail(key, "expected true or false");
+        return v.get<bool>();
+    }
+    // Every figure must say where it comes from.
+    std::string source() const {
+        if (!has("source")) fail("source", "missing: every number needs a source");
+        std::string s = str("source");
+        if (s.find_first_not_of(" \t") == std::string::npos) fail("source", "is empty");
+        return s;
+    }
+    Reader child(const std::string& key) const { return Reader(at(key), file_, join(key)); }
+    const json& raw() const { return j_; }
+
+  private:
+    const json& j_;
+    std::string file_, path_;
+};
+
+ScalarFigure read_scalar(const Reader& r, bool positive) {
+    r.allow({"value", "source", "verified", "note"});
+    ScalarFigure f;
+    f.value = r.num("value", positive);
+    f.source = r.source();
+    f.verified = r.flag("verified", true);
+    f.note = r.str("note", false);
+    return f;
+}
+
+}  // namespace
+
+Profile parse_profile(const json& doc, const std::string& file) {
+    Reader top(doc, file, "");
+    top.allow({"name", "description", "technology", "ops", "memory", "static_power_w", "clock_hz",
+               "notes"});
+    Profile p;
+    p.path = file;
+    p.name = top.str("name");
+    if (p.name.empty()) top.fail("name", "is empty");
+    p.description = top.str("description");
+    p.technology = top.str("technology", false);
+
+    Reader ops = top.child("ops");
+    for (auto it = ops.raw().begin(); it != ops.raw().end(); ++it) {
+        int k = kind_index(it.key());
+        if (k < 0 || is_memory_kind(k)) {
+            std::string list;
+            for (int i = 0; i < kKinds; ++i)
+                if (!is_memory_kind(i))
+                    list += (list.empty() ? "" : ", ") + std::string(kind_names()[i]);
+            ops.fail(it.key(), "unknown operation kind (allowed: " + list +
+                                   "; memory traffic goes under memory.traffic)");
+        }
+        Reader e = ops.child(it.key());
+        e.allow({"pj", "bits", "source", "verified", "note"});
+        OpPrice o;
+        o.pj = e.num("pj");
+        if (e.has("bits")) {
+            const json& b = e.at("bits");
+            if (!b.is_number_integer() || b.get<int>() <= 0) e.fail("bits", "expected a width > 0");
+            o.bits = b.get<int>();
+        }
+        o.source = e.source();
+        o.verified = e.flag("verified", true);
+        o.note = e.str("note", false);
+        p.ops.emplace(it.key(), std::move(o));
+    }
+    // The two kinds every convention prices; a profile without them cannot reproduce anything.
+    for (const char* req : {"ac", "mac"})
+        if (!p.ops.count(req)) ops.fail(req, "missing: every profile must price ac and mac");
+
+    if (top.has("memory")) {
+        Reader mem = top.child("memory");
+        mem.allow({"levels", "traffic"});
+        if (mem.has("levels")) {
+            Reader lv = mem.child("levels");
+            for (auto it = lv.raw().begin(); it != lv.raw().end(); ++it) {
+                Reader e = lv.child(it.key());
+                e.allow({"pj", "bytes", "source", "verified", "note"});
+                MemoryLevel m;
+                m.pj = e.num("pj");
+                m.bytes = e.num("bytes", true);
+                m.source = e.source();
+                m.verified = e.flag("verified", true);
+                m.note = e.str("note", false);
+                p.memory_levels.emplace(it.key(), std::move(m));
+            }
+        }
+        if (mem.has("traffic")) {
+            Reader tr = mem.child("traffic");
+            for (auto it = tr.raw().begin(); it != tr.raw().end(); ++it) {
+                int k = kind_index(it.key());
+                if (k < 0 || !is_memory_kind(k))
+                    tr.fail(it.key(),
+                            "unknown traffic kind (allowed: weight_read_bytes, state_read_bytes, "
+                            "state_write_bytes, spike_write_bytes)");
+                Reader e = tr.child(it.key());
+                e.allow({"level", "bytes_scale", "source"});
+                TrafficRule t;
+                t.level = e.str("level");
+                if (!p.memory_levels.count(t.level))
+                    e.fail("level", "'" + t.level + "' is not defined under memory.levels");
+                t.bytes_scale = e.has("bytes_scale") ? e.num("bytes_scale") : 1.0;
+                t.source = e.source();
+                p.traffic.emplace(it.key(), std::move(t));
+            }
+        }
+    }
+    if (top.has("static_power_w"))
+        p.static_power_w = read_scalar(top.child("static_power_w"), false);
+    if (top.has("clock_hz")) p.clock_hz = read_scalar(top.child("clock_hz"), true);
+    if (top.has("notes")) {
+        const json& n = top.at("notes");
+        if (!n.is_array()) top.fail("notes", "expected a list of strings");
+        for (const auto& s : n) {
+            if (!s.is_string()) top.fail("notes", "expected a list of strings");
+            p.notes.push_back(s.get<std::string>());
+        }
+    }
+    return p;
+}
+
+std::string profile_dir() {
+    if (const char* env = std::getenv("TERNION_PROFILE_DIR"); env && *env) return env;
+    return TERNION_PROFILE_DIR;
+}
+
+namespace {
+
+Profile load_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw InputError(path, "", "cannot open the profile file");
+    json doc;
+    try {
+        doc = json::parse(in, nullptr, true, /*ignore_comments=*/false);
+    } catch (const json::parse_error& e) {
+        throw InputError(path, "", std::string("not valid JSON: ") + e.what());
+    }
+    return parse_profile(doc, path);
+}
+
+std::vector<std::string> profile_names() {
+    namespace fs = std::filesystem;
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(profile_dir(), ec))
+        if (e.is_regular_file() && e.path().extension() == ".json")
+            names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+}  // namespace
+
+Profile load_profile(const std::string& name_or_path) {
+    const std::string& s = name_or_path;
+    bool is_path = s.find('/') != std::string::npos ||
+                   (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+    if (is_path) return load_file(s);
+    std::string path = profile_dir() + "/" + s + ".json";
+    if (!std::filesystem::exists(path)) {
+        std::string list;
+        for (const auto& n : profile_names()) list += (list.empty() ? "" : ", ") + n;
+        throw OptionError("profile", "unknown profile '" + s + "' (available: " +
+                                         (list.empty() ? "none in " + profile_dir() : list) +
+                                         "; or give a path to a .json file)");
+    }
+    return load_file(path);
+}
+
+std::vector<std::pair<std::string, std::string>> list_profiles() {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& n : profile_names()) {
+        try {
+            out.emplace_back(n, load_file(profile_dir() + "/" + n + ".json").description);
+        } catch (const Error& e) {
+            // Listing must still work when one file is broken; say which and why.
+            out.emplace_back(n, std::string("(invalid: ") + e.what() + ")");
+        }
+    }
+    return out;
+}
+
+namespace {
+
+std::string fmt(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%g", v);
+    return buf;
+}
+
+std::string mark(bool verified) {
+    return verified ? "" : " [unverified]";
+}
+
+}  // namespace
+
+std::string describe_profile(const Profile& p) {
+    std::ostringstream os;
+    os << p.name << ": " << p.description << "\n";
+    os << "file: " << p.path << "\n";
+    if (!p.technology.empty()) os << "technology: " << p.technology << "\n";
+    os << "operations (pJ per op):\n";
+    for (int k = 0; k < kKinds; ++k) {
+        if (is_memory_kind(k)) continue;
+        std::string n(kind_names()[k]);
+        auto it = p.ops.find(n);
+        if (it == p.ops.end()) {
+            os << "  " << n << ": not priced\n";
+            continue;
+        }
+        const OpPrice& o = it->second;
+        os << "  " << n << ": " << fmt(o.pj) << " pJ";
+        if (o.bits) os << " (" << o.bits << "-bit)";
+        os << mark(o.verified) << "\n    source: " << o.source << "\n";
+        if (!o.note.empty()) os << "    note: " << o.note << "\n";
+    }
+    os << "memory traffic (pJ per counted byte):\n";
+    for (int k = 0; k < kKinds; ++k) {
+        if (!is_memory_kind(k)) continue;
+        std::string n(kind_names()[k]);
+        auto t = p.traffic.find(n);
+        if (t == p.traffic.end()) {
+            os << "  " << n << ": not priced\n";
+            continue;
+        }
+        const MemoryLevel& m = p.memory_levels.at(t->second.level);
+        os << "  " << n << ": " << fmt(*p.price(k)) << " pJ/byte = " << fmt(m.pj) << " pJ per "
+           << fmt(m.bytes) << " bytes of " << t->second.level;
+        if (t->second.bytes_scale != 1.0) os << " x bytes_scale " << fmt(t->second.bytes_scale);
+        os << mark(m.verified) << "\n    why this memory: " << t->second.source << "\n";
+    }
+    if (!p.memory_levels.empty()) {
+        os << "memory levels (pJ per access):\n";
+        for (const auto& [n, m] : p.memory_levels) {
+            os << "  " << n << ": " << fmt(m.pj) << " pJ per " << fmt(m.bytes) << " bytes"
+               << mark(m.verified) << "\n    source: " << m.source << "\n";
+            if (!m.note.empty()) os << "    note: " << m.note << "\n";
+        }
+    }
+    auto scalar = [&](const char* what, const std::optional<ScalarFigure>& f) {
+        if (!f) return;
+        os << what << ": " << fmt(f->value) << mark(f->verified) << "\n    source: " << f->source
+           << "\n";
+        if (!f->note.empty()) os << "    note: " << f->note << "\n";
+    };
+    scalar("static power (W)", p.static_power_w);
+    scalar("clock (time steps per second)", p.clock_hz);
+    for (const auto& n : p.notes) os << "note: " << n << "\n";
+    return os.str();
+}
+
+}  // namespace ternion::hw

@@ -1,0 +1,3 @@
+// The one translation unit that holds doctest's main() for every test executable.
+#define DOCTEST_CONFIG_IMPLEMENT_WITH_MAIN
+#include <doctest/doctest.h>

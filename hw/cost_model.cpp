@@ -265,6 +265,10 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
         r.notes.push_back(
             "attention matmuls are priced in energy_pj but are not NeuroBench synaptic "
             "operations; they are reported apart as the attention matmul line");
+    if (!p.traffic.empty())
+        r.notes.push_back(
+            "the ANN-equivalent prices MACs only; memory traffic is priced for the "
+            "spiking run alone, so the SNN/ANN ratio is pessimistic for the SNN");
     if (!r.profile_verified)
         r.notes.push_back("some figures of profile '" + p.name + "' are marked unverified");
 
@@ -305,7 +309,6 @@ void add_to_json(const CostReport& r, json& doc) {
                       {"path", r.profile_path},
                       {"all_figures_verified", r.profile_verified}};
     doc["count_mode"] = count_mode_name(r.mode);
-    if (r.mode == CountMode::paper) doc["encoding_mac_times_T"] = r.options.encoding_mac_times_T;
 
     if (!doc.contains("layers") || !doc["layers"].is_array()) {
         doc["layers"] = json::array();

@@ -1,11 +1,74 @@
+// `ternion profiles`: list the hardware profiles, or show one with the source of every figure.
+#include <algorithm>
+#include <boost/program_options.hpp>
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 
+#include "hw/cost_model.hpp"
+#include "sim/error.hpp"
 #include "tools/commands.hpp"
 
 namespace ternion::cli {
 
-int cmd_profiles(const Args&) {
-    std::fprintf(stderr, "ternion: error: 'profiles' is not available in this build yet\n");
+namespace po = boost::program_options;
+
+int cmd_profiles(const Args& args) {
+    po::options_description opts("options");
+    opts.add_options()("help,h", "show this help")("json",
+                                                   "print the profile file as JSON (with `show`)");
+    po::options_description hidden;
+    hidden.add_options()("words", po::value<std::vector<std::string>>(), "");
+    po::options_description all;
+    all.add(opts).add(hidden);
+    po::positional_options_description pos;
+    pos.add("words", -1);
+    po::variables_map vm;
+    po::store(po::command_line_parser(args).options(all).positional(pos).run(), vm);
+    po::notify(vm);
+
+    if (vm.count("help")) {
+        std::cout << "usage: ternion profiles [list]\n"
+                     "       ternion profiles show NAME|FILE [--json]\n\n"
+                     "Hardware profiles price counted operations (pJ per op, per byte moved).\n"
+                     "A NAME is looked up in "
+                  << hw::profile_dir()
+                  << " (override with $TERNION_PROFILE_DIR);\n"
+                     "anything containing '/' or ending in .json is read as a file.\n\n"
+                  << opts;
+        return 0;
+    }
+    std::vector<std::string> words;
+    if (vm.count("words")) words = vm["words"].as<std::vector<std::string>>();
+
+    if (words.empty() || (words.size() == 1 && words[0] == "list")) {
+        auto list = hw::list_profiles();
+        if (list.empty()) {
+            std::printf("no profiles in %s\n", hw::profile_dir().c_str());
+            return 0;
+        }
+        std::size_t w = 0;
+        for (const auto& [n, d] : list) w = std::max(w, n.size());
+        for (const auto& [n, d] : list)
+            std::printf("%-*s  %s%s\n", static_cast<int>(w), n.c_str(), d.c_str(),
+                        n == "horowitz45-fp32" ? " [default]" : "");
+        return 0;
+    }
+    if (words[0] == "show") {
+        if (words.size() != 2)
+            throw OptionError("show", "expects exactly one profile name or file");
+        hw::Profile p = hw::load_profile(words[1]);
+        if (vm.count("json")) {
+            std::ifstream in(p.path);  // as written, so the sources read in the file's order
+            std::cout << in.rdbuf();
+        } else {
+            std::cout << hw::describe_profile(p);
+        }
+        return 0;
+    }
+    std::fprintf(stderr,
+                 "ternion: error: unknown profiles action '%s' (use `list` or `show NAME`)\n",
+                 words[0].c_str());
     return 2;
 }
 

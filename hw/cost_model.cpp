@@ -123,6 +123,7 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
     r.timesteps = run.timesteps;
     const std::int64_t S = run.samples, T = run.timesteps;
     const double Sd = static_cast<double>(S), Td = static_cast<double>(T);
+    const double invS = S > 0 ? 1.0 / Sd : 0.0;  // an empty run prices to 0, not NaN
 
     KindArray unit{};  // pJ per unit; unpriced kinds stay 0 and are listed
     std::array<bool, kKinds> priced{};
@@ -165,21 +166,21 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
                     c.count[kAc] = ac;
                     c.count[kMac] = mac;
                     c.attention_matmul = true;
-                    nb.effective_acs += pac / Sd;
-                    nb.effective_macs += pmac / Sd;
-                    nb.attention_matmul_ac += mac_ac / Sd;
-                    nb.attention_matmul_mac += mat_mac / Sd;
-                    nb.attention_matmul_pj += (unit[kAc] * mac_ac + unit[kMac] * mat_mac) / Sd;
+                    nb.effective_acs += pac * invS;
+                    nb.effective_macs += pmac * invS;
+                    nb.attention_matmul_ac += mac_ac * invS;
+                    nb.attention_matmul_mac += mat_mac * invS;
+                    nb.attention_matmul_pj += (unit[kAc] * mac_ac + unit[kMac] * mat_mac) * invS;
                     c.basis = "neurobench: attention matmul line (not a NeuroBench synop)";
                 } else if (is_connection(l)) {
                     const double eff = ac + mac;
                     if (l.input_ternary) {
                         c.count[kAc] = eff;
-                        nb.effective_acs += eff / Sd;
+                        nb.effective_acs += eff * invS;
                         c.basis = "neurobench: Effective_ACs (inputs in {-1,0,1})";
                     } else {
                         c.count[kMac] = eff;
-                        nb.effective_macs += eff / Sd;
+                        nb.effective_macs += eff * invS;
                         c.basis = "neurobench: Effective_MACs (analog inputs)";
                     }
                 } else {

@@ -489,3 +489,15 @@ TEST_CASE("format_table shows layers, totals and notes") {
     CHECK(t.find("neuron_update") != std::string::npos);  // listed as unpriced
     CHECK(t.find("lif2") == std::string::npos);           // nothing to show for it
 }
+
+TEST_CASE("an empty run prices to zero in every mode, never NaN") {
+    RunRecord run;  // 0 samples, 0 steps
+    run.layers = {layer("fc", "Linear", NodeCategory::synaptic)};
+    run.layers[0].dense_synops_per_step = 10;
+    for (CountMode m : {CountMode::exact, CountMode::neurobench, CountMode::paper}) {
+        CostReport r = price(run, load_profile("horowitz45-fp32"), {m});
+        CHECK(r.per_inference_pj == 0.0);
+        CHECK(r.total_pj == 0.0);
+        if (r.neurobench) CHECK(r.neurobench->effective_acs == 0.0);
+    }
+}

@@ -1,7 +1,132 @@
+// Loading of the spiking attention node types from a model file (NIR layout, one dataset per
+// parameter; names and meanings in docs/transformer-format.md).
+#include <cmath>
+
 #include "attention/register.hpp"
+#include "attention/spiking_attention.hpp"
 
 namespace ternion {
 
-void register_spiking_attention_nodes(NodeFactory&) {}
+namespace {
+
+// <p>_weight (out, in), optional <p>_bias (out) and optional <p>_bn_{weight,bias,running_mean,
+// running_var,eps}, folded here in double precision.
+spiking::Projection read_projection(const NodeSpec& spec, const std::string& p) {
+    Shape dims;
+    std::vector<float> w = spec.floats(p + "_weight", &dims);
+    if (dims.size() != 2 || dims[0] < 1 || dims[1] < 1)
+        spec.fail(p + "_weight", "must be a 2-D (out, in) array, got " + shape_str(dims));
+    const std::int64_t out = dims[0], in = dims[1];
+    std::vector<float> b;
+    if (spec.has(p + "_bias")) {
+        b = spec.floats(p + "_bias");
+        if (static_cast<std::int64_t>(b.size()) != out)
+            spec.fail(p + "_bias", "needs " + std::to_string(out) + " values");
+    }
+    if (spec.has(p + "_bn_running_mean") || spec.has(p + "_bn_running_var") ||
+        spec.has(p + "_bn_weight") || spec.has(p + "_bn_bias")) {
+        auto g = spec.per_neuron_or(p + "_bn_weight", out, 1.0f);
+        auto beta = spec.per_neuron_or(p + "_bn_bias", out, 0.0f);
+        auto mean = spec.per_neuron_or(p + "_bn_running_mean", out, 0.0f);
+        auto var = spec.per_neuron_or(p + "_bn_running_var", out, 1.0f);
+        const double eps = spec.scalar_or(p + "_bn_eps", 1e-5);
+        for (float x : var)
+            if (double(x) + eps <= 0.0) spec.fail(p + "_bn_running_var", "must be > -eps");
+        spiking::fold_batchnorm(w, b, out, g, beta, mean, var, eps);
+    }
+    return spiking::Projection(w, b, out, in);
+}
+
+struct Qkv {
+    spiking::Projection q, k, v;
+    std::int64_t heads;
+};
+
+Qkv read_qkv(const NodeSpec& spec) {
+    Qkv r{read_projection(spec, "q"), read_projection(spec, "k"), read_projection(spec, "v"), 1};
+    for (auto* p : {&r.k, &r.v})
+        if (p->in() != r.q.in() || p->out() != r.q.out())
+            spec.fail(p == &r.k ? "k_weight" : "v_weight", "must have the shape of q_weight");
+    const double h = spec.scalar_or("heads", 1.0);
+    if (h < 1 || h != std::floor(h) || static_cast<std::int64_t>(h) > r.q.out() ||
+        r.q.out() % static_cast<std::int64_t>(h) != 0)
+        spec.fail("heads", "must be a positive integer dividing " + std::to_string(r.q.out()));
+    r.heads = static_cast<std::int64_t>(h);
+    return r;
+}
+
+float positive(const NodeSpec& spec, const std::string& p, double dflt) {
+    const double v = spec.scalar_or(p, dflt);
+    if (!(v > 0.0)) spec.fail(p, "must be > 0");
+    return static_cast<float>(v);
+}
+
+spiking::LifParams read_lif(const NodeSpec& spec, const std::string& pre, float vth_default) {
+    spiking::LifParams p;
+    p.tau = positive(spec, pre + "tau", 2.0);
+    const double di = spec.scalar_or(pre + "decay_input", 1.0);
+    if (di != 0.0 && di != 1.0) spec.fail(pre + "decay_input", "must be 0 or 1");
+    p.decay_input = di != 0.0;
+    p.v_threshold = static_cast<float>(spec.scalar_or(pre + "v_threshold", vth_default));
+    p.v_reset = static_cast<float>(spec.scalar_or(pre + "v_reset", 0.0));
+    return p;
+}
+
+spiking::TsnParams read_tsn(const NodeSpec& spec, const std::string& pre, float vth_default) {
+    spiking::TsnParams p;
+    p.decay = static_cast<float>(spec.scalar_or(pre + "decay", 0.5));
+    if (p.decay < 0.0f || p.decay > 1.0f) spec.fail(pre + "decay", "must be in [0, 1]");
+    p.v_threshold = positive(spec, pre + "v_threshold", vth_default);
+    return p;
+}
+
+}  // namespace
+
+std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
+    auto qkv = read_qkv(spec);
+    auto assoc = SsaAssociation::automatic;
+    if (auto a = spec.string_opt("association")) {
+        if (*a == "qk")
+            assoc = SsaAssociation::qk_first;
+        else if (*a == "kv")
+            assoc = SsaAssociation::kv_first;
+        else if (*a != "auto")
+            spec.fail("association", "must be \"auto\", \"qk\" or \"kv\"");
+    }
+    return std::make_unique<SsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
+                                     std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
+                                     read_lif(spec, "attn_", 0.5f),
+                                     static_cast<float>(spec.scalar_or("scale", 0.125)), assoc);
+}
+
+std::unique_ptr<Node> build_sdsa(const NodeSpec& spec) {
+    auto qkv = read_qkv(spec);
+    return std::make_unique<SdsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
+                                      std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
+                                      read_lif(spec, "attn_", 0.5f));
+}
+
+std::unique_ptr<Node> build_bsa(const NodeSpec& spec) {
+    auto qkv = read_qkv(spec);
+    return std::make_unique<BsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
+                                     std::move(qkv.v), qkv.heads, read_tsn(spec, "qk_", 1.0f),
+                                     read_tsn(spec, "out_", 0.5f));
+}
+
+void register_spiking_attention_nodes(NodeFactory& f) {
+    auto wrap = [](std::unique_ptr<Node> (*b)(const NodeSpec&)) {
+        return [b](const NodeSpec& s) {
+            auto n = b(s);
+            n->set_origin(s.file().path());
+            return n;
+        };
+    };
+    f.add("ternion.SSA", wrap(build_ssa),
+          "Spikformer spiking self-attention: binary Q/K/V LIF spikes, LIF(Q K^T V * scale)");
+    f.add("ternion.SDSA", wrap(build_sdsa),
+          "Spike-driven self-attention (SDT v1): LIF(column sum of Q.K) masks V's channels");
+    f.add("ternion.BSA", wrap(build_bsa),
+          "Bipolar self-attention: ternary Q/K, Shiftmax, shift-and-add with analog V, TSN out");
+}
 
 }  // namespace ternion

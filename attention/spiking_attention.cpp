@@ -1,0 +1,505 @@
+#include "attention/spiking_attention.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+
+namespace ternion {
+
+using spiking::LifParams;
+using spiking::Projection;
+using spiking::TsnParams;
+
+namespace {
+
+std::size_t sz(std::int64_t n) {
+    return static_cast<std::size_t>(n);
+}
+
+// Calls f(bit index) for every set bit of a multi-word mask, ascending.
+template <class F>
+void for_bits(const std::uint64_t* m, std::int64_t words, F&& f) {
+    for (std::int64_t w = 0; w < words; ++w)
+        for (std::uint64_t b = m[w]; b; b &= b - 1) f(w * 64 + std::countr_zero(b));
+}
+bool any_and(const std::uint64_t* a, const std::uint64_t* b, std::int64_t words) {
+    for (std::int64_t w = 0; w < words; ++w)
+        if (a[w] & b[w]) return true;
+    return false;
+}
+std::uint64_t popcount(const std::uint64_t* a, std::int64_t words) {
+    std::uint64_t c = 0;
+    for (std::int64_t w = 0; w < words; ++w) c += static_cast<std::uint64_t>(std::popcount(a[w]));
+    return c;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Shared part
+
+SpikingAttentionNode::SpikingAttentionNode(std::string name, std::string type, Projection q,
+                                           Projection k, Projection v, std::int64_t heads)
+    : Node(std::move(name), std::move(type)), heads_(heads) {
+    dim_in_ = q.in();
+    dim_ = q.out();
+    head_dim_ = heads_ > 0 ? dim_ / heads_ : 0;
+    proj_params_ = 3 * (q.weight_count() + static_cast<std::uint64_t>(dim_));
+    qkv_ = Projection::concat({&q, &k, &v});
+    proj_nnz_ = qkv_.nonzero_weights();
+}
+
+void SpikingAttentionNode::bind(const Shape& in_shape) {
+    if (in_shape.size() != 2 || in_shape[1] != dim_in_)
+        fail("", "input shape " + shape_str(in_shape) + " does not fit: expected [tokens, " +
+                     std::to_string(dim_in_) + "] (the q_weight columns)");
+    if (in_shape[0] < 1) fail("", "needs at least one token");
+    in_shape_ = in_shape;
+    tokens_ = in_shape[0];
+    out_shape_ = {tokens_, dim_};
+}
+
+std::uint64_t SpikingAttentionNode::dense_macs_per_step() const {
+    const auto n = static_cast<std::uint64_t>(tokens_), d = static_cast<std::uint64_t>(dim_);
+    return 3 * n * static_cast<std::uint64_t>(dim_in_) * d + 2 * n * n * d;
+}
+std::uint64_t SpikingAttentionNode::dense_synops_per_step() const {
+    return 3 * static_cast<std::uint64_t>(tokens_ * dim_in_ * dim_);
+}
+std::uint64_t SpikingAttentionNode::param_count() const {
+    return proj_params_;
+}
+double SpikingAttentionNode::weight_density() const {
+    const double total = double(qkv_.weight_count());
+    return total > 0 ? double(proj_nnz_) / total : -1.0;
+}
+std::vector<std::pair<std::string, double>> SpikingAttentionNode::attributes() const {
+    return {{"tokens", double(tokens_)},
+            {"dim", double(dim_)},
+            {"heads", double(heads_)},
+            {"head_dim", double(head_dim_)},
+            {"dim_in", double(dim_in_)}};
+}
+std::vector<std::pair<std::string, std::string>> SpikingAttentionNode::summary() const {
+    return {{"tokens", std::to_string(tokens_)},
+            {"dim", std::to_string(dim_)},
+            {"heads", std::to_string(heads_)},
+            {"dim_in", std::to_string(dim_in_)}};
+}
+bool SpikingAttentionNode::membrane(const NodeState* state, std::vector<float>& out) const {
+    auto* s = dynamic_cast<const State*>(state);
+    if (!s) return false;
+    out = s->hout;
+    return true;
+}
+
+std::unique_ptr<SpikingAttentionNode::State> SpikingAttentionNode::make_common_state() const {
+    auto s = std::make_unique<State>();
+    const auto nd = sz(tokens_ * dim_);
+    s->proj.assign(sz(tokens_ * 3 * dim_), 0.0f);
+    s->hq.assign(nd, 0.0f);
+    s->hk.assign(nd, 0.0f);
+    s->hv.assign(nd, 0.0f);
+    s->hout.assign(nd, 0.0f);
+    s->q.assign(nd, 0.0f);
+    s->k.assign(nd, 0.0f);
+    s->v.assign(nd, 0.0f);
+    s->y.assign(nd, 0.0f);
+    return s;
+}
+
+void SpikingAttentionNode::project(const Activity& in, State& s, const StepContext& ctx) const {
+    const std::uint64_t pairs =
+        ctx.engine == Engine::event
+            ? qkv_.apply_event(in.values.data(), in.active, tokens_, s.proj.data(), in.ternary)
+            : qkv_.apply_dense(in.values.data(), tokens_, s.proj.data());
+    if (!ctx.ops) return;
+    (in.ternary ? ctx.ops->ac : ctx.ops->mac) += pairs;
+    ctx.ops->weight_read_bytes += 4 * pairs;
+}
+
+std::uint64_t SpikingAttentionNode::emit(const std::vector<float>& vals, Activity& out) {
+    out.clear();
+    for (std::size_t i = 0; i < vals.size(); ++i)
+        if (vals[i] != 0.0f) {
+            out.values[i] = vals[i];
+            out.active.push_back(static_cast<std::uint32_t>(i));
+        }
+    out.ternary = true;
+    return out.active.size();
+}
+
+void SpikingAttentionNode::book_neurons(const StepContext& ctx, std::uint64_t neurons) {
+    if (!ctx.ops) return;
+    ctx.ops->neuron_update += neurons;
+    ctx.ops->cmp += neurons;
+    ctx.ops->state_read_bytes += 4 * neurons;
+    ctx.ops->state_write_bytes += 4 * neurons;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SSA: Q, K, V = LIF(proj(x)); out = LIF_attn(Q K^T V * scale), per head.
+
+SsaNode::SsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
+                 LifParams qkv_lif, LifParams attn_lif, float scale, SsaAssociation assoc)
+    : SpikingAttentionNode(std::move(name), "ternion.SSA", std::move(q), std::move(k), std::move(v),
+                           heads),
+      lif_(qkv_lif),
+      attn_(attn_lif),
+      scale_(scale),
+      assoc_(assoc) {}
+
+std::unique_ptr<NodeState> SsaNode::make_state() const {
+    auto s = make_common_state();
+    const std::int64_t W = (head_dim_ + 63) / 64, NW = (tokens_ + 63) / 64;
+    s->qm.assign(sz(tokens_ * W), 0);
+    s->km.assign(sz(tokens_ * W), 0);
+    s->vm.assign(sz(tokens_ * W), 0);
+    s->kt.assign(sz(head_dim_ * NW), 0);
+    s->vt.assign(sz(head_dim_ * NW), 0);
+    s->s.assign(sz(std::max(tokens_ * tokens_, head_dim_ * head_dim_)), 0);
+    s->yi.assign(sz(tokens_ * head_dim_), 0);
+    s->cnt.assign(sz(head_dim_), 0);
+    return s;
+}
+
+std::vector<std::string> SsaNode::aux_names() const {
+    return {"q_spikes", "k_spikes", "v_spikes", "qk_first_heads", "kv_first_heads"};
+}
+std::vector<std::pair<std::string, double>> SsaNode::attributes() const {
+    auto a = SpikingAttentionNode::attributes();
+    a.emplace_back("scale", double(scale_));
+    return a;
+}
+
+void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
+                   const StepContext& ctx) const {
+    auto& s = *static_cast<State*>(state);
+    const std::int64_t N = tokens_, D = dim_, H = heads_, dh = head_dim_;
+    project(in, s, ctx);
+    std::uint64_t nq = 0, nk = 0, nv = 0;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* p = s.proj.data() + n * 3 * D;
+        for (std::int64_t c = 0; c < D; ++c) {
+            const auto i = sz(n * D + c);
+            nq += static_cast<std::uint64_t>(s.q[i] = spiking::lif_step(s.hq[i], p[c], lif_));
+            nk += static_cast<std::uint64_t>(s.k[i] = spiking::lif_step(s.hk[i], p[D + c], lif_));
+            nv +=
+                static_cast<std::uint64_t>(s.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_));
+        }
+    }
+    book_neurons(ctx, 3 * sz(N * D));
+    add_aux(ctx, 0, nq);
+    add_aux(ctx, 1, nk);
+    add_aux(ctx, 2, nv);
+
+    const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
+    std::uint64_t acs = 0;
+    for (std::int64_t h = 0; h < H; ++h) {
+        const std::int64_t c0 = h * dh;
+        // Bit masks: channels of each token (rows) and tokens of each channel (columns).
+        std::fill(s.qm.begin(), s.qm.end(), 0);
+        std::fill(s.km.begin(), s.km.end(), 0);
+        std::fill(s.vm.begin(), s.vm.end(), 0);
+        std::fill(s.kt.begin(), s.kt.end(), 0);
+        std::fill(s.vt.begin(), s.vt.end(), 0);
+        std::fill(s.cnt.begin(), s.cnt.end(), 0);
+        std::uint64_t qk1 = 0, qk2 = 0, kv1 = 0, kv2 = 0;
+        std::vector<std::uint32_t> kcnt(sz(dh), 0);
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t c = 0; c < dh; ++c) {
+                const auto i = sz(n * D + c0 + c);
+                const std::uint64_t bit = std::uint64_t{1} << (c % 64);
+                const std::uint64_t tbit = std::uint64_t{1} << (n % 64);
+                if (s.q[i] != 0.0f) s.qm[sz(n * W + c / 64)] |= bit, ++s.cnt[sz(c)];
+                if (s.k[i] != 0.0f)
+                    s.km[sz(n * W + c / 64)] |= bit, s.kt[sz(c * NW + n / 64)] |= tbit,
+                        ++kcnt[sz(c)];
+                if (s.v[i] != 0.0f)
+                    s.vm[sz(n * W + c / 64)] |= bit, s.vt[sz(c * NW + n / 64)] |= tbit;
+            }
+        // Accumulates of each association for these spikes.
+        for (std::int64_t c = 0; c < dh; ++c) qk1 += std::uint64_t{s.cnt[sz(c)]} * kcnt[sz(c)];
+        for (std::int64_t j = 0; j < N; ++j)
+            kv1 += popcount(&s.km[sz(j * W)], W) * popcount(&s.vm[sz(j * W)], W);
+        for (std::int64_t i = 0; i < N; ++i) {
+            if (!popcount(&s.qm[sz(i * W)], W)) continue;
+            for (std::int64_t j = 0; j < N; ++j)
+                if (any_and(&s.qm[sz(i * W)], &s.km[sz(j * W)], W))
+                    qk2 += popcount(&s.vm[sz(j * W)], W);
+        }
+        for (std::int64_t c = 0; c < dh; ++c) {
+            if (!s.cnt[sz(c)]) continue;
+            std::uint64_t row = 0;
+            for (std::int64_t c2 = 0; c2 < dh; ++c2)
+                row += any_and(&s.kt[sz(c * NW)], &s.vt[sz(c2 * NW)], NW) ? 1 : 0;
+            kv2 += std::uint64_t{s.cnt[sz(c)]} * row;
+        }
+        const bool qk_first = assoc_ == SsaAssociation::qk_first ||
+                              (assoc_ == SsaAssociation::automatic && qk1 + qk2 <= kv1 + kv2);
+        acs += qk_first ? qk1 + qk2 : kv1 + kv2;
+        add_aux(ctx, qk_first ? 3 : 4, 1);
+
+        // The product itself: small integers, identical for both associations and engines.
+        std::int32_t* S = s.s.data();
+        std::int32_t* Y = s.yi.data();
+        std::fill(s.yi.begin(), s.yi.end(), 0);
+        if (ctx.engine == Engine::dense) {
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j) {
+                    std::int32_t a = 0;
+                    for (std::int64_t c = 0; c < dh; ++c)
+                        a += static_cast<std::int32_t>(s.q[sz(i * D + c0 + c)] *
+                                                       s.k[sz(j * D + c0 + c)]);
+                    S[i * N + j] = a;
+                }
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j)
+                    for (std::int64_t c = 0; c < dh; ++c)
+                        Y[i * dh + c] +=
+                            S[i * N + j] * static_cast<std::int32_t>(s.v[sz(j * D + c0 + c)]);
+        } else if (qk_first) {
+            std::fill(S, S + N * N, 0);
+            for (std::int64_t i = 0; i < N; ++i)
+                for_bits(&s.qm[sz(i * W)], W, [&](std::int64_t c) {
+                    for_bits(&s.kt[sz(c * NW)], NW, [&](std::int64_t j) { ++S[i * N + j]; });
+                });
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j)
+                    if (const std::int32_t a = S[i * N + j])
+                        for_bits(&s.vm[sz(j * W)], W, [&](std::int64_t c) { Y[i * dh + c] += a; });
+        } else {
+            std::fill(S, S + dh * dh, 0);
+            for (std::int64_t j = 0; j < N; ++j)
+                for_bits(&s.km[sz(j * W)], W, [&](std::int64_t c) {
+                    for_bits(&s.vm[sz(j * W)], W, [&](std::int64_t c2) { ++S[c * dh + c2]; });
+                });
+            for (std::int64_t i = 0; i < N; ++i)
+                for_bits(&s.qm[sz(i * W)], W, [&](std::int64_t c) {
+                    for (std::int64_t c2 = 0; c2 < dh; ++c2) Y[i * dh + c2] += S[c * dh + c2];
+                });
+        }
+        for (std::int64_t i = 0; i < N; ++i)
+            for (std::int64_t c = 0; c < dh; ++c)
+                s.y[sz(i * D + c0 + c)] = static_cast<float>(Y[i * dh + c]) * scale_;
+    }
+    if (ctx.ops) ctx.ops->ac += acs;
+
+    // Attention LIF; the scale is a power of two folded into its threshold in hardware terms,
+    // so it is not counted as an operation (docs/bsa.md).
+    for (std::size_t i = 0; i < s.y.size(); ++i)
+        s.y[i] = spiking::lif_step(s.hout[i], s.y[i], attn_);
+    book_neurons(ctx, sz(N * D));
+    const auto spikes = emit(s.y, out);
+    if (ctx.ops) ctx.ops->spikes_out += spikes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// SDSA: Q, K, V = LIF(proj(x)); mask = LIF_attn(sum over tokens of Q (.) K); out = mask (.) V.
+
+SdsaNode::SdsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
+                   LifParams qkv_lif, LifParams attn_lif)
+    : SpikingAttentionNode(std::move(name), "ternion.SDSA", std::move(q), std::move(k),
+                           std::move(v), heads),
+      lif_(qkv_lif),
+      attn_(attn_lif) {}
+
+std::unique_ptr<NodeState> SdsaNode::make_state() const {
+    auto s = make_common_state();
+    s->hout.assign(sz(dim_), 0.0f);  // one mask neuron per channel
+    s->yi.assign(sz(dim_), 0);
+    return s;
+}
+
+std::vector<std::string> SdsaNode::aux_names() const {
+    return {"q_spikes", "k_spikes", "v_spikes", "mask_channels"};
+}
+bool SdsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
+    return SpikingAttentionNode::membrane(state, out);
+}
+
+void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
+                    const StepContext& ctx) const {
+    auto& s = *static_cast<State*>(state);
+    const std::int64_t N = tokens_, D = dim_;
+    project(in, s, ctx);
+    std::uint64_t nq = 0, nk = 0, nv = 0;
+    std::fill(s.yi.begin(), s.yi.end(), 0);
+    std::uint64_t both = 0;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* p = s.proj.data() + n * 3 * D;
+        for (std::int64_t c = 0; c < D; ++c) {
+            const auto i = sz(n * D + c);
+            const float q = spiking::lif_step(s.hq[i], p[c], lif_);
+            const float k = spiking::lif_step(s.hk[i], p[D + c], lif_);
+            s.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_);
+            nq += q != 0.0f;
+            nk += k != 0.0f;
+            nv += s.v[i] != 0.0f;
+            // Column sum of the Hadamard product: only coincident Q and K spikes add (event
+            // form); the dense form adds every product, zeros included: same integers.
+            if (ctx.engine == Engine::dense)
+                s.yi[sz(c)] += static_cast<std::int32_t>(q * k);
+            else if (q != 0.0f && k != 0.0f)
+                ++s.yi[sz(c)];
+            both += (q != 0.0f && k != 0.0f);
+        }
+    }
+    book_neurons(ctx, 3 * sz(N * D) + sz(D));
+    if (ctx.ops) ctx.ops->ac += both;
+    add_aux(ctx, 0, nq);
+    add_aux(ctx, 1, nk);
+    add_aux(ctx, 2, nv);
+    std::uint64_t open = 0;
+    std::vector<float> mask(sz(D));
+    for (std::int64_t c = 0; c < D; ++c) {
+        mask[sz(c)] = spiking::lif_step(s.hout[sz(c)], static_cast<float>(s.yi[sz(c)]), attn_);
+        open += mask[sz(c)] != 0.0f;
+    }
+    add_aux(ctx, 3, open);
+    // Channel mask on V: selection, not arithmetic (not counted).
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < D; ++c) s.y[sz(n * D + c)] = mask[sz(c)] * s.v[sz(n * D + c)];
+    const auto spikes = emit(s.y, out);
+    if (ctx.ops) ctx.ops->spikes_out += spikes;
+}
+
+// ---------------------------------------------------------------------------------------------
+// BSA: Q, K = TSN(proj(x)) ternary; V = proj(x) analog; out = TSN(Shiftmax(Q K^T) |> V).
+
+BsaNode::BsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
+                 TsnParams qk, TsnParams outp)
+    : SpikingAttentionNode(std::move(name), "ternion.BSA", std::move(q), std::move(k), std::move(v),
+                           heads),
+      qk_(qk),
+      out_(outp) {}
+
+std::unique_ptr<NodeState> BsaNode::make_state() const {
+    auto s = make_common_state();
+    s->s.assign(sz(tokens_ * tokens_), 0);
+    s->expo.assign(sz(tokens_ * tokens_), 0);
+    s->cnt.assign(sz(tokens_ * head_dim_ * 2 + head_dim_ * 2 + 2), 0);
+    return s;
+}
+
+std::vector<std::string> BsaNode::aux_names() const {
+    return {"q_spikes", "k_spikes", "q_neg_spikes", "k_neg_spikes", "tmp_acs", "out_neg_spikes"};
+}
+
+void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
+                   const StepContext& ctx) const {
+    auto& s = *static_cast<State*>(state);
+    const std::int64_t N = tokens_, D = dim_, H = heads_, dh = head_dim_;
+    project(in, s, ctx);
+    std::uint64_t nq = 0, nk = 0, nqn = 0, nkn = 0;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* p = s.proj.data() + n * 3 * D;
+        for (std::int64_t c = 0; c < D; ++c) {
+            const auto i = sz(n * D + c);
+            s.q[i] = spiking::tsn_step(s.hq[i], p[c], qk_);
+            s.k[i] = spiking::tsn_step(s.hk[i], p[D + c], qk_);
+            s.v[i] = p[2 * D + c];  // V stays a membrane potential
+            nq += s.q[i] != 0.0f;
+            nk += s.k[i] != 0.0f;
+            nqn += s.q[i] < 0.0f;
+            nkn += s.k[i] < 0.0f;
+        }
+    }
+    book_neurons(ctx, 2 * sz(N * D));
+    add_aux(ctx, 0, nq);
+    add_aux(ctx, 1, nk);
+    add_aux(ctx, 2, nqn);
+    add_aux(ctx, 3, nkn);
+
+    std::uint64_t tmp = 0;
+    std::int32_t* S = s.s.data();
+    // Per channel lists of the tokens with a non-zero query / key (CSR in s.cnt).
+    std::uint32_t* qstart = s.cnt.data();
+    std::uint32_t* kstart = qstart + dh + 1;
+    std::uint32_t* qtok = kstart + dh + 1;
+    std::uint32_t* ktok = qtok + N * dh;
+    std::vector<float> row(sz(dh));
+    for (std::int64_t h = 0; h < H; ++h) {
+        const std::int64_t c0 = h * dh;
+        std::fill(S, S + N * N, 0);
+        if (ctx.engine == Engine::dense) {
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j) {
+                    std::int32_t a = 0;
+                    for (std::int64_t c = 0; c < dh; ++c)
+                        a += static_cast<std::int32_t>(s.q[sz(i * D + c0 + c)] *
+                                                       s.k[sz(j * D + c0 + c)]);
+                    S[i * N + j] = a;
+                }
+            for (std::int64_t c = 0; c < dh; ++c) {
+                std::uint64_t a = 0, b = 0;
+                for (std::int64_t n = 0; n < N; ++n) {
+                    a += s.q[sz(n * D + c0 + c)] != 0.0f;
+                    b += s.k[sz(n * D + c0 + c)] != 0.0f;
+                }
+                tmp += a * b;
+            }
+        } else {
+            std::uint32_t fq = 0, fk = 0;
+            for (std::int64_t c = 0; c < dh; ++c) {
+                qstart[c] = fq;
+                kstart[c] = fk;
+                for (std::int64_t n = 0; n < N; ++n) {
+                    if (s.q[sz(n * D + c0 + c)] != 0.0f) qtok[fq++] = static_cast<std::uint32_t>(n);
+                    if (s.k[sz(n * D + c0 + c)] != 0.0f) ktok[fk++] = static_cast<std::uint32_t>(n);
+                }
+            }
+            qstart[dh] = fq;
+            kstart[dh] = fk;
+            // Ternary product: a (+-1, +-1) pair adds or subtracts one; zeros never reach here.
+            for (std::int64_t c = 0; c < dh; ++c) {
+                tmp += std::uint64_t{qstart[c + 1] - qstart[c]} * (kstart[c + 1] - kstart[c]);
+                for (std::uint32_t a = qstart[c]; a < qstart[c + 1]; ++a) {
+                    const std::int64_t i = qtok[a];
+                    const bool qpos = s.q[sz(i * D + c0 + c)] > 0.0f;
+                    std::int32_t* Si = S + i * N;
+                    for (std::uint32_t b = kstart[c]; b < kstart[c + 1]; ++b) {
+                        const std::int64_t j = ktok[b];
+                        const bool kpos = s.k[sz(j * D + c0 + c)] > 0.0f;
+                        Si[j] += qpos == kpos ? 1 : -1;
+                    }
+                }
+            }
+        }
+        // Shiftmax per query row, then the shift-and-add product with V in ascending key
+        // order: every weight is 2^-n, so each product is exact and only the additions round.
+        for (std::int64_t i = 0; i < N; ++i) {
+            std::int32_t* e = s.expo.data() + i * N;
+            spiking::shiftmax_exponents(S + i * N, N, e);
+            std::fill(row.begin(), row.end(), 0.0f);
+            for (std::int64_t j = 0; j < N; ++j) {
+                const float w = std::ldexp(1.0f, -e[j]);
+                const float* vj = s.v.data() + j * D + c0;
+                for (std::int64_t c = 0; c < dh; ++c) row[sz(c)] += w * vj[c];
+            }
+            std::copy(row.begin(), row.end(), s.y.begin() + i * D + c0);
+        }
+    }
+    add_aux(ctx, 4, tmp);
+    if (ctx.ops) {
+        const auto n = static_cast<std::uint64_t>(N), d = static_cast<std::uint64_t>(dh),
+                   h = static_cast<std::uint64_t>(H);
+        // TMP accumulates; Shiftmax per row: n adds for the sum and n exponent subtractions,
+        // n shifts, n comparisons (max search and leading-one detection); Shiftmax.V: one shift
+        // and one add per (query, key, channel).
+        ctx.ops->ac += tmp + h * (n * 2 * n + n * n * d);
+        ctx.ops->shift += h * (n * n + n * n * d);
+        ctx.ops->cmp += h * n * n;
+    }
+    std::uint64_t neg = 0;
+    for (std::size_t i = 0; i < s.y.size(); ++i) {
+        s.y[i] = spiking::tsn_step(s.hout[i], s.y[i], out_);
+        neg += s.y[i] < 0.0f;
+    }
+    book_neurons(ctx, sz(N * D));
+    add_aux(ctx, 5, neg);
+    const auto spikes = emit(s.y, out);
+    if (ctx.ops) ctx.ops->spikes_out += spikes;
+}
+
+}  // namespace ternion

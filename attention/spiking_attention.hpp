@@ -1,0 +1,117 @@
+// Spiking self-attention nodes: ternion.SSA (Spikformer), ternion.SDSA (Spike-driven
+// Transformer v1) and ternion.BSA (Bipolar Self-attention: ternary Q/K, Shiftmax, analog V).
+// Each maps [tokens, dim_in] input activity to [tokens, dim] spikes and contains its own Q/K/V
+// projections (BatchNorm folded) and neurons; the output projection, residuals and MLP are
+// separate graph nodes. docs/transformer-format.md lists the parameters, docs/bsa.md the counts.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "attention/spiking_kernels.hpp"
+#include "sim/node.hpp"
+#include "sim/node_spec.hpp"
+
+namespace ternion {
+
+// How SSA evaluates Q K^T V: whichever association needs fewer accumulates for the actual
+// spikes (auto), or a fixed one (for tests and comparisons).
+enum class SsaAssociation { automatic, qk_first, kv_first };
+
+// What the three node types share: the fused Q|K|V projection, heads and the cost facts.
+class SpikingAttentionNode : public Node {
+  public:
+    SpikingAttentionNode(std::string name, std::string type, spiking::Projection q,
+                         spiking::Projection k, spiking::Projection v, std::int64_t heads);
+
+    NodeCategory category() const override { return NodeCategory::attention; }
+    bool is_spiking() const override { return true; }
+    void bind(const Shape& in_shape) override;
+    std::uint64_t dense_macs_per_step() const override;
+    std::uint64_t dense_synops_per_step() const override;
+    std::uint64_t param_count() const override;
+    double weight_density() const override;
+    std::vector<std::pair<std::string, double>> attributes() const override;
+    std::vector<std::pair<std::string, std::string>> summary() const override;
+    bool membrane(const NodeState* state, std::vector<float>& out) const override;
+
+    std::int64_t tokens() const { return tokens_; }
+    std::int64_t dim() const { return dim_; }
+    std::int64_t heads() const { return heads_; }
+
+  protected:
+    struct State : NodeState {
+        std::vector<float> proj;              // [N][3D] projection outputs (Q | K | V)
+        std::vector<float> hq, hk, hv, hout;  // neuron states
+        std::vector<float> q, k, v, y;        // [N][D] spikes (V: analog for BSA), attention out
+        std::vector<std::int32_t> s, yi;      // integer scores / products, scratch
+        std::vector<std::int32_t> expo;       // Shiftmax exponents
+        std::vector<std::uint64_t> qm, km, vm, kt, vt;  // bit masks (SSA)
+        std::vector<std::uint32_t> cnt;
+    };
+    std::unique_ptr<State> make_common_state() const;
+    // Runs the fused projection; returns the (input, weight) pairs and books them as AC
+    // (spike input) or MAC (any other value) with 4 weight bytes each.
+    void project(const Activity& in, State& s, const StepContext& ctx) const;
+    // Writes out = spikes in `vals` (length N*D), ascending; returns the non-zero count.
+    static std::uint64_t emit(const std::vector<float>& vals, Activity& out);
+    static void book_neurons(const StepContext& ctx, std::uint64_t neurons);
+    static void add_aux(const StepContext& ctx, int i, std::uint64_t v) {
+        if (ctx.aux) ctx.aux[i] += v;
+    }
+
+    spiking::Projection qkv_;
+    std::int64_t dim_in_ = 0, dim_ = 0, heads_ = 1, head_dim_ = 0, tokens_ = 0;
+    std::uint64_t proj_params_ = 0, proj_nnz_ = 0;
+};
+
+class SsaNode : public SpikingAttentionNode {
+  public:
+    SsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
+            std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif,
+            float scale, SsaAssociation assoc);
+    std::unique_ptr<NodeState> make_state() const override;
+    void step(const Activity& in, NodeState* state, Activity& out,
+              const StepContext& ctx) const override;
+    std::vector<std::string> aux_names() const override;
+    std::vector<std::pair<std::string, double>> attributes() const override;
+
+  private:
+    spiking::LifParams lif_, attn_;
+    float scale_;
+    SsaAssociation assoc_;
+};
+
+class SdsaNode : public SpikingAttentionNode {
+  public:
+    SdsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
+             std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif);
+    std::unique_ptr<NodeState> make_state() const override;
+    void step(const Activity& in, NodeState* state, Activity& out,
+              const StepContext& ctx) const override;
+    std::vector<std::string> aux_names() const override;
+    bool membrane(const NodeState* state, std::vector<float>& out) const override;
+
+  private:
+    spiking::LifParams lif_, attn_;
+};
+
+class BsaNode : public SpikingAttentionNode {
+  public:
+    BsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
+            std::int64_t heads, spiking::TsnParams qk, spiking::TsnParams out);
+    std::unique_ptr<NodeState> make_state() const override;
+    void step(const Activity& in, NodeState* state, Activity& out,
+              const StepContext& ctx) const override;
+    std::vector<std::string> aux_names() const override;
+
+  private:
+    spiking::TsnParams qk_, out_;
+};
+
+// Builders used by register_spiking_attention_nodes (exposed for tests).
+std::unique_ptr<Node> build_ssa(const NodeSpec& spec);
+std::unique_ptr<Node> build_sdsa(const NodeSpec& spec);
+std::unique_ptr<Node> build_bsa(const NodeSpec& spec);
+
+}  // namespace ternion

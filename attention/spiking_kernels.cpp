@@ -1,0 +1,196 @@
+#include "attention/spiking_kernels.hpp"
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <stdexcept>
+
+namespace ternion::spiking {
+
+namespace {
+
+// Row updates of the projection. Compiled for AVX-512, AVX2 and a baseline; the dispatcher
+// picks one per machine, and the event and dense forms use the same clone, so their results
+// stay identical on any machine.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TERNION_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define TERNION_CLONES
+#endif
+
+TERNION_CLONES void row_add(float* __restrict a, const float* __restrict w, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) a[j] += w[j];
+}
+TERNION_CLONES void row_sub(float* __restrict a, const float* __restrict w, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) a[j] -= w[j];
+}
+TERNION_CLONES void row_axpy(float* __restrict a, float x, const float* __restrict w,
+                             std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) a[j] += x * w[j];
+}
+
+// Columns per block: a block of accumulators for 64 tokens stays in L1/L2 while the weight
+// rows of every active input stream past it once.
+constexpr std::int64_t kColBlock = 128;
+
+}  // namespace
+
+int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_out) {
+    if (n <= 0) return 0;
+    std::int64_t m = x[0], lo = x[0];
+    for (std::int64_t j = 1; j < n; ++j) {
+        m = std::max<std::int64_t>(m, x[j]);
+        lo = std::min<std::int64_t>(lo, x[j]);
+    }
+    // sum_j 2^(x_j - m) = I + F with integer part I >= 1 and a fraction F in [0, 1); exponents
+    // below 0 are summed with binary carries from the lowest one upwards, `sticky` records
+    // whether any fractional bit is left.
+    const std::int64_t span = m - lo;  // exponents 0, -1, ..., -span
+    std::vector<std::uint64_t> count(static_cast<std::size_t>(span + 1), 0);
+    for (std::int64_t j = 0; j < n; ++j) ++count[static_cast<std::size_t>(m - x[j])];
+    std::uint64_t carry = 0;
+    bool sticky = false;
+    for (std::int64_t e = span; e >= 1; --e) {
+        std::uint64_t t = count[static_cast<std::size_t>(e)] + carry;
+        sticky = sticky || (t & 1u);
+        carry = t >> 1;
+    }
+    const std::uint64_t integer = count[0] + carry;  // >= 1: the maximum contributes 1
+    // ceil(log2(I + F)): I a power of two and F = 0 -> log2 I; otherwise floor(log2 I) + 1.
+    const int fl = 63 - std::countl_zero(integer);
+    const bool exact_pow2 = !sticky && std::has_single_bit(integer);
+    const std::int64_t gamma = m + (exact_pow2 ? fl : fl + 1);
+    for (std::int64_t j = 0; j < n; ++j) n_out[j] = static_cast<std::int32_t>(gamma - x[j]);
+    return static_cast<int>(gamma);
+}
+
+std::vector<double> shiftmax(const std::vector<std::int32_t>& x) {
+    std::vector<std::int32_t> e(x.size());
+    shiftmax_exponents(x.data(), static_cast<std::int64_t>(x.size()), e.data());
+    std::vector<double> w(x.size());
+    for (std::size_t j = 0; j < x.size(); ++j) w[j] = std::ldexp(1.0, -e[j]);
+    return w;
+}
+
+std::vector<std::int32_t> ternary_product(const std::vector<std::int8_t>& q,
+                                          const std::vector<std::int8_t>& k, std::int64_t n,
+                                          std::int64_t m, std::int64_t d, std::uint64_t* acs) {
+    std::vector<std::int32_t> s(static_cast<std::size_t>(n * m), 0);
+    std::uint64_t pairs = 0;
+    // Event form: per channel, every non-zero query meets every non-zero key.
+    for (std::int64_t c = 0; c < d; ++c) {
+        for (std::int64_t i = 0; i < n; ++i) {
+            const int a = q[static_cast<std::size_t>(i * d + c)];
+            if (!a) continue;
+            for (std::int64_t j = 0; j < m; ++j) {
+                const int b = k[static_cast<std::size_t>(j * d + c)];
+                if (!b) continue;
+                s[static_cast<std::size_t>(i * m + j)] += a * b;
+                ++pairs;
+            }
+        }
+    }
+    if (acs) *acs = pairs;
+    return s;
+}
+
+Projection::Projection(const std::vector<float>& weight, const std::vector<float>& bias,
+                       std::int64_t out, std::int64_t in)
+    : in_(in), out_(out), wt_(static_cast<std::size_t>(in * out)), bias_(bias) {
+    if (static_cast<std::int64_t>(weight.size()) != in * out)
+        throw std::invalid_argument("projection weight size");
+    if (bias_.empty()) bias_.assign(static_cast<std::size_t>(out), 0.0f);
+    row_nnz_.assign(static_cast<std::size_t>(in), 0);
+    for (std::int64_t o = 0; o < out; ++o)
+        for (std::int64_t i = 0; i < in; ++i) {
+            float w = weight[static_cast<std::size_t>(o * in + i)];
+            wt_[static_cast<std::size_t>(i * out + o)] = w;
+            if (w != 0.0f) ++row_nnz_[static_cast<std::size_t>(i)];
+        }
+    for (auto c : row_nnz_) nnz_total_ += c;
+}
+
+Projection Projection::concat(const std::vector<const Projection*>& parts) {
+    Projection r;
+    r.in_ = parts.at(0)->in_;
+    for (auto* p : parts) r.out_ += p->out_;
+    r.wt_.resize(static_cast<std::size_t>(r.in_ * r.out_));
+    r.row_nnz_.assign(static_cast<std::size_t>(r.in_), 0);
+    std::int64_t off = 0;
+    for (auto* p : parts) {
+        for (std::int64_t i = 0; i < r.in_; ++i) {
+            std::copy_n(p->wt_.begin() + i * p->out_, p->out_, r.wt_.begin() + i * r.out_ + off);
+            r.row_nnz_[static_cast<std::size_t>(i)] += p->row_nnz_[static_cast<std::size_t>(i)];
+        }
+        r.bias_.insert(r.bias_.end(), p->bias_.begin(), p->bias_.end());
+        r.nnz_total_ += p->nnz_total_;
+        off += p->out_;
+    }
+    return r;
+}
+
+std::uint64_t Projection::apply_event(const float* x, const std::vector<std::uint32_t>& active,
+                                      std::int64_t tokens, float* acc, bool ternary) const {
+    for (std::int64_t n = 0; n < tokens; ++n) std::copy(bias_.begin(), bias_.end(), acc + n * out_);
+    // Group the events by input channel (tokens ascending within each): each weight row is then
+    // read once per step however many tokens fired on it.
+    std::vector<std::uint32_t> start(static_cast<std::size_t>(in_ + 1), 0);
+    for (auto a : active) ++start[a % in_ + 1];
+    for (std::int64_t i = 0; i < in_; ++i) start[i + 1] += start[i];
+    std::vector<std::uint32_t> tok(active.size()), fill(start.begin(), start.end() - 1);
+    std::uint64_t pairs = 0;
+    for (auto a : active) {
+        tok[fill[a % in_]++] = static_cast<std::uint32_t>(a / in_);
+        pairs += row_nnz_[a % in_];
+    }
+    for (std::int64_t c0 = 0; c0 < out_; c0 += kColBlock) {
+        const std::int64_t len = std::min(kColBlock, out_ - c0);
+        for (std::int64_t i = 0; i < in_; ++i) {
+            const float* w = wt_.data() + i * out_ + c0;
+            for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) {
+                const std::int64_t n = tok[e];
+                float* a = acc + n * out_ + c0;
+                const float v = x[n * in_ + i];
+                if (ternary)
+                    v > 0.0f ? row_add(a, w, len) : row_sub(a, w, len);
+                else
+                    row_axpy(a, v, w, len);
+            }
+        }
+    }
+    return pairs;
+}
+
+std::uint64_t Projection::apply_dense(const float* x, std::int64_t tokens, float* acc) const {
+    std::uint64_t pairs = 0;
+    for (std::int64_t n = 0; n < tokens; ++n) {
+        float* a = acc + n * out_;
+        std::copy(bias_.begin(), bias_.end(), a);
+        for (std::int64_t i = 0; i < in_; ++i) {
+            const float v = x[n * in_ + i];
+            // Multiplying by 1 or -1 and adding is the event form's add/subtract exactly; an
+            // exact zero term leaves every sum unchanged.
+            row_axpy(a, v, wt_.data() + i * out_, out_);
+            if (v != 0.0f) pairs += row_nnz_[static_cast<std::size_t>(i)];
+        }
+    }
+    return pairs;
+}
+
+void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::int64_t out,
+                    const std::vector<float>& gamma, const std::vector<float>& beta,
+                    const std::vector<float>& mean, const std::vector<float>& var, double eps) {
+    const std::int64_t in = static_cast<std::int64_t>(weight.size()) / out;
+    if (bias.empty()) bias.assign(static_cast<std::size_t>(out), 0.0f);
+    for (std::int64_t o = 0; o < out; ++o) {
+        const auto u = static_cast<std::size_t>(o);
+        const double g = double(gamma[u]) / std::sqrt(double(var[u]) + eps);
+        for (std::int64_t i = 0; i < in; ++i) {
+            float& w = weight[static_cast<std::size_t>(o * in + i)];
+            w = static_cast<float>(double(w) * g);
+        }
+        bias[u] = static_cast<float>((double(bias[u]) - double(mean[u])) * g + double(beta[u]));
+    }
+}
+
+}  // namespace ternion::spiking

@@ -1,0 +1,102 @@
+// Building blocks of the spiking attention nodes (SSA, SDSA, BSA), kept free of the node
+// machinery so that tests can check them against the spec's worked examples (bsa-and-cat.md
+// 1.2-1.5): the SpikingJelly LIF and ternary (TSN) neuron updates, Shiftmax, the ternary matrix
+// product, and an event-driven projection (Linear with BatchNorm folded) whose summation order
+// is the same in its event and dense forms.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace ternion::spiking {
+
+// SpikingJelly multi-step LIF, hard reset, fires on v >= v_th. Float operations in the order
+// SpikingJelly performs them, so PyTorch and ternion agree bit for bit.
+struct LifParams {
+    float tau = 2.0f;
+    bool decay_input = true;
+    float v_threshold = 1.0f;
+    float v_reset = 0.0f;
+};
+inline float lif_step(float& v, float x, const LifParams& p) {
+    v = p.decay_input ? v + (x - (v - p.v_reset)) / p.tau : v - (v - p.v_reset) / p.tau + x;
+    if (v >= p.v_threshold) {
+        v = p.v_reset;
+        return 1.0f;
+    }
+    return 0.0f;
+}
+
+// Ternary spiking neuron (TSN, spec 1.2): u = h + x; s = sign(u)[|u| >= v_th]; h = 0 after any
+// spike, else decay*u. `h` holds the state between steps.
+struct TsnParams {
+    float decay = 0.5f;
+    float v_threshold = 1.0f;
+};
+inline float tsn_step(float& h, float x, const TsnParams& p) {
+    float u = h + x;
+    if (u >= p.v_threshold) {
+        h = 0.0f;
+        return 1.0f;
+    }
+    if (u <= -p.v_threshold) {
+        h = 0.0f;
+        return -1.0f;
+    }
+    h = p.decay * u;
+    return 0.0f;
+}
+
+// Shiftmax of one row of integer scores (spec 1.4): every weight is 2^-n[j] with
+// n[j] = gamma - x[j] >= 0, gamma = ceil(log2 sum_j 2^x[j]). Exact for any int32 row: the sum
+// is kept as a count per exponent with binary carries (no floating point), so rows whose sum is
+// a power of two plus a tiny remainder still round up. Returns gamma.
+int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_out);
+// Convenience for tests: the weights 2^-n as doubles.
+std::vector<double> shiftmax(const std::vector<std::int32_t>& x);
+
+// Ternary matrix product of one head: S = Q K^T for Q [n, d], K [m, d] with entries in
+// {-1, 0, 1} (row-major int8). Returns S [n, m]; `acs` receives the number of (non-zero,
+// non-zero) operand pairs, i.e. the accumulates an event-driven array performs.
+std::vector<std::int32_t> ternary_product(const std::vector<std::int8_t>& q,
+                                          const std::vector<std::int8_t>& k, std::int64_t n,
+                                          std::int64_t m, std::int64_t d, std::uint64_t* acs);
+
+// Linear map on the last axis of [tokens, in] -> [tokens, out], BatchNorm folded at load time.
+// Weights are stored transposed ([in][out]) so that one input event reads one contiguous row.
+class Projection {
+  public:
+    Projection() = default;
+    // weight (out, in) as PyTorch stores it, bias (out) or empty.
+    Projection(const std::vector<float>& weight, const std::vector<float>& bias, std::int64_t out,
+               std::int64_t in);
+    // Stacks projections that share an input (Q|K|V) into one wider one.
+    static Projection concat(const std::vector<const Projection*>& parts);
+
+    std::int64_t in() const { return in_; }
+    std::int64_t out() const { return out_; }
+    std::uint64_t nonzero_weights() const { return nnz_total_; }
+    std::uint64_t weight_count() const { return static_cast<std::uint64_t>(in_ * out_); }
+
+    // acc [tokens][out] := bias + x W^T. Event form: only the listed non-zero inputs
+    // (`active` ascending indices into x = [tokens][in]); dense form: every input. Both add
+    // the terms of each output in ascending input order, so they give identical floats.
+    // Returns the number of (non-zero input, non-zero weight) pairs.
+    std::uint64_t apply_event(const float* x, const std::vector<std::uint32_t>& active,
+                              std::int64_t tokens, float* acc, bool ternary) const;
+    std::uint64_t apply_dense(const float* x, std::int64_t tokens, float* acc) const;
+
+  private:
+    std::int64_t in_ = 0, out_ = 0;
+    std::vector<float> wt_;  // [in][out]
+    std::vector<float> bias_;
+    std::vector<std::uint32_t> row_nnz_;  // non-zero weights per input
+    std::uint64_t nnz_total_ = 0;
+};
+
+// Folds BatchNorm (inference) into weight (out, in) and bias (out), in double precision:
+// w' = w*g/sqrt(var+eps), b' = (b-mean)*g/sqrt(var+eps) + beta.
+void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::int64_t out,
+                    const std::vector<float>& gamma, const std::vector<float>& beta,
+                    const std::vector<float>& mean, const std::vector<float>& var, double eps);
+
+}  // namespace ternion::spiking

@@ -1,0 +1,292 @@
+// ternion.SSA, ternion.SDSA and ternion.BSA nodes: dense hand computations, closed-form op
+// counts on hand-made spike patterns, event vs dense engines, SSA's two associations.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "attention/spiking_attention.hpp"
+
+using namespace ternion;
+using spiking::LifParams;
+using spiking::Projection;
+using spiking::TsnParams;
+
+namespace {
+
+Projection identity(std::int64_t d) {
+    std::vector<float> w(d * d, 0.0f);
+    for (std::int64_t i = 0; i < d; ++i) w[i * d + i] = 1.0f;
+    return Projection(w, {}, d, d);
+}
+
+struct RandW {
+    std::vector<float> w, b;
+};
+RandW rand_w(std::mt19937& rng, std::int64_t out, std::int64_t in, float scale, float bias) {
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    RandW r{std::vector<float>(out * in), std::vector<float>(out)};
+    for (auto& x : r.w) x = nd(rng) * scale;
+    for (auto& x : r.b) x = bias + 0.3f * nd(rng);
+    return r;
+}
+
+Activity act(const std::vector<float>& v) {
+    Activity a;
+    a.values = v;
+    a.scan();
+    return a;
+}
+
+// One step with fresh op counters; aux has room for kMaxAux counters.
+struct Stepper {
+    const Node& node;
+    std::unique_ptr<NodeState> st;
+    Activity out;
+    OpCounts ops;
+    std::uint64_t aux[kMaxAux] = {};
+    Stepper(const Node& n) : node(n), st(n.make_state()) { out.resize(n.out_size()); }
+    const Activity& run(const Activity& in, Engine e, std::int64_t t = 0) {
+        ops = {};
+        std::fill(std::begin(aux), std::end(aux), 0);
+        StepContext ctx;
+        ctx.engine = e;
+        ctx.step = t;
+        ctx.ops = &ops;
+        ctx.aux = aux;
+        node.step(in, st.get(), out, ctx);
+        return out;
+    }
+};
+
+const LifParams kFireOnOne{2.0f, true, 0.5f, 0.0f};  // input 1 -> v = 0.5 -> spike, reset
+
+}  // namespace
+
+TEST_CASE("SSA equals a dense hand computation over several steps") {
+    std::mt19937 rng(11);
+    const std::int64_t N = 5, Din = 6, D = 4, H = 2, dh = 2, T = 4;
+    auto q = rand_w(rng, D, Din, 0.8f, 2.2f), k = rand_w(rng, D, Din, 0.8f, 2.2f),
+         v = rand_w(rng, D, Din, 0.8f, 2.2f);
+    SsaNode node("ssa", Projection(q.w, q.b, D, Din), Projection(k.w, k.b, D, Din),
+                 Projection(v.w, v.b, D, Din), H, LifParams{}, LifParams{2.0f, true, 0.5f, 0.0f},
+                 0.125f, SsaAssociation::automatic);
+    node.bind({N, Din});
+    CHECK(node.out_shape() == Shape{N, D});
+    Stepper s(node);
+    std::vector<float> hq(N * D, 0), hk(N * D, 0), hv(N * D, 0), ha(N * D, 0);
+    auto lif = [](float& h, float x, float vth) {  // SpikingJelly, written out
+        h = h + (x - h) / 2.0f;
+        if (h >= vth) {
+            h = 0;
+            return 1.0f;
+        }
+        return 0.0f;
+    };
+    std::uint64_t total_spikes = 0;
+    for (std::int64_t t = 0; t < T; ++t) {
+        std::vector<float> x(N * Din);
+        for (auto& e : x) e = (rng() % 2) ? 1.0f : 0.0f;
+        std::vector<float> Q(N * D), K(N * D), V(N * D);
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t o = 0; o < D; ++o) {
+                float a = q.b[o], b = k.b[o], c = v.b[o];
+                for (std::int64_t i = 0; i < Din; ++i) {
+                    a += x[n * Din + i] * q.w[o * Din + i];
+                    b += x[n * Din + i] * k.w[o * Din + i];
+                    c += x[n * Din + i] * v.w[o * Din + i];
+                }
+                Q[n * D + o] = lif(hq[n * D + o], a, 1.0f);
+                K[n * D + o] = lif(hk[n * D + o], b, 1.0f);
+                V[n * D + o] = lif(hv[n * D + o], c, 1.0f);
+            }
+        std::vector<float> expect(N * D);
+        for (std::int64_t h = 0; h < H; ++h)
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t c = 0; c < dh; ++c) {
+                    double y = 0;  // (Q K^T) V of head h
+                    for (std::int64_t j = 0; j < N; ++j) {
+                        double a = 0;
+                        for (std::int64_t e = 0; e < dh; ++e)
+                            a += Q[i * D + h * dh + e] * K[j * D + h * dh + e];
+                        y += a * V[j * D + h * dh + c];
+                    }
+                    expect[i * D + h * dh + c] =
+                        lif(ha[i * D + h * dh + c], float(y * 0.125), 0.5f);
+                }
+        const auto& out = s.run(act(x), Engine::event, t);
+        CHECK(out.values == expect);
+        total_spikes += out.active.size();
+        std::uint64_t nq = 0;
+        for (float e : Q) nq += e != 0;
+        CHECK(s.aux[0] == nq);
+    }
+    CHECK(total_spikes > 0);
+}
+
+TEST_CASE("SSA closed-form counts: all-ones and single-token patterns; associations agree") {
+    const std::int64_t N = 6, D = 8, H = 2, dh = 4;
+    auto make = [&](SsaAssociation a) {
+        auto n =
+            std::make_unique<SsaNode>("ssa", identity(D), identity(D), identity(D), H, kFireOnOne,
+                                      LifParams{2.0f, true, 0.5f, 0.0f}, 0.125f, a);
+        n->bind({N, D});
+        return n;
+    };
+    auto autom = make(SsaAssociation::automatic), qk = make(SsaAssociation::qk_first),
+         kv = make(SsaAssociation::kv_first);
+    Stepper sa(*autom), sq(*qk), sk(*kv);
+    // All ones: QK-first costs 2 N^2 dh per head, KV-first 2 N dh^2: auto takes KV (N > dh).
+    auto ones = act(std::vector<float>(N * D, 1.0f));
+    const auto& o1 = sa.run(ones, Engine::event);
+    CHECK(sa.ops.ac == std::uint64_t(3 * N * D + H * 2 * N * dh * dh));  // 144 + 384
+    CHECK(sa.ops.mac == 0);
+    CHECK(sa.ops.neuron_update == std::uint64_t(4 * N * D));
+    CHECK(sa.ops.cmp == std::uint64_t(4 * N * D));
+    CHECK(sa.ops.weight_read_bytes == std::uint64_t(4 * 3 * N * D));
+    CHECK(sa.aux[0] == std::uint64_t(N * D));
+    CHECK(sa.aux[2] == std::uint64_t(N * D));
+    CHECK(sa.aux[3] == 0);  // qk-first heads
+    CHECK(sa.aux[4] == std::uint64_t(H));
+    CHECK(o1.active.size() == std::uint64_t(N * D));  // y = N dh / 8 = 3 -> v = 1.5 fires
+    CHECK(sa.ops.spikes_out == std::uint64_t(N * D));
+    sq.run(ones, Engine::event);
+    sk.run(ones, Engine::event);
+    CHECK(sq.ops.ac == std::uint64_t(3 * N * D + H * 2 * N * N * dh));
+    CHECK(sk.ops.ac == sa.ops.ac);
+    CHECK(sq.out.values == o1.values);
+    CHECK(sk.out.values == o1.values);
+    // Only token 0 fires (on every channel): QK-first = dh + dh per head, KV-first = 2 dh^2.
+    std::vector<float> x(N * D, 0.0f);
+    std::fill(x.begin(), x.begin() + D, 1.0f);
+    sa.run(act(x), Engine::event, 1);
+    CHECK(sa.ops.ac == std::uint64_t(3 * D + H * 2 * dh));
+    CHECK(sa.aux[3] == std::uint64_t(H));
+    CHECK(sa.out.active.empty());  // y = 4/8 = 0.5 after a spike-reset: v = 0.25 < 0.5
+    std::vector<float> mem;
+    CHECK(autom->membrane(sa.st.get(), mem));
+    CHECK(mem[0] == 0.25f);
+    CHECK(mem[D] == 0.0f);
+}
+
+TEST_CASE("SDSA: column sum of Q.K masks V's channels; closed-form counts") {
+    const std::int64_t N = 6, D = 8;
+    SdsaNode node("sdsa", identity(D), identity(D), identity(D), 2, kFireOnOne,
+                  LifParams{2.0f, true, 0.5f, 0.0f});
+    node.bind({N, D});
+    Stepper s(node);
+    // Channel c is active in c tokens (tokens 0..c-1): column sum c -> mask LIF v = c/2.
+    std::vector<float> x(N * D, 0.0f);
+    for (std::int64_t c = 0; c < D; ++c)
+        for (std::int64_t n = 0; n < std::min(c, N); ++n) x[n * D + c] = 1.0f;
+    const auto& out = s.run(act(x), Engine::event);
+    std::uint64_t nz = 0;
+    for (float e : x) nz += e != 0;
+    CHECK(s.ops.ac == 3 * nz + nz);  // projections + one add per coincident Q,K spike
+    CHECK(s.ops.neuron_update == std::uint64_t(3 * N * D + D));
+    CHECK(s.aux[3] == std::uint64_t(D - 1));  // channels 1..7 open (v = c/2 >= 0.5)
+    // Output = V on the open channels = x (channel 0 carries no V spikes anyway).
+    CHECK(out.values == x);
+    CHECK(s.ops.spikes_out == nz);
+    // Next step: token 0 fires on channel 1, token 1 on channel 2. Every mask neuron that
+    // fired was reset, so each column sum of 1 gives v = 0.5: channels 1 and 2 open, V passes.
+    std::vector<float> y(N * D, 0.0f);
+    y[1] = 1.0f;
+    y[D + 2] = 1.0f;
+    const auto& out2 = s.run(act(y), Engine::event, 1);
+    CHECK(out2.active == std::vector<std::uint32_t>{1, static_cast<std::uint32_t>(D + 2)});
+    CHECK(s.aux[3] == 2);
+    CHECK(s.ops.ac == 3 * 2 + 2);
+}
+
+TEST_CASE("BSA hand-made ternary pattern: scores, Shiftmax exponents, outputs and counts") {
+    const std::int64_t N = 4, D = 4;
+    BsaNode node("bsa", identity(D), identity(D), identity(D), 1, TsnParams{0.5f, 1.0f},
+                 TsnParams{0.5f, 0.5f});
+    node.bind({N, D});
+    Stepper s(node);
+    std::vector<float> x{1, 1, 1, 1, -1, -1, -1, -1, 1, -1, 0, 0, 0, 0, 0, 0};
+    const auto& out = s.run(act(x), Engine::event);
+    // Q = K = x; rows of S: [4,-4,0,0] -> n = [1,9,5,5]; [-4,4,0,0] -> [9,1,5,5];
+    // [0,0,2,0] -> [3,3,1,3]; [0,0,0,0] -> [2,2,2,2].
+    // y0 = [0.5-2^-9+2^-5, 0.5-2^-9-2^-5, 0.5-2^-9, 0.5-2^-9] -> [1,0,0,0]; y1 = -y0 mirrored
+    // -> [0,-1,0,0]; y2 = [0.5,-0.5,0,0] -> [1,-1,0,0]; y3 = [0.25,-0.25,0,0] -> none.
+    CHECK(out.values == std::vector<float>{1, 0, 0, 0, 0, -1, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0});
+    CHECK(out.active == std::vector<std::uint32_t>{0, 5, 8, 9});
+    CHECK(out.ternary);
+    std::vector<float> mem;
+    CHECK(node.membrane(s.st.get(), mem));
+    CHECK(mem[1] == 0.5f * (0.5f - 1.0f / 512 - 1.0f / 32));
+    CHECK(mem[12] == 0.5f * 0.25f);
+    CHECK(s.aux[4] == 26);  // TMP pairs: 3*3 + 3*3 + 2*2 + 2*2
+    CHECK(s.aux[0] == 10);
+    CHECK(s.aux[2] == 5);  // negative query spikes
+    CHECK(s.aux[5] == 2);  // negative output spikes
+    const std::uint64_t n = N, d = D;
+    CHECK(s.ops.ac == 30 + 26 + (2 * n * n + n * n * d));  // proj + TMP + Shiftmax + |>V
+    CHECK(s.ops.shift == n * n + n * n * d);
+    CHECK(s.ops.cmp == 3 * n * d + n * n);
+    CHECK(s.ops.neuron_update == 3 * n * d);
+    CHECK(s.ops.spikes_out == 4);
+}
+
+TEST_CASE("V13 BSA with no input spikes: no TMP work, Shiftmax.V still costs") {
+    std::mt19937 rng(12);
+    const std::int64_t N = 8, D = 16, H = 2;
+    auto q = rand_w(rng, D, D, 1, 0), k = rand_w(rng, D, D, 1, 0), v = rand_w(rng, D, D, 1, 0.5f);
+    BsaNode node("bsa", Projection(q.w, q.b, D, D), Projection(k.w, k.b, D, D),
+                 Projection(v.w, v.b, D, D), H, TsnParams{}, TsnParams{0.5f, 0.5f});
+    node.bind({N, D});
+    Stepper s(node);
+    s.run(act(std::vector<float>(N * D, 0.0f)), Engine::event);
+    CHECK(s.aux[4] == 0);
+    const std::uint64_t n = N, dh = D / H;
+    CHECK(s.ops.ac == H * (2 * n * n + n * n * dh));
+    CHECK(s.ops.shift == H * (n * n + n * n * dh));
+}
+
+TEST_CASE("event and dense engines: identical spikes, membranes and counts for all three") {
+    std::mt19937 rng(13);
+    const std::int64_t N = 12, Din = 24, D = 16, H = 4, T = 6;
+    auto q = rand_w(rng, D, Din, 0.7f, 0.4f), k = rand_w(rng, D, Din, 0.7f, 0.4f),
+         v = rand_w(rng, D, Din, 0.7f, 0.4f);
+    auto P = [&](const RandW& r) { return Projection(r.w, r.b, D, Din); };
+    std::vector<std::unique_ptr<Node>> nodes;
+    nodes.push_back(std::make_unique<SsaNode>("s", P(q), P(k), P(v), H, LifParams{},
+                                              LifParams{2.0f, true, 0.5f, 0.0f}, 0.125f,
+                                              SsaAssociation::automatic));
+    nodes.push_back(std::make_unique<SdsaNode>("d", P(q), P(k), P(v), H, LifParams{},
+                                               LifParams{2.0f, true, 0.5f, 0.0f}));
+    nodes.push_back(
+        std::make_unique<BsaNode>("b", P(q), P(k), P(v), H, TsnParams{}, TsnParams{0.5f, 0.5f}));
+    for (auto& node : nodes) {
+        node->bind({N, Din});
+        Stepper ev(*node), de(*node);
+        std::uint64_t spikes = 0;
+        for (std::int64_t t = 0; t < T; ++t) {
+            std::vector<float> x(N * Din);
+            for (auto& e : x) {  // binary, ternary and {0,1,2} (residual sums) inputs
+                const int r = static_cast<int>(rng() % 8);
+                e = r < 2 ? 1.0f
+                          : (r == 2 && t % 3 == 1 ? -1.0f : (r == 3 && t % 3 == 2 ? 2.0f : 0.0f));
+            }
+            const auto in = act(x);
+            ev.run(in, Engine::event, t);
+            de.run(in, Engine::dense, t);
+            CHECK(ev.out.values == de.out.values);
+            CHECK(ev.out.active == de.out.active);
+            CHECK(ev.ops == de.ops);
+            CHECK(std::equal(std::begin(ev.aux), std::end(ev.aux), std::begin(de.aux)));
+            std::vector<float> m1, m2;
+            node->membrane(ev.st.get(), m1);
+            node->membrane(de.st.get(), m2);
+            CHECK(m1 == m2);
+            spikes += ev.out.active.size();
+            if (t % 3 == 2) CHECK(ev.ops.mac > 0);  // the {0,1,2} input is not a spike
+        }
+        CHECK(spikes > 0);
+        CHECK(node->dense_macs_per_step() == std::uint64_t(3 * N * Din * D + 2 * N * N * D));
+        CHECK(node->param_count() == std::uint64_t(3 * (Din * D + D)));
+    }
+}

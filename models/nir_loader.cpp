@@ -1,0 +1,171 @@
+#include "models/nir_loader.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "attention/register.hpp"
+#include "neuron/neurons.hpp"
+
+namespace ternion {
+
+const NodeFactory& default_factory() {
+    static const NodeFactory f = [] {
+        NodeFactory r;
+        register_synaptic_nodes(r);
+        register_neuron_nodes(r);
+        register_attention_nodes(r);
+        return r;
+    }();
+    return f;
+}
+
+std::string bundled_path(const std::string& file) {
+    if (const char* d = std::getenv("TERNION_DATA_DIR")) return std::string(d) + "/" + file;
+    return std::string(TERNION_BUNDLED_DIR) + "/" + file;
+}
+
+namespace {
+
+std::optional<double> metadata_number(const h5::Reader& r, const std::string& group,
+                                      const std::string& key) {
+    const std::string ds = group + "/metadata/" + key;
+    if (r.is_dataset(ds)) {
+        auto inf = r.info(ds);
+        if (inf.kind == h5::Kind::floating || inf.kind == h5::Kind::integer)
+            return r.read_scalar(ds);
+    }
+    if (r.is_group(group + "/metadata"))
+        if (auto a = r.attr_double(group + "/metadata", key)) return a;
+    return std::nullopt;
+}
+
+std::optional<std::string> metadata_string(const h5::Reader& r, const std::string& group,
+                                           const std::string& key) {
+    const std::string ds = group + "/metadata/" + key;
+    if (r.is_dataset(ds) && r.info(ds).kind == h5::Kind::string) return r.read_string(ds);
+    if (r.is_group(group + "/metadata"))
+        if (auto a = r.attr_string(group + "/metadata", key)) return a;
+    return std::nullopt;
+}
+
+struct GraphIO {
+    std::vector<std::string> inputs, outputs;  // flattened names of the graph's Input/Output
+};
+
+// Adds the nodes and edges of the NIRGraph at `group` to g, names prefixed by `prefix`.
+// Nested graphs are flattened: their Input/Output nodes become pass-through nodes.
+GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::string& prefix,
+                   bool top, Graph& g, const LoadOptions& opts, int depth) {
+    if (depth > 16) r.fail(group, "subgraphs nested too deeply");
+    const std::string nodes = group + "/nodes";
+    if (!r.is_group(nodes)) r.fail(nodes, "missing group (not a NIR graph?)");
+    GraphIO io;
+    std::map<std::string, GraphIO> sub;
+    for (const auto& name : r.children(nodes)) {
+        const std::string ng = nodes + "/" + name;
+        if (!r.is_group(ng)) r.fail(ng, "expected a node group");
+        if (!r.is_dataset(ng + "/type")) r.fail(ng + "/type", "missing node type");
+        std::string type = r.read_string(ng + "/type");
+        if (type == "NIRGraph") {
+            sub[name] = load_graph(r, ng, prefix + name + ".", false, g, opts, depth + 1);
+            continue;
+        }
+        std::string full = prefix + name;
+        std::string built_type = type;
+        if (!top && (type == "Input" || type == "Output")) built_type = "ternion.Identity";
+        NodeSpec spec(r, ng, full, built_type, opts);
+        auto node = default_factory().build(spec);
+        g.add_node(std::move(node));
+        if (type == "Input") io.inputs.push_back(full);
+        if (type == "Output") io.outputs.push_back(full);
+    }
+    const std::string eds = group + "/edges";
+    if (r.is_dataset(eds)) {
+        Shape dims;
+        auto names = r.read_strings(eds, &dims);
+        if (!(dims.size() == 2 && dims[1] == 2) && !(dims.size() == 1 && dims[0] == 0))
+            r.fail(eds, "expected (E, 2) source/target names, got shape " + shape_str(dims));
+        for (std::size_t k = 0; k + 1 < names.size(); k += 2) {
+            auto resolve = [&](const std::string& n, bool as_src) -> std::vector<std::string> {
+                auto it = sub.find(n);
+                if (it != sub.end()) return as_src ? it->second.outputs : it->second.inputs;
+                auto dot = n.find('.');
+                if (dot != std::string::npos && sub.count(n.substr(0, dot))) return {prefix + n};
+                return {prefix + n};
+            };
+            for (auto& s : resolve(names[k], true))
+                for (auto& d : resolve(names[k + 1], false)) g.add_edge(s, d);
+        }
+    }
+    return io;
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
+                                  LoadReport& rep) {
+    h5::Reader r(path);
+    if (!r.is_group("/node")) r.fail("/node", "missing group: not a NIR graph file");
+    if (r.is_dataset("/node/type")) {
+        auto t = r.read_string("/node/type");
+        if (t != "NIRGraph") r.fail("/node/type", "expected \"NIRGraph\", got \"" + t + "\"");
+    }
+    LoadOptions o;
+    if (user.dt) {
+        o.dt = *user.dt;
+        rep.dt_source = "option --dt";
+        if (auto m = metadata_number(r, "/node", "dt"); m && std::fabs(*m - *user.dt) > 1e-12)
+            rep.notes.push_back("--dt " + std::to_string(*user.dt) + " overrides the file's dt " +
+                                std::to_string(*m));
+    } else if (auto m = metadata_number(r, "/node", "dt")) {
+        o.dt = *m;
+        rep.dt_source = "file metadata";
+        rep.notes.push_back("using dt = " + std::to_string(*m) + " s from the file's metadata");
+    } else {
+        o.dt = 1e-3;
+        rep.dt_source = "default";
+    }
+    if (!(o.dt > 0) || !std::isfinite(o.dt))
+        throw InputError(path, "metadata/dt", "dt must be positive");
+    auto pick = [&](const std::optional<std::string>& u, const char* key, const char* dflt,
+                    std::set<std::string> allowed, std::string& source) {
+        std::string v;
+        if (u) {
+            v = *u;
+            source = std::string("option --") + key;
+            if (!allowed.count(v)) throw OptionError(key, "unknown value '" + v + "'");
+        } else if (auto m = metadata_string(r, "/node", key)) {
+            v = *m;
+            source = "file metadata";
+            if (!allowed.count(v))
+                throw InputError(path, std::string("metadata/") + key, "unknown value '" + v + "'");
+            rep.notes.push_back(std::string("using ") + key + " = " + v +
+                                " from the file's metadata");
+        } else {
+            v = dflt;
+            source = "default";
+        }
+        return v;
+    };
+    o.discretization = pick(user.discretization, "discretization", "euler", {"euler", "exact"},
+                            rep.discretization_source);
+    o.reset = pick(user.reset, "reset", "zero", {"zero", "subtract"}, rep.reset_source);
+    rep.used = o;
+    auto g = std::make_unique<Graph>();
+    g->set_origin(path);
+    load_graph(r, "/node", "", true, *g, o, 0);
+    g->finalize();
+    bool has_time = false;
+    for (int i = 0; i < g->size(); ++i) {
+        const auto& t = g->node(i).type();
+        if (t == "LIF" || t == "CubaLIF" || t == "Delay") has_time = true;
+    }
+    if (has_time && rep.dt_source == "default")
+        rep.notes.push_back("no dt given and none in the file: using dt = 0.001 s (pass --dt)");
+    return g;
+}
+
+}  // namespace ternion

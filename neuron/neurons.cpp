@@ -1,1 +1,475 @@
-// placeholder
+#include "neuron/neurons.hpp"
+
+#include <cmath>
+
+namespace ternion {
+
+namespace {
+
+constexpr std::int64_t kNeuronBlock = 4096;
+
+struct NeuronState : NodeState {
+    std::vector<float> v, i;  // membrane and (CubaLIF) synaptic current
+    std::vector<std::vector<std::uint32_t>> block_spikes;
+};
+
+// Shared frame: per-neuron parameter arrays, threshold/reset settings, block-parallel stepping.
+class NeuronBase : public Node {
+  public:
+    NeuronBase(const NodeSpec& s, int state_vars) : Node(s.name(), s.type()), vars_(state_vars) {
+        if (auto c = s.string_opt("compare")) {
+            if (*c == ">")
+                cmp_ = Compare::gt;
+            else if (*c == ">=")
+                cmp_ = Compare::ge;
+            else
+                s.fail("compare", "must be \">\" or \">=\", got \"" + *c + "\"");
+            cmp_set_ = true;
+        }
+        if (auto r = s.string_opt("reset_mode")) {
+            if (*r == "zero" || *r == "value")
+                reset_ = ResetMode::to_value;
+            else if (*r == "subtract")
+                reset_ = ResetMode::subtract;
+            else
+                s.fail("reset_mode", "must be \"zero\" or \"subtract\", got \"" + *r + "\"");
+            reset_set_ = true;
+        }
+    }
+    NodeCategory category() const override { return NodeCategory::neuron; }
+    bool is_spiking() const override { return true; }
+    Shape declared_in_shape() const override { return param_shape_; }
+    void bind(const Shape& in) override {
+        if (n_params_ > 1 && numel(in) != n_params_)
+            fail(first_param_,
+                 "has " + std::to_string(n_params_) + " neurons but the input is " + shape_str(in));
+        in_shape_ = out_shape_ = in;
+        broadcast(numel(in));
+    }
+    std::unique_ptr<NodeState> make_state() const override {
+        auto st = std::make_unique<NeuronState>();
+        st->v.assign(static_cast<std::size_t>(in_size()), initial_v());
+        if (vars_ > 1) st->i.assign(static_cast<std::size_t>(in_size()), 0.0f);
+        st->block_spikes.resize(
+            static_cast<std::size_t>((in_size() + kNeuronBlock - 1) / kNeuronBlock));
+        return st;
+    }
+    bool membrane(const NodeState* s, std::vector<float>& out) const override {
+        out = static_cast<const NeuronState*>(s)->v;
+        return true;
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        auto r = params_summary();
+        r.emplace_back("fires on", cmp_ == Compare::ge ? "v >= v_threshold" : "v > v_threshold");
+        r.emplace_back("reset",
+                       reset_ == ResetMode::subtract ? "subtract v_threshold" : "to v_reset");
+        return r;
+    }
+
+  protected:
+    // Per neuron: update state from input x and return the spike (-1, 0 or +1).
+    virtual void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0,
+                              std::int64_t b1, std::vector<std::uint32_t>& spikes) const = 0;
+    virtual void broadcast(std::int64_t n) = 0;
+    virtual float initial_v() const { return 0.0f; }
+    virtual std::vector<std::pair<std::string, std::string>> params_summary() const { return {}; }
+
+    void step(const Activity& in, NodeState* state, Activity& out,
+              const StepContext& ctx) const override {
+        auto& st = static_cast<NeuronState&>(*state);
+        const std::int64_t n = in_size();
+        const std::int64_t nb = (n + kNeuronBlock - 1) / kNeuronBlock;
+        // Spiking outputs are sparse: zero only last step's spikes.
+        for (auto k : out.active) out.values[k] = 0.0f;
+        ctx.for_blocks(nb, 1, [&](std::int64_t b0, std::int64_t b1) {
+            for (std::int64_t b = b0; b < b1; ++b) {
+                auto& sp = st.block_spikes[static_cast<std::size_t>(b)];
+                sp.clear();
+                update_block(st, in.values.data(), out.values.data(), b * kNeuronBlock,
+                             std::min(n, (b + 1) * kNeuronBlock), sp);
+            }
+        });
+        out.active.clear();
+        for (auto& sp : st.block_spikes) out.active.insert(out.active.end(), sp.begin(), sp.end());
+        out.ternary = true;
+        OpCounts& ops = *ctx.ops;
+        const auto un = static_cast<std::uint64_t>(n);
+        ops.neuron_update += un;
+        ops.cmp += un;
+        ops.spikes_out += out.active.size();
+        ops.state_read_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
+        ops.state_write_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
+        ops.spike_write_bytes += out.active.size() * sizeof(std::uint32_t);
+    }
+
+    // Reads a per-neuron parameter; remembers the neuron count it implies.
+    std::vector<float> param(const NodeSpec& s, const std::string& p, std::optional<float> dflt) {
+        std::vector<float> v;
+        if (!s.has(p)) {
+            if (!dflt) s.fail(p, "missing parameter");
+            return {*dflt};
+        }
+        Shape dims;
+        v = s.floats(p, &dims);
+        if (v.empty()) s.fail(p, "is empty");
+        if (v.size() > 1) {
+            if (n_params_ > 1 && static_cast<std::int64_t>(v.size()) != n_params_)
+                s.fail(p, "has " + std::to_string(v.size()) + " values, other parameters have " +
+                              std::to_string(n_params_));
+            if (n_params_ <= 1) {
+                n_params_ = static_cast<std::int64_t>(v.size());
+                param_shape_ = dims;
+                first_param_ = p;
+            }
+        }
+        return v;
+    }
+    static void expand(std::vector<float>& v, std::int64_t n) {
+        if (v.size() == 1) v.assign(static_cast<std::size_t>(n), v[0]);
+    }
+    void apply_defaults(const LoadOptions& o) {
+        if (!reset_set_) reset_ = o.reset == "subtract" ? ResetMode::subtract : ResetMode::to_value;
+    }
+    bool fires(float v, float th) const { return cmp_ == Compare::ge ? v >= th : v > th; }
+
+    int vars_;
+    Compare cmp_ = Compare::gt;
+    ResetMode reset_ = ResetMode::to_value;
+    bool cmp_set_ = false, reset_set_ = false;
+    std::int64_t n_params_ = 1;
+    Shape param_shape_;
+    std::string first_param_ = "v_threshold";
+};
+
+std::string range_str(const std::vector<float>& v) {
+    if (v.empty()) return "-";
+    float lo = v[0], hi = v[0];
+    for (float x : v) {
+        lo = std::min(lo, x);
+        hi = std::max(hi, x);
+    }
+    char buf[64];
+    if (lo == hi)
+        std::snprintf(buf, sizeof buf, "%g", static_cast<double>(lo));
+    else
+        std::snprintf(buf, sizeof buf, "%g..%g", static_cast<double>(lo), static_cast<double>(hi));
+    return buf;
+}
+
+void require_positive(const NodeSpec& s, const std::string& p, const std::vector<float>& v) {
+    for (float x : v)
+        if (!(x > 0)) s.fail(p, "must be positive (got " + std::to_string(x) + ")");
+}
+
+// ------------------------------------------------------------------ NIR IF / LIF
+
+class LifNode final : public NeuronBase {
+  public:
+    LifNode(const NodeSpec& s, bool leaky) : NeuronBase(s, 1) {
+        const auto& o = s.options();
+        apply_defaults(o);
+        r_ = param(s, "r", leaky ? std::optional<float>() : std::optional<float>(1.0f));
+        th_ = param(s, "v_threshold", std::nullopt);
+        vr_ = param(s, "v_reset", 0.0f);  // older files have no v_reset: NIR reads it as 0
+        if (leaky) {
+            tau_ = param(s, "tau", std::nullopt);
+            require_positive(s, "tau", tau_);
+            leak_ = param(s, "v_leak", 0.0f);
+        } else {
+            tau_ = {1.0f};
+            leak_ = {0.0f};
+        }
+        leaky_ = leaky;
+        exact_ = o.discretization == "exact";
+        dt_ = o.dt;
+    }
+    void broadcast(std::int64_t n) override {
+        for (auto* v : {&r_, &th_, &vr_, &tau_, &leak_}) expand(*v, n);
+        a_.resize(static_cast<std::size_t>(n));
+        g_.resize(a_.size());
+        c_.resize(a_.size());
+        for (std::size_t k = 0; k < a_.size(); ++k) {
+            if (!leaky_) {  // IF: each step's input is a charge, scaled by r
+                a_[k] = 1.0f;
+                g_[k] = r_[k];
+                c_[k] = 0.0f;
+                continue;
+            }
+            const double tau = tau_[k], r = r_[k], vl = leak_[k];
+            const double a = exact_ ? std::exp(-dt_ / tau) : 1.0 - dt_ / tau;
+            const double k1 = exact_ ? 1.0 - a : dt_ / tau;
+            a_[k] = static_cast<float>(a);
+            g_[k] = static_cast<float>(r * k1);
+            c_[k] = static_cast<float>(vl * k1);
+        }
+    }
+    void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
+                      std::vector<std::uint32_t>& spikes) const override {
+        float* v = st.v.data();
+        for (std::int64_t k = b0; k < b1; ++k) {
+            float vk =
+                a_[static_cast<std::size_t>(k)] * v[k] + g_[static_cast<std::size_t>(k)] * x[k];
+            if (c_[static_cast<std::size_t>(k)] != 0.0f) vk += c_[static_cast<std::size_t>(k)];
+            const float th = th_[static_cast<std::size_t>(k)];
+            if (fires(vk, th)) {
+                out[k] = 1.0f;
+                spikes.push_back(static_cast<std::uint32_t>(k));
+                vk = reset_ == ResetMode::subtract ? vk - th : vr_[static_cast<std::size_t>(k)];
+            }
+            v[k] = vk;
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> params_summary() const override {
+        std::vector<std::pair<std::string, std::string>> r;
+        if (leaky_) r.emplace_back("tau", range_str(tau_));
+        r.emplace_back("r", range_str(r_));
+        r.emplace_back("v_threshold", range_str(th_));
+        r.emplace_back("v_reset", range_str(vr_));
+        if (leaky_) {
+            r.emplace_back("decay a", range_str(a_));
+            r.emplace_back("input gain g", range_str(g_));
+        }
+        return r;
+    }
+
+  private:
+    std::vector<float> r_, th_, vr_, tau_, leak_, a_, g_, c_;
+    bool leaky_ = true, exact_ = false;
+    double dt_ = 1e-3;
+};
+
+// ------------------------------------------------------------------ NIR CubaLIF
+
+class CubaLifNode final : public NeuronBase {
+  public:
+    explicit CubaLifNode(const NodeSpec& s) : NeuronBase(s, 2) {
+        const auto& o = s.options();
+        apply_defaults(o);
+        ts_ = param(s, "tau_syn", std::nullopt);
+        tm_ = param(s, "tau_mem", std::nullopt);
+        require_positive(s, "tau_syn", ts_);
+        require_positive(s, "tau_mem", tm_);
+        r_ = param(s, "r", 1.0f);
+        leak_ = param(s, "v_leak", 0.0f);
+        th_ = param(s, "v_threshold", std::nullopt);
+        vr_ = param(s, "v_reset", 0.0f);
+        win_ = param(s, "w_in", 1.0f);
+        exact_ = o.discretization == "exact";
+        dt_ = o.dt;
+    }
+    void broadcast(std::int64_t n) override {
+        for (auto* v : {&ts_, &tm_, &r_, &leak_, &th_, &vr_, &win_}) expand(*v, n);
+        const auto un = static_cast<std::size_t>(n);
+        as_.resize(un);
+        gs_.resize(un);
+        am_.resize(un);
+        gm_.resize(un);
+        c_.resize(un);
+        for (std::size_t k = 0; k < un; ++k) {
+            const double as = exact_ ? std::exp(-dt_ / ts_[k]) : 1.0 - dt_ / ts_[k];
+            const double am = exact_ ? std::exp(-dt_ / tm_[k]) : 1.0 - dt_ / tm_[k];
+            const double ks = exact_ ? 1.0 - as : dt_ / ts_[k];
+            const double km = exact_ ? 1.0 - am : dt_ / tm_[k];
+            as_[k] = static_cast<float>(as);
+            gs_[k] = static_cast<float>(ks * win_[k]);
+            am_[k] = static_cast<float>(am);
+            gm_[k] = static_cast<float>(km * r_[k]);
+            c_[k] = static_cast<float>(km * leak_[k]);
+        }
+    }
+    // The membrane integrates the updated current (snnTorch's Synaptic order).
+    void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
+                      std::vector<std::uint32_t>& spikes) const override {
+        float* v = st.v.data();
+        float* cur = st.i.data();
+        for (std::int64_t k = b0; k < b1; ++k) {
+            const auto u = static_cast<std::size_t>(k);
+            float ik = as_[u] * cur[k] + gs_[u] * x[k];
+            float vk = am_[u] * v[k] + gm_[u] * ik;
+            if (c_[u] != 0.0f) vk += c_[u];
+            if (fires(vk, th_[u])) {
+                out[k] = 1.0f;
+                spikes.push_back(static_cast<std::uint32_t>(k));
+                vk = reset_ == ResetMode::subtract ? vk - th_[u] : vr_[u];
+            }
+            cur[k] = ik;
+            v[k] = vk;
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> params_summary() const override {
+        return {{"tau_syn", range_str(ts_)},
+                {"tau_mem", range_str(tm_)},
+                {"r", range_str(r_)},
+                {"w_in", range_str(win_)},
+                {"v_threshold", range_str(th_)},
+                {"v_reset", range_str(vr_)}};
+    }
+
+  private:
+    std::vector<float> ts_, tm_, r_, leak_, th_, vr_, win_, as_, gs_, am_, gm_, c_;
+    bool exact_ = false;
+    double dt_ = 1e-3;
+};
+
+// ------------------------------------------------------------------ SpikingJelly LIF / PLIF
+
+// SpikingJelly's multi-step LIFNode, with its own operation order so spikes match bit for bit:
+//   decay_input:     v = v + (x - (v - v_reset)) / tau
+//   not decay_input: v = v - (v - v_reset) / tau + x
+// fires on v >= v_threshold, then v = v_reset (hard) or v -= v_threshold (reset_mode subtract).
+// ParametricLIF stores the learned w; its factor sigmoid(w) multiplies instead of 1/tau.
+class SjLifNode final : public NeuronBase {
+  public:
+    SjLifNode(const NodeSpec& s, bool parametric) : NeuronBase(s, 1) {
+        cmp_ = Compare::ge;
+        if (auto c = s.string_opt("compare")) cmp_ = *c == ">" ? Compare::gt : Compare::ge;
+        parametric_ = parametric && s.has("w");
+        if (parametric_) {
+            double w = s.scalar("w");
+            k_ = static_cast<float>(1.0 / (1.0 + std::exp(-w)));
+        } else {
+            tau_ = static_cast<float>(s.scalar_or("tau", 2.0));
+            if (!(tau_ > 0)) s.fail("tau", "must be positive");
+        }
+        decay_input_ = s.scalar_or("decay_input", 1.0) != 0.0;
+        th_ = param(s, "v_threshold", 1.0f);
+        vr_ = static_cast<float>(s.scalar_or("v_reset", 0.0));
+    }
+    void broadcast(std::int64_t n) override { expand(th_, n); }
+    float initial_v() const override { return vr_; }
+    void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
+                      std::vector<std::uint32_t>& spikes) const override {
+        float* v = st.v.data();
+        for (std::int64_t k = b0; k < b1; ++k) {
+            float vk = v[k];
+            if (parametric_) {
+                vk = decay_input_ ? vk + (x[k] - (vk - vr_)) * k_ : vk - (vk - vr_) * k_ + x[k];
+            } else if (decay_input_) {
+                vk = vk + (x[k] - (vk - vr_)) / tau_;
+            } else {
+                vk = vk - (vk - vr_) / tau_ + x[k];
+            }
+            const float th = th_[static_cast<std::size_t>(k)];
+            if (fires(vk, th)) {
+                out[k] = 1.0f;
+                spikes.push_back(static_cast<std::uint32_t>(k));
+                vk = reset_ == ResetMode::subtract ? vk - th : vr_;
+            }
+            v[k] = vk;
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> params_summary() const override {
+        std::vector<std::pair<std::string, std::string>> r;
+        if (parametric_)
+            r.emplace_back("sigmoid(w)", std::to_string(k_));
+        else
+            r.emplace_back("tau (steps)", std::to_string(tau_));
+        r.emplace_back("decay_input", decay_input_ ? "true" : "false");
+        r.emplace_back("v_threshold", range_str(th_));
+        r.emplace_back("v_reset", std::to_string(vr_));
+        return r;
+    }
+
+  private:
+    bool parametric_ = false, decay_input_ = true;
+    float tau_ = 2.0f, k_ = 0.5f, vr_ = 0.0f;
+    std::vector<float> th_;
+};
+
+// ------------------------------------------------------------------ ternary LIF (TSN)
+
+// BSA's ternary spiking neuron:  U = H + X;  S = sign(U) [|U| >= v_threshold];
+// H = 0 after any spike, else decay * U.  Emits -1, 0 or +1.
+class TernaryLifNode final : public NeuronBase {
+  public:
+    explicit TernaryLifNode(const NodeSpec& s) : NeuronBase(s, 1) {
+        decay_ = param(s, "decay", 0.5f);
+        th_ = param(s, "v_threshold", 1.0f);
+        cmp_ = Compare::ge;
+        if (auto c = s.string_opt("compare")) cmp_ = *c == ">" ? Compare::gt : Compare::ge;
+        for (float d : decay_)
+            if (d < 0 || d > 1) s.fail("decay", "must lie in [0, 1]");
+        require_positive(s, "v_threshold", th_);
+    }
+    void broadcast(std::int64_t n) override {
+        expand(decay_, n);
+        expand(th_, n);
+    }
+    void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
+                      std::vector<std::uint32_t>& spikes) const override {
+        float* h = st.v.data();
+        for (std::int64_t k = b0; k < b1; ++k) {
+            const auto u = static_cast<std::size_t>(k);
+            const float U = h[k] + x[k];
+            if (fires(U, th_[u])) {
+                out[k] = 1.0f;
+                spikes.push_back(static_cast<std::uint32_t>(k));
+                h[k] = 0.0f;
+            } else if (fires(-U, th_[u])) {
+                out[k] = -1.0f;
+                spikes.push_back(static_cast<std::uint32_t>(k));
+                h[k] = 0.0f;
+            } else {
+                h[k] = decay_[u] * U;
+            }
+        }
+    }
+    std::vector<std::pair<std::string, std::string>> params_summary() const override {
+        return {{"decay", range_str(decay_)}, {"v_threshold", range_str(th_)}};
+    }
+
+  private:
+    std::vector<float> decay_, th_;
+};
+
+// ------------------------------------------------------------------ NIR Threshold
+
+class ThresholdNode final : public NeuronBase {
+  public:
+    explicit ThresholdNode(const NodeSpec& s) : NeuronBase(s, 0) {
+        th_ = param(s, "threshold", std::nullopt);
+    }
+    void broadcast(std::int64_t n) override { expand(th_, n); }
+    void update_block(NeuronState&, const float* x, float* out, std::int64_t b0, std::int64_t b1,
+                      std::vector<std::uint32_t>& spikes) const override {
+        for (std::int64_t k = b0; k < b1; ++k)
+            if (fires(x[k], th_[static_cast<std::size_t>(k)])) {
+                out[k] = 1.0f;
+                spikes.push_back(static_cast<std::uint32_t>(k));
+            }
+    }
+    std::vector<std::pair<std::string, std::string>> params_summary() const override {
+        return {{"threshold", range_str(th_)}};
+    }
+
+  private:
+    std::vector<float> th_;
+};
+
+}  // namespace
+
+void register_neuron_nodes(NodeFactory& f) {
+    f.add(
+        "IF", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, false); },
+        "integrate-and-fire: v += r I; r, v_threshold, v_reset");
+    f.add(
+        "LIF", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, true); },
+        "leaky integrate-and-fire (NIR): tau, r, v_leak, v_threshold, v_reset");
+    f.add(
+        "CubaLIF", [](const NodeSpec& s) { return std::make_unique<CubaLifNode>(s); },
+        "current-based LIF (NIR): tau_syn, tau_mem, r, v_leak, v_threshold, v_reset, w_in");
+    f.add(
+        "Threshold", [](const NodeSpec& s) { return std::make_unique<ThresholdNode>(s); },
+        "z = 1 where x > threshold");
+    f.add(
+        "ternion.SJLIF", [](const NodeSpec& s) { return std::make_unique<SjLifNode>(s, false); },
+        "SpikingJelly multi-step LIF: tau (steps), decay_input, v_threshold, v_reset; fires on >=");
+    f.add(
+        "ternion.PLIF", [](const NodeSpec& s) { return std::make_unique<SjLifNode>(s, true); },
+        "SpikingJelly parametric LIF: learned w (sigmoid(w) = 1/tau) or tau");
+    f.add(
+        "ternion.TernaryLIF", [](const NodeSpec& s) { return std::make_unique<TernaryLifNode>(s); },
+        "ternary spiking neuron (TSN) of BSA: decay, v_threshold; emits -1/0/+1");
+}
+
+}  // namespace ternion

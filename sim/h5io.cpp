@@ -1,5 +1,6 @@
 #include "h5io.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -390,6 +391,24 @@ void Writer::write_string(const std::string& ds, const std::string& s) {
         throw InputError(path_, ds, "write failed");
 }
 
+void Writer::write_strings(const std::string& ds, const std::vector<std::string>& v,
+                           const Shape& dims) {
+    group(parent_of(ds));
+    Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(type.id(), H5T_VARIABLE);
+    H5Tset_cset(type.id(), H5T_CSET_UTF8);
+    std::vector<hsize_t> d(dims.begin(), dims.end());
+    Handle space(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr), H5Sclose);
+    Handle dset(H5Dcreate2(file_.id(), ds.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT,
+                           H5P_DEFAULT),
+                H5Dclose);
+    if (!dset) throw InputError(path_, ds, "cannot create dataset");
+    std::vector<const char*> p;
+    for (auto& s : v) p.push_back(s.c_str());
+    if (!p.empty() && H5Dwrite(dset.id(), type.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, p.data()) < 0)
+        throw InputError(path_, ds, "write failed");
+}
+
 namespace {
 hid_t open_obj(hid_t file, const std::string& obj) {
     return H5Oopen(file, obj.empty() ? "/" : obj.c_str(), H5P_DEFAULT);
@@ -433,6 +452,49 @@ void Writer::attr(const std::string& obj, const std::string& name, std::int64_t 
         H5Aclose);
     if (!a || H5Awrite(a.id(), H5T_NATIVE_INT64, &value) < 0)
         throw InputError(path_, obj + "@" + name, "cannot write attribute");
+}
+
+namespace {
+// One pending temporary at a time per process is enough for the CLI; a fixed buffer keeps
+// the signal handler free of allocation.
+char g_pending_tmp[4096] = {0};
+void register_temporary(const std::string& p) {
+    std::size_t n = std::min(p.size(), sizeof g_pending_tmp - 1);
+    std::memcpy(g_pending_tmp, p.data(), n);
+    g_pending_tmp[n] = '\0';
+}
+void unregister_temporary() {
+    g_pending_tmp[0] = '\0';
+}
+}  // namespace
+
+void remove_temporaries() noexcept {
+    if (g_pending_tmp[0]) ::unlink(g_pending_tmp);
+}
+
+void write_atomically(const std::string& path, const std::function<void(const std::string&)>& fn) {
+    namespace fs = std::filesystem;
+    fs::path target(path);
+    fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec)) throw InputError(path, "", "directory does not exist");
+    // Hidden temporary next to the target so the final rename stays on one filesystem.
+    std::string name = ".";
+    name += target.filename().string();
+    name += ".tmp-";
+    name += std::to_string(getpid());
+    const std::string tmp = (dir / name).string();
+    register_temporary(tmp);
+    try {
+        fn(tmp);
+        fs::rename(tmp, target, ec);
+        if (ec) throw InputError(path, "", "cannot rename the finished file: " + ec.message());
+        unregister_temporary();
+    } catch (...) {
+        fs::remove(tmp, ec);
+        unregister_temporary();
+        throw;
+    }
 }
 
 }  // namespace ternion::h5

@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -108,6 +109,8 @@ class Writer {
     void write(const std::string& ds, const std::vector<std::uint64_t>& v, const Shape& dims,
                bool compress = true);
     void write_string(const std::string& ds, const std::string& s);
+    // A string array (variable-length UTF-8), e.g. NIR's (E, 2) edge list.
+    void write_strings(const std::string& ds, const std::vector<std::string>& v, const Shape& dims);
     void attr(const std::string& obj, const std::string& name, const std::string& value);
     void attr(const std::string& obj, const std::string& name, double value);
     void attr(const std::string& obj, const std::string& name, std::int64_t value);
@@ -118,6 +121,13 @@ class Writer {
     std::string path_;
     Handle file_;
 };
+
+// Writes `path` atomically: `fn` writes a hidden temporary file in the same directory, which
+// is renamed over `path` only when complete; any exception removes it and leaves `path` as it
+// was. Temporaries are registered so a signal handler can remove them (remove_temporaries).
+void write_atomically(const std::string& path, const std::function<void(const std::string&)>& fn);
+// Removes temporaries of unfinished atomic writes (async-signal-safe: unlink only).
+void remove_temporaries() noexcept;
 
 // Silences HDF5's automatic error stack printing (once per process).
 void quiet_errors();

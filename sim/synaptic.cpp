@@ -1,7 +1,896 @@
-#include "sim/node_spec.hpp"
+#include "synaptic.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace ternion {
 
-void register_synaptic_nodes(NodeFactory&) {}
+// ------------------------------------------------------------------ helpers
+
+void fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
+                    std::vector<float>& weight, std::vector<float>& bias) {
+    const std::string w = prefix + "bn_weight";
+    if (!spec.has(w) && !spec.has(prefix + "bn_running_mean")) return;
+    auto gamma = spec.per_neuron_or(prefix + "bn_weight", out, 1.0f);
+    auto beta = spec.per_neuron_or(prefix + "bn_bias", out, 0.0f);
+    auto mean = spec.per_neuron(prefix + "bn_running_mean", out);
+    auto var = spec.per_neuron(prefix + "bn_running_var", out);
+    double eps = spec.scalar_or(prefix + "bn_eps", 1e-5);
+    if (eps < 0) spec.fail(prefix + "bn_eps", "must be non-negative");
+    if (bias.empty()) bias.assign(static_cast<std::size_t>(out), 0.0f);
+    const std::size_t per = weight.size() / static_cast<std::size_t>(out);
+    for (std::int64_t o = 0; o < out; ++o) {
+        auto k = static_cast<std::size_t>(o);
+        if (var[k] < 0) spec.fail(prefix + "bn_running_var", "must be non-negative");
+        if (var[k] + eps <= 0) spec.fail(prefix + "bn_running_var", "variance + eps is zero");
+        double scale = gamma[k] / std::sqrt(static_cast<double>(var[k]) + eps);
+        for (std::size_t j = 0; j < per; ++j)
+            weight[k * per + j] = static_cast<float>(weight[k * per + j] * scale);
+        bias[k] = static_cast<float>((bias[k] - mean[k]) * scale + beta[k]);
+    }
+}
+
+void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::int64_t in) {
+    out_ = out;
+    in_ = in;
+    col_nnz_.assign(static_cast<std::size_t>(in), 0);
+    nnz_ = 0;
+    for (std::int64_t r = 0; r < out; ++r)
+        for (std::int64_t c = 0; c < in; ++c)
+            if (w[static_cast<std::size_t>(r * in + c)] != 0.0f) {
+                ++col_nnz_[static_cast<std::size_t>(c)];
+                ++nnz_;
+            }
+    double density = out * in > 0 ? static_cast<double>(nnz_) / static_cast<double>(out * in) : 1;
+    // Below a quarter non-zero, index+value (6 bytes) beats a dense column (4 bytes/row).
+    sparse_ = density < 0.25;
+    dense_.clear();
+    colptr_.clear();
+    rows_.clear();
+    vals_.clear();
+    if (!sparse_) {
+        dense_.resize(static_cast<std::size_t>(in * out));
+        for (std::int64_t r = 0; r < out; ++r)
+            for (std::int64_t c = 0; c < in; ++c)
+                dense_[static_cast<std::size_t>(c * out + r)] =
+                    w[static_cast<std::size_t>(r * in + c)];
+        return;
+    }
+    const std::int64_t nb = (out + kBlock - 1) / kBlock;
+    colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
+    rows_.reserve(nnz_);
+    vals_.reserve(nnz_);
+    for (std::int64_t b = 0; b < nb; ++b) {
+        const std::int64_t r0 = b * kBlock, r1 = std::min(out, r0 + kBlock);
+        const std::size_t base = static_cast<std::size_t>(b * (in + 1));
+        for (std::int64_t c = 0; c < in; ++c) {
+            colptr_[base + static_cast<std::size_t>(c)] = rows_.size();
+            for (std::int64_t r = r0; r < r1; ++r) {
+                float v = w[static_cast<std::size_t>(r * in + c)];
+                if (v != 0.0f) {
+                    rows_.push_back(static_cast<std::uint16_t>(r - r0));
+                    vals_.push_back(v);
+                }
+            }
+        }
+        colptr_[base + static_cast<std::size_t>(in)] = rows_.size();
+    }
+}
+
+float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
+    if (!sparse_) return dense_[static_cast<std::size_t>(c * out_ + r)];
+    const std::int64_t b = r / kBlock;
+    const std::size_t base = static_cast<std::size_t>(b * (in_ + 1));
+    for (auto k = colptr_[base + static_cast<std::size_t>(c)];
+         k < colptr_[base + static_cast<std::size_t>(c) + 1]; ++k)
+        if (rows_[k] == r - b * kBlock) return vals_[k];
+    return 0.0f;
+}
+
+void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std::int64_t r0,
+                               std::int64_t r1) const {
+    if (!sparse_) {
+        const float* col = dense_.data() + c * out_;
+        if (unit && x > 0) {
+            for (std::int64_t r = r0; r < r1; ++r) y[r] += col[r];
+        } else if (unit) {
+            for (std::int64_t r = r0; r < r1; ++r) y[r] -= col[r];
+        } else {
+            for (std::int64_t r = r0; r < r1; ++r) y[r] += x * col[r];
+        }
+        return;
+    }
+    // r0 is block aligned: deliver block by block.
+    for (std::int64_t b = r0 / kBlock; b * kBlock < r1; ++b) {
+        const std::size_t base = static_cast<std::size_t>(b * (in_ + 1));
+        const auto k0 = colptr_[base + static_cast<std::size_t>(c)];
+        const auto k1 = colptr_[base + static_cast<std::size_t>(c) + 1];
+        float* yb = y + b * kBlock;
+        const std::uint16_t* rr = rows_.data();
+        const float* vv = vals_.data();
+        if (unit && x > 0) {
+            for (auto k = k0; k < k1; ++k) yb[rr[k]] += vv[k];
+        } else if (unit) {
+            for (auto k = k0; k < k1; ++k) yb[rr[k]] -= vv[k];
+        } else {
+            for (auto k = k0; k < k1; ++k) yb[rr[k]] += x * vv[k];
+        }
+    }
+}
+
+namespace {
+
+Shape shape_param(const NodeSpec& s, const std::string& p) {
+    Shape dims;
+    auto v = s.ints(p, &dims);
+    if (dims.size() > 1) s.fail(p, "expected a 1-d shape");
+    for (auto d : v)
+        if (d <= 0) s.fail(p, "dimensions must be positive");
+    std::int64_t n = 1;
+    for (auto d : v) {
+        if (n > kMaxElements / d) s.fail(p, "absurd size " + shape_str(v));
+        n *= d;
+    }
+    return v;
+}
+
+// Pair parameter: a scalar or two values (H, W).
+std::array<std::int64_t, 2> pair_param(const NodeSpec& s, const std::string& p, std::int64_t dflt,
+                                       std::int64_t min) {
+    if (!s.has(p)) return {dflt, dflt};
+    auto v = s.ints(p);
+    std::array<std::int64_t, 2> r{};
+    if (v.size() == 1)
+        r = {v[0], v[0]};
+    else if (v.size() == 2)
+        r = {v[0], v[1]};
+    else
+        s.fail(p, "expected 1 or 2 values");
+    for (auto x : r)
+        if (x < min) s.fail(p, "must be at least " + std::to_string(min));
+    return r;
+}
+
+void copy_activity(const Activity& in, Activity& out) {
+    out.clear();
+    for (auto i : in.active) out.values[i] = in.values[i];
+    out.active = in.active;
+    out.ternary = in.ternary;
+}
+
+// ------------------------------------------------------------------ Input / Output / Identity
+
+class InputNode final : public Node {
+  public:
+    explicit InputNode(const NodeSpec& s) : Node(s.name(), s.type()) {
+        shape_ = shape_param(s, "shape");
+    }
+    NodeCategory category() const override { return NodeCategory::input; }
+    void bind(const Shape&) override { out_shape_ = shape_; }
+    void step(const Activity&, NodeState*, Activity&, const StepContext&) const override {}
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"shape", shape_str(shape_)}};
+    }
+
+  private:
+    Shape shape_;
+};
+
+class PassNode final : public Node {
+  public:
+    PassNode(const NodeSpec& s, NodeCategory cat) : Node(s.name(), s.type()), cat_(cat) {
+        if (s.has("shape")) shape_ = shape_param(s, "shape");
+    }
+    NodeCategory category() const override { return cat_; }
+    Shape declared_in_shape() const override { return shape_; }
+    void bind(const Shape& in) override {
+        if (!shape_.empty() && numel(shape_) != numel(in))
+            fail("shape", "declares " + shape_str(shape_) + " but receives " + shape_str(in));
+        in_shape_ = in;
+        out_shape_ = shape_.empty() ? in : shape_;
+    }
+    void step(const Activity& in, NodeState*, Activity& out, const StepContext&) const override {
+        copy_activity(in, out);
+    }
+
+  private:
+    NodeCategory cat_;
+    Shape shape_;
+};
+
+// ------------------------------------------------------------------ Affine / Linear
+
+struct BlockScratch : NodeState {
+    std::vector<std::vector<std::uint32_t>> block_active;
+};
+
+class LinearNode final : public Node {
+  public:
+    LinearNode(const NodeSpec& s, bool affine) : Node(s.name(), s.type()) {
+        Shape dims;
+        auto w = s.floats("weight", &dims);
+        if (dims.size() != 2)
+            s.fail("weight", "expected a 2-d (out, in) matrix, got " + shape_str(dims));
+        out_ = dims[0];
+        in_ = dims[1];
+        if (out_ <= 0 || in_ <= 0) s.fail("weight", "empty matrix");
+        if (affine || s.has("bias")) {
+            Shape bd;
+            bias_ = s.floats("bias", &bd);
+            if (static_cast<std::int64_t>(bias_.size()) != out_)
+                s.fail("bias", "has " + std::to_string(bias_.size()) + " values, expected " +
+                                   std::to_string(out_));
+        }
+        fold_batchnorm(s, "", out_, w, bias_);
+        weights_.build(w, out_, in_);
+    }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    Shape declared_in_shape() const override { return {in_}; }
+    void bind(const Shape& in) override {
+        in_shape_ = in;
+        if (!in.empty() && in.back() == in_) {
+            rows_ = numel(in) / in_;
+            out_shape_ = in;
+            out_shape_.back() = out_;
+        } else if (numel(in) == in_) {
+            rows_ = 1;
+            out_shape_ = {out_};
+        } else {
+            fail("weight", "expects inputs of size " + std::to_string(in_) + " but receives " +
+                               shape_str(in));
+        }
+    }
+    std::unique_ptr<NodeState> make_state() const override {
+        auto st = std::make_unique<BlockScratch>();
+        st->block_active.resize(static_cast<std::size_t>(nblocks()));
+        return st;
+    }
+    std::int64_t nblocks() const {
+        return (out_ + ColumnWeights::kBlock - 1) / ColumnWeights::kBlock;
+    }
+
+    void step(const Activity& in, NodeState* state, Activity& out,
+              const StepContext& ctx) const override {
+        auto& scratch = static_cast<BlockScratch&>(*state);
+        float* y = out.values.data();
+        const bool dense = ctx.engine == Engine::dense;
+        const bool unit = in.ternary && !dense;
+        std::uint64_t touched = 0;
+        if (rows_ == 1) {
+            // One token: split the output rows into blocks, each scanning all active inputs.
+            ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
+                for (std::int64_t b = b0; b < b1; ++b) {
+                    const std::int64_t r0 = b * ColumnWeights::kBlock;
+                    const std::int64_t r1 = std::min(out_, r0 + ColumnWeights::kBlock);
+                    std::fill(y + r0, y + r1, 0.0f);
+                    if (dense) {
+                        for (std::int64_t c = 0; c < in_; ++c)
+                            weights_.add_column(c, in.values[static_cast<std::size_t>(c)], false, y,
+                                                r0, r1);
+                    } else {
+                        for (auto c : in.active)
+                            weights_.add_column(c, in.values[c], unit, y, r0, r1);
+                    }
+                    if (!bias_.empty())
+                        for (std::int64_t r = r0; r < r1; ++r)
+                            y[r] += bias_[static_cast<std::size_t>(r)];
+                    auto& act = scratch.block_active[static_cast<std::size_t>(b)];
+                    act.clear();
+                    for (std::int64_t r = r0; r < r1; ++r)
+                        if (y[r] != 0.0f) act.push_back(static_cast<std::uint32_t>(r));
+                }
+            });
+            out.active.clear();
+            for (auto& a : scratch.block_active)
+                out.active.insert(out.active.end(), a.begin(), a.end());
+        } else {
+            // Several tokens: the weights apply to the last axis of each token.
+            std::fill(out.values.begin(), out.values.end(), 0.0f);
+            auto it = in.active.begin();
+            for (std::int64_t t = 0; t < rows_; ++t) {
+                float* yt = y + t * out_;
+                if (dense) {
+                    for (std::int64_t c = 0; c < in_; ++c)
+                        weights_.add_column(c, in.values[static_cast<std::size_t>(t * in_ + c)],
+                                            false, yt, 0, out_);
+                } else {
+                    const std::uint32_t end = static_cast<std::uint32_t>((t + 1) * in_);
+                    for (; it != in.active.end() && *it < end; ++it)
+                        weights_.add_column(*it - t * in_, in.values[*it], unit, yt, 0, out_);
+                }
+                if (!bias_.empty())
+                    for (std::int64_t r = 0; r < out_; ++r)
+                        yt[r] += bias_[static_cast<std::size_t>(r)];
+            }
+            out.active.clear();
+            for (std::int64_t i = 0; i < rows_ * out_; ++i)
+                if (y[i] != 0.0f) out.active.push_back(static_cast<std::uint32_t>(i));
+        }
+        out.ternary = std::all_of(out.active.begin(), out.active.end(),
+                                  [y](std::uint32_t i) { return y[i] == 1.0f || y[i] == -1.0f; });
+        // Counts from events and shapes: each non-zero input touches its column's weights.
+        OpCounts& ops = *ctx.ops;
+        if (dense) {
+            const std::uint64_t n = static_cast<std::uint64_t>(rows_ * in_ * out_);
+            ops.mac += n;
+            ops.weight_read_bytes += n * sizeof(float);
+        } else {
+            for (auto c : in.active)
+                touched += weights_.col_nnz(static_cast<std::int64_t>(c % in_));
+            (unit ? ops.ac : ops.mac) += touched;
+            ops.weight_read_bytes += touched * (weights_.sparse() ? 6 : 4);
+        }
+    }
+    std::uint64_t dense_macs_per_step() const override {
+        return static_cast<std::uint64_t>(rows_ * in_ * out_);
+    }
+    std::uint64_t dense_synops_per_step() const override { return dense_macs_per_step(); }
+    std::uint64_t param_count() const override {
+        return static_cast<std::uint64_t>(in_ * out_) + bias_.size();
+    }
+    double weight_density() const override {
+        return static_cast<double>(weights_.nnz()) / static_cast<double>(in_ * out_);
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"weight", shape_str({out_, in_})},
+                {"bias", bias_.empty() ? "none" : "yes"},
+                {"storage", weights_.sparse() ? "compressed columns" : "dense columns"},
+                {"tokens", std::to_string(rows_)}};
+    }
+    const ColumnWeights& weights() const { return weights_; }
+
+  private:
+    std::int64_t out_ = 0, in_ = 0, rows_ = 1;
+    ColumnWeights weights_;
+    std::vector<float> bias_;
+};
+
+// ------------------------------------------------------------------ Scale
+
+class ScaleNode final : public Node {
+  public:
+    explicit ScaleNode(const NodeSpec& s) : Node(s.name(), s.type()) { scale_ = s.floats("scale"); }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    Shape declared_in_shape() const override {
+        return scale_.size() > 1 ? Shape{static_cast<std::int64_t>(scale_.size())} : Shape{};
+    }
+    void bind(const Shape& in) override {
+        if (scale_.size() != 1 && static_cast<std::int64_t>(scale_.size()) != numel(in))
+            fail("scale",
+                 "has " + std::to_string(scale_.size()) + " values for input " + shape_str(in));
+        in_shape_ = out_shape_ = in;
+    }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        out.clear();
+        auto sc = [&](std::size_t i) { return scale_.size() == 1 ? scale_[0] : scale_[i]; };
+        for (auto i : in.active) {
+            float v = in.values[i] * sc(i);
+            if (v != 0.0f) {
+                out.values[i] = v;
+                out.active.push_back(i);
+                if (v != 1.0f && v != -1.0f) out.ternary = false;
+            }
+        }
+        ctx.ops->mac +=
+            ctx.engine == Engine::dense ? static_cast<std::uint64_t>(in_size()) : in.active.size();
+    }
+    std::uint64_t dense_macs_per_step() const override {
+        return static_cast<std::uint64_t>(in_size());
+    }
+    std::uint64_t param_count() const override { return scale_.size(); }
+
+  private:
+    std::vector<float> scale_;
+};
+
+// ------------------------------------------------------------------ Conv1d / Conv2d
+
+class ConvNode final : public Node {
+  public:
+    ConvNode(const NodeSpec& s, int dims) : Node(s.name(), s.type()), dims_(dims) {
+        Shape wd;
+        w_ = s.floats("weight", &wd);
+        if (static_cast<int>(wd.size()) != dims + 2)
+            s.fail("weight",
+                   "expected " + std::to_string(dims + 2) + "-d weights, got " + shape_str(wd));
+        cout_ = wd[0];
+        cin_g_ = wd[1];
+        kh_ = dims == 2 ? wd[2] : 1;
+        kw_ = dims == 2 ? wd[3] : wd[2];
+        groups_ = static_cast<std::int64_t>(s.scalar_or("groups", 1));
+        if (groups_ < 1 || cout_ % groups_) s.fail("groups", "must divide the output channels");
+        auto st = dims == 2
+                      ? pair_param(s, "stride", 1, 1)
+                      : std::array<std::int64_t, 2>{1, s.has("stride") ? s.ints("stride")[0] : 1};
+        auto di = dims == 2 ? pair_param(s, "dilation", 1, 1)
+                            : std::array<std::int64_t, 2>{
+                                  1, s.has("dilation") ? s.ints("dilation")[0] : 1};
+        sh_ = st[0];
+        sw_ = st[1];
+        dh_ = di[0];
+        dw_ = di[1];
+        if (sw_ < 1 || dw_ < 1) s.fail("stride", "must be positive");
+        pad_mode_ = "int";
+        if (auto p = s.string_opt("padding")) {
+            if (*p != "same" && *p != "valid") s.fail("padding", "unknown padding '" + *p + "'");
+            pad_mode_ = *p;
+        } else if (s.has("padding")) {
+            auto pv = s.ints("padding");
+            if (pv.size() == 1) {
+                ph_ = dims == 2 ? pv[0] : 0;
+                pw_ = pv[0];
+            } else if (pv.size() == 2 && dims == 2) {
+                ph_ = pv[0];
+                pw_ = pv[1];
+            } else
+                s.fail("padding", "expected " + std::to_string(dims) + " values");
+            if (ph_ < 0 || pw_ < 0) s.fail("padding", "must be non-negative");
+        }
+        if (s.has("bias")) {
+            bias_ = s.floats("bias");
+            if (static_cast<std::int64_t>(bias_.size()) != cout_)
+                s.fail("bias", "expected one value per output channel");
+        }
+        fold_batchnorm(s, "", cout_, w_, bias_);
+        if (s.has("input_shape")) {
+            auto is = s.ints("input_shape");
+            if (static_cast<int>(is.size()) == dims) declared_spatial_ = is;
+        }
+    }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    Shape declared_in_shape() const override {
+        if (declared_spatial_.empty()) return {};
+        Shape r{cin_g_ * groups_};
+        r.insert(r.end(), declared_spatial_.begin(), declared_spatial_.end());
+        return r;
+    }
+    void bind(const Shape& in) override {
+        const std::int64_t cin = cin_g_ * groups_;
+        if (static_cast<int>(in.size()) != dims_ + 1 || in[0] != cin)
+            fail("weight", "expects input [" + std::to_string(cin) +
+                               (dims_ == 2 ? ", H, W]" : ", L]") + " but receives " +
+                               shape_str(in));
+        cin_ = cin;
+        H_ = dims_ == 2 ? in[1] : 1;
+        W_ = in[static_cast<std::size_t>(dims_)];
+        if (pad_mode_ == "same") {
+            if (sh_ != 1 || sw_ != 1) fail("padding", "'same' needs stride 1");
+            ph_ = dh_ * (kh_ - 1) / 2;  // PyTorch puts the odd pixel on the far side
+            pw_ = dw_ * (kw_ - 1) / 2;
+            OH_ = H_;
+            OW_ = W_;
+        } else {
+            if (pad_mode_ == "valid") ph_ = pw_ = 0;
+            OH_ = (H_ + 2 * ph_ - dh_ * (kh_ - 1) - 1) / sh_ + 1;
+            OW_ = (W_ + 2 * pw_ - dw_ * (kw_ - 1) - 1) / sw_ + 1;
+        }
+        if (OH_ <= 0 || OW_ <= 0)
+            fail("weight", "kernel larger than the padded input " + shape_str(in));
+        if (cout_ * OH_ * OW_ > kMaxElements) fail("weight", "absurd output size");
+        in_shape_ = in;
+        out_shape_ = dims_ == 2 ? Shape{cout_, OH_, OW_} : Shape{cout_, OW_};
+        // Fan-out of each input position: non-zero weights that reach a valid output.
+        fanout_.assign(static_cast<std::size_t>(cin_ * H_ * W_), 0);
+        const std::int64_t cout_g = cout_ / groups_;
+        for (std::int64_t ci = 0; ci < cin_; ++ci)
+            for (std::int64_t iy = 0; iy < H_; ++iy)
+                for (std::int64_t ix = 0; ix < W_; ++ix) {
+                    std::uint32_t f = 0;
+                    const std::int64_t g = ci / cin_g_, cl = ci % cin_g_;
+                    for (std::int64_t co = g * cout_g; co < (g + 1) * cout_g; ++co)
+                        for_targets(
+                            iy, ix,
+                            [&](std::int64_t ky, std::int64_t kx, std::int64_t, std::int64_t) {
+                                if (w_[widx(co, cl, ky, kx)] != 0.0f) ++f;
+                            });
+                    fanout_[static_cast<std::size_t>((ci * H_ + iy) * W_ + ix)] = f;
+                }
+    }
+    template <class F>
+    void for_targets(std::int64_t iy, std::int64_t ix, F&& f) const {
+        for (std::int64_t ky = 0; ky < kh_; ++ky) {
+            std::int64_t t = iy + ph_ - ky * dh_;
+            if (t < 0 || t % sh_) continue;
+            std::int64_t oy = t / sh_;
+            if (oy >= OH_) continue;
+            for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                std::int64_t u = ix + pw_ - kx * dw_;
+                if (u < 0 || u % sw_) continue;
+                std::int64_t ox = u / sw_;
+                if (ox >= OW_) continue;
+                f(ky, kx, oy, ox);
+            }
+        }
+    }
+    std::size_t widx(std::int64_t co, std::int64_t cl, std::int64_t ky, std::int64_t kx) const {
+        return static_cast<std::size_t>(((co * cin_g_ + cl) * kh_ + ky) * kw_ + kx);
+    }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        float* y = out.values.data();
+        std::fill(out.values.begin(), out.values.end(), 0.0f);
+        const std::int64_t cout_g = cout_ / groups_;
+        OpCounts& ops = *ctx.ops;
+        if (ctx.engine == Engine::dense) {
+            for (std::int64_t co = 0; co < cout_; ++co) {
+                const std::int64_t g = co / cout_g;
+                for (std::int64_t oy = 0; oy < OH_; ++oy)
+                    for (std::int64_t ox = 0; ox < OW_; ++ox) {
+                        float acc = 0.0f;
+                        for (std::int64_t cl = 0; cl < cin_g_; ++cl) {
+                            const std::int64_t ci = g * cin_g_ + cl;
+                            for (std::int64_t ky = 0; ky < kh_; ++ky) {
+                                std::int64_t iy = oy * sh_ - ph_ + ky * dh_;
+                                if (iy < 0 || iy >= H_) continue;
+                                for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                                    std::int64_t ix = ox * sw_ - pw_ + kx * dw_;
+                                    if (ix < 0 || ix >= W_) continue;
+                                    acc += w_[widx(co, cl, ky, kx)] *
+                                           in.values[static_cast<std::size_t>((ci * H_ + iy) * W_ +
+                                                                              ix)];
+                                }
+                            }
+                        }
+                        y[(co * OH_ + oy) * OW_ + ox] = acc;
+                    }
+            }
+            ops.mac += dense_macs_per_step();
+            ops.weight_read_bytes += dense_macs_per_step() * sizeof(float);
+        } else {
+            const bool unit = in.ternary;
+            std::uint64_t touched = 0;
+            for (auto idx : in.active) {
+                const std::int64_t ci = idx / (H_ * W_), rem = idx % (H_ * W_);
+                const std::int64_t iy = rem / W_, ix = rem % W_;
+                const std::int64_t g = ci / cin_g_, cl = ci % cin_g_;
+                const float x = in.values[idx];
+                touched += fanout_[idx];
+                for (std::int64_t co = g * cout_g; co < (g + 1) * cout_g; ++co) {
+                    float* yc = y + co * OH_ * OW_;
+                    for_targets(
+                        iy, ix,
+                        [&](std::int64_t ky, std::int64_t kx, std::int64_t oy, std::int64_t ox) {
+                            const float wv = w_[widx(co, cl, ky, kx)];
+                            if (unit)
+                                yc[oy * OW_ + ox] += x > 0 ? wv : -wv;
+                            else
+                                yc[oy * OW_ + ox] += x * wv;
+                        });
+                }
+            }
+            (unit ? ops.ac : ops.mac) += touched;
+            ops.weight_read_bytes += touched * sizeof(float);
+        }
+        if (!bias_.empty())
+            for (std::int64_t co = 0; co < cout_; ++co)
+                for (std::int64_t k = 0; k < OH_ * OW_; ++k)
+                    y[co * OH_ * OW_ + k] += bias_[static_cast<std::size_t>(co)];
+        out.scan();
+    }
+    std::uint64_t dense_macs_per_step() const override {
+        return static_cast<std::uint64_t>(cout_ * OH_ * OW_ * cin_g_ * kh_ * kw_);
+    }
+    std::uint64_t dense_synops_per_step() const override { return dense_macs_per_step(); }
+    std::uint64_t param_count() const override { return w_.size() + bias_.size(); }
+    double weight_density() const override {
+        std::size_t nz = 0;
+        for (float v : w_) nz += v != 0.0f;
+        return static_cast<double>(nz) / static_cast<double>(w_.size());
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"weight", dims_ == 2 ? shape_str({cout_, cin_g_, kh_, kw_})
+                                      : shape_str({cout_, cin_g_, kw_})},
+                {"stride", std::to_string(sh_) + "x" + std::to_string(sw_)},
+                {"padding", std::to_string(ph_) + "x" + std::to_string(pw_)},
+                {"groups", std::to_string(groups_)},
+                {"bias", bias_.empty() ? "none" : "yes"}};
+    }
+
+  private:
+    int dims_;
+    std::vector<float> w_, bias_;
+    std::int64_t cout_ = 0, cin_g_ = 0, cin_ = 0, kh_ = 1, kw_ = 1, groups_ = 1;
+    std::int64_t sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, ph_ = 0, pw_ = 0;
+    std::int64_t H_ = 1, W_ = 1, OH_ = 1, OW_ = 1;
+    std::string pad_mode_;
+    Shape declared_spatial_;
+    std::vector<std::uint32_t> fanout_;
+};
+
+// ------------------------------------------------------------------ pooling
+
+class PoolNode final : public Node {
+  public:
+    enum class Mode { sum, avg, max };
+    PoolNode(const NodeSpec& s, Mode m) : Node(s.name(), s.type()), mode_(m) {
+        auto k = pair_param(s, "kernel_size", 0, 1);
+        if (!s.has("kernel_size")) s.fail("kernel_size", "missing parameter");
+        kh_ = k[0];
+        kw_ = k[1];
+        auto st = pair_param(s, "stride", 0, 1);
+        sh_ = s.has("stride") ? st[0] : kh_;
+        sw_ = s.has("stride") ? st[1] : kw_;
+        auto p = pair_param(s, "padding", 0, 0);
+        ph_ = p[0];
+        pw_ = p[1];
+    }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    void bind(const Shape& in) override {
+        if (in.size() != 3)
+            fail("kernel_size", "expects input [C, H, W], receives " + shape_str(in));
+        C_ = in[0];
+        H_ = in[1];
+        W_ = in[2];
+        OH_ = (H_ + 2 * ph_ - kh_) / sh_ + 1;
+        OW_ = (W_ + 2 * pw_ - kw_) / sw_ + 1;
+        if (OH_ <= 0 || OW_ <= 0)
+            fail("kernel_size", "window larger than the input " + shape_str(in));
+        in_shape_ = in;
+        out_shape_ = {C_, OH_, OW_};
+    }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        std::uint64_t adds = 0, cmps = 0;
+        const bool dense = ctx.engine == Engine::dense;
+        for (std::int64_t c = 0; c < C_; ++c)
+            for (std::int64_t oy = 0; oy < OH_; ++oy)
+                for (std::int64_t ox = 0; ox < OW_; ++ox) {
+                    float acc = mode_ == Mode::max ? -std::numeric_limits<float>::infinity() : 0.0f;
+                    std::int64_t valid = 0;
+                    for (std::int64_t ky = 0; ky < kh_; ++ky) {
+                        std::int64_t iy = oy * sh_ - ph_ + ky;
+                        if (iy < 0 || iy >= H_) continue;
+                        for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                            std::int64_t ix = ox * sw_ - pw_ + kx;
+                            if (ix < 0 || ix >= W_) continue;
+                            float v = in.values[static_cast<std::size_t>((c * H_ + iy) * W_ + ix)];
+                            ++valid;
+                            if (mode_ == Mode::max)
+                                acc = std::max(acc, v);
+                            else {
+                                acc += v;
+                                adds += dense || v != 0.0f;
+                            }
+                        }
+                    }
+                    if (mode_ == Mode::max)
+                        cmps += valid > 0 ? static_cast<std::uint64_t>(valid - 1) : 0;
+                    if (mode_ == Mode::max && valid == 0) acc = 0.0f;
+                    // AvgPool divides by the full window (PyTorch's count_include_pad).
+                    if (mode_ == Mode::avg) acc = acc / static_cast<float>(kh_ * kw_);
+                    out.values[static_cast<std::size_t>((c * OH_ + oy) * OW_ + ox)] = acc;
+                }
+        out.scan();
+        ctx.ops->ac += adds;
+        ctx.ops->cmp += cmps;
+        if (mode_ == Mode::avg)
+            ctx.ops->div += dense ? static_cast<std::uint64_t>(out_size()) : out.active.size();
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"kernel", std::to_string(kh_) + "x" + std::to_string(kw_)},
+                {"stride", std::to_string(sh_) + "x" + std::to_string(sw_)},
+                {"padding", std::to_string(ph_) + "x" + std::to_string(pw_)}};
+    }
+
+  private:
+    Mode mode_;
+    std::int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, ph_ = 0, pw_ = 0;
+    std::int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
+};
+
+// ------------------------------------------------------------------ Flatten
+
+class FlattenNode final : public Node {
+  public:
+    explicit FlattenNode(const NodeSpec& s) : Node(s.name(), s.type()) {
+        start_ = static_cast<std::int64_t>(s.scalar_or("start_dim", 0));
+        end_ = static_cast<std::int64_t>(s.scalar_or("end_dim", -1));
+        if (s.has("input_type")) {
+            auto v = s.ints("input_type");
+            declared_ = Shape(v.begin(), v.end());
+        }
+    }
+    NodeCategory category() const override { return NodeCategory::other; }
+    Shape declared_in_shape() const override { return declared_; }
+    void bind(const Shape& in) override {
+        const auto r = static_cast<std::int64_t>(in.size());
+        std::int64_t s = start_ < 0 ? start_ + r : start_, e = end_ < 0 ? end_ + r : end_;
+        if (r == 0 || s < 0 || e >= r || s > e)
+            fail("start_dim", "dims [" + std::to_string(start_) + ", " + std::to_string(end_) +
+                                  "] do not fit input " + shape_str(in));
+        in_shape_ = in;
+        out_shape_.assign(in.begin(), in.begin() + s);
+        std::int64_t m = 1;
+        for (std::int64_t k = s; k <= e; ++k) m *= in[static_cast<std::size_t>(k)];
+        out_shape_.push_back(m);
+        out_shape_.insert(out_shape_.end(), in.begin() + e + 1, in.end());
+    }
+    void step(const Activity& in, NodeState*, Activity& out, const StepContext&) const override {
+        copy_activity(in, out);
+    }
+
+  private:
+    std::int64_t start_ = 0, end_ = -1;
+    Shape declared_;
+};
+
+// ------------------------------------------------------------------ Delay
+
+struct DelayState : NodeState {
+    std::vector<float> ring;  // [slots][n]
+    std::int64_t head = 0;
+};
+
+class DelayNode final : public Node {
+  public:
+    explicit DelayNode(const NodeSpec& s) : Node(s.name(), s.type()) {
+        delay_s_ = s.floats("delay");
+        dt_ = s.options().dt;
+        for (float d : delay_s_)
+            if (d < 0) s.fail("delay", "must be non-negative");
+        for (float d : delay_s_) {
+            double steps = std::round(d / dt_);
+            if (steps > 100000)
+                s.fail("delay", "absurd delay of " + std::to_string(steps) + " steps");
+            steps_.push_back(static_cast<std::int64_t>(steps));
+        }
+    }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    Shape declared_in_shape() const override {
+        return delay_s_.size() > 1 ? Shape{static_cast<std::int64_t>(delay_s_.size())} : Shape{};
+    }
+    void bind(const Shape& in) override {
+        if (steps_.size() != 1 && static_cast<std::int64_t>(steps_.size()) != numel(in))
+            fail("delay",
+                 "has " + std::to_string(steps_.size()) + " values for input " + shape_str(in));
+        in_shape_ = out_shape_ = in;
+        max_ = *std::max_element(steps_.begin(), steps_.end());
+    }
+    std::unique_ptr<NodeState> make_state() const override {
+        auto st = std::make_unique<DelayState>();
+        st->ring.assign(static_cast<std::size_t>((max_ + 1) * in_size()), 0.0f);
+        return st;
+    }
+    void step(const Activity& in, NodeState* state, Activity& out,
+              const StepContext& ctx) const override {
+        auto& st = static_cast<DelayState&>(*state);
+        const std::int64_t n = in_size(), slots = max_ + 1;
+        float* cur = st.ring.data() + st.head * n;
+        std::copy(in.values.begin(), in.values.end(), cur);
+        for (std::int64_t i = 0; i < n; ++i) {
+            std::int64_t d = steps_.size() == 1 ? steps_[0] : steps_[static_cast<std::size_t>(i)];
+            std::int64_t slot = ((st.head - d) % slots + slots) % slots;
+            out.values[static_cast<std::size_t>(i)] =
+                st.ring[static_cast<std::size_t>(slot * n + i)];
+        }
+        st.head = (st.head + 1) % slots;
+        out.scan();
+        ctx.ops->state_write_bytes += static_cast<std::uint64_t>(n) * sizeof(float);
+        ctx.ops->state_read_bytes += static_cast<std::uint64_t>(n) * sizeof(float);
+    }
+
+  private:
+    std::vector<float> delay_s_;
+    std::vector<std::int64_t> steps_;
+    std::int64_t max_ = 0;
+    double dt_ = 1e-3;
+};
+
+// ------------------------------------------------------------------ token helpers
+
+class TokensNode final : public Node {
+  public:
+    explicit TokensNode(const NodeSpec& s) : Node(s.name(), s.type()) {}
+    NodeCategory category() const override { return NodeCategory::other; }
+    void bind(const Shape& in) override {
+        if (in.size() != 3) fail("", "expects input [C, H, W], receives " + shape_str(in));
+        in_shape_ = in;
+        C_ = in[0];
+        HW_ = in[1] * in[2];
+        out_shape_ = {HW_, C_};
+    }
+    void step(const Activity& in, NodeState*, Activity& out, const StepContext&) const override {
+        for (std::int64_t c = 0; c < C_; ++c)
+            for (std::int64_t p = 0; p < HW_; ++p)
+                out.values[static_cast<std::size_t>(p * C_ + c)] =
+                    in.values[static_cast<std::size_t>(c * HW_ + p)];
+        out.scan();
+    }
+
+  private:
+    std::int64_t C_ = 0, HW_ = 0;
+};
+
+class TokenMeanNode final : public Node {
+  public:
+    explicit TokenMeanNode(const NodeSpec& s) : Node(s.name(), s.type()) {}
+    NodeCategory category() const override { return NodeCategory::readout; }
+    void bind(const Shape& in) override {
+        if (in.size() != 2) fail("", "expects input [N, D], receives " + shape_str(in));
+        in_shape_ = in;
+        N_ = in[0];
+        D_ = in[1];
+        out_shape_ = {D_};
+    }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        std::fill(out.values.begin(), out.values.end(), 0.0f);
+        // Token-major input: each channel sums its tokens in ascending order in both engines.
+        if (ctx.engine == Engine::dense) {
+            for (std::int64_t n = 0; n < N_; ++n)
+                for (std::int64_t d = 0; d < D_; ++d)
+                    out.values[static_cast<std::size_t>(d)] +=
+                        in.values[static_cast<std::size_t>(n * D_ + d)];
+            ctx.ops->ac += static_cast<std::uint64_t>(N_ * D_);
+        } else {
+            for (auto i : in.active) out.values[i % static_cast<std::uint32_t>(D_)] += in.values[i];
+            ctx.ops->ac += in.active.size();
+        }
+        for (auto& v : out.values) v = v / static_cast<float>(N_);
+        ctx.ops->div += static_cast<std::uint64_t>(D_);
+        out.scan();
+    }
+
+  private:
+    std::int64_t N_ = 0, D_ = 0;
+};
+
+}  // namespace
+
+void register_synaptic_nodes(NodeFactory& f) {
+    f.add(
+        "Input", [](const NodeSpec& s) { return std::make_unique<InputNode>(s); },
+        "graph input; `shape`");
+    f.add(
+        "Output",
+        [](const NodeSpec& s) { return std::make_unique<PassNode>(s, NodeCategory::output); },
+        "graph output; optional `shape`");
+    f.add(
+        "ternion.Identity",
+        [](const NodeSpec& s) { return std::make_unique<PassNode>(s, NodeCategory::other); },
+        "passes the sum of its inputs (residual joins)");
+    f.add(
+        "Affine", [](const NodeSpec& s) { return std::make_unique<LinearNode>(s, true); },
+        "y = W x + b on the last axis; `weight` (out, in), `bias`, optional bn_* folded");
+    f.add(
+        "Linear", [](const NodeSpec& s) { return std::make_unique<LinearNode>(s, false); },
+        "y = W x on the last axis; `weight` (out, in), optional bn_* folded");
+    f.add(
+        "Scale", [](const NodeSpec& s) { return std::make_unique<ScaleNode>(s); },
+        "y = s * x elementwise; `scale`");
+    f.add(
+        "Conv1d", [](const NodeSpec& s) { return std::make_unique<ConvNode>(s, 1); },
+        "1-d convolution; `weight` (Cout, Cin/groups, K), stride, padding, dilation, groups, bias");
+    f.add(
+        "Conv2d", [](const NodeSpec& s) { return std::make_unique<ConvNode>(s, 2); },
+        "2-d convolution; `weight` (Cout, Cin/groups, Kh, Kw), stride, padding, dilation, groups, "
+        "bias");
+    f.add(
+        "SumPool2d",
+        [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::sum); },
+        "sum over windows; kernel_size, stride, padding");
+    f.add(
+        "AvgPool2d",
+        [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::avg); },
+        "mean over windows; kernel_size, stride, padding");
+    f.add(
+        "MaxPool2d",
+        [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::max); },
+        "max over windows; kernel_size, stride, padding");
+    f.add(
+        "Flatten", [](const NodeSpec& s) { return std::make_unique<FlattenNode>(s); },
+        "merges dims start_dim..end_dim of the un-batched shape");
+    f.add(
+        "Delay", [](const NodeSpec& s) { return std::make_unique<DelayNode>(s); },
+        "y(t) = x(t - delay); `delay` in seconds, rounded to steps of dt");
+    f.add(
+        "ternion.Tokens", [](const NodeSpec& s) { return std::make_unique<TokensNode>(s); },
+        "[C, H, W] -> [H*W, C] tokens");
+    f.add(
+        "ternion.TokenMean", [](const NodeSpec& s) { return std::make_unique<TokenMeanNode>(s); },
+        "[N, D] -> [D], mean over tokens (readout)");
+}
 
 }  // namespace ternion

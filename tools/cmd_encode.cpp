@@ -1,0 +1,37 @@
+// `ternion encode`: analog /data -> /spikes int8 [samples, T, ...] with a chosen encoding.
+#include <cstdio>
+#include <iostream>
+
+#include "models/inputs.hpp"
+#include "tools/cli_common.hpp"
+
+namespace ternion::cli {
+
+int cmd_encode(const Args& args) {
+    po::options_description d(
+        "ternion encode --input DATA.h5 --output SPIKES.h5 [options]\n\nEncodes analog data as a "
+        "spike file");
+    d.add_options()("help,h", "show this help")("input,i", po::value<std::string>(),
+                                                "HDF5 file with /data float32 [samples, ...]")(
+        "output,o", po::value<std::string>(),
+        "spike file to write (/spikes int8 [samples, T, ...])")(
+        "encoding", po::value<std::string>()->default_value("poisson"), "poisson | latency")(
+        "timesteps,T", po::value<std::int64_t>(), "steps per sample")(
+        "seed", po::value<std::uint64_t>()->default_value(0), "random seed");
+    auto vm = parse(args, d);
+    if (vm.count("help")) {
+        std::cout << d << "\n";
+        return 0;
+    }
+    if (!vm.count("input")) throw OptionError("input", "is required");
+    if (!vm.count("output")) throw OptionError("output", "is required");
+    if (!vm.count("timesteps")) throw OptionError("timesteps", "is required");
+    auto n = encode_file(vm["input"].as<std::string>(), vm["output"].as<std::string>(),
+                         parse_encoding(vm["encoding"].as<std::string>()),
+                         vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>());
+    std::fprintf(stderr, "wrote %s (%s spikes)\n", vm["output"].as<std::string>().c_str(),
+                 group_digits(n).c_str());
+    return 0;
+}
+
+}  // namespace ternion::cli

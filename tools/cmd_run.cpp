@@ -1,0 +1,289 @@
+// `ternion run`: simulate a model on an input file and report spikes, operation counts,
+// accuracy and (through hw/) energy per inference.
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "models/inputs.hpp"
+#include "sim/h5io.hpp"
+#include "sim/layer_record.hpp"
+#include "sim/trace.hpp"
+#include "tools/cli_common.hpp"
+
+namespace ternion::cli {
+
+namespace {
+
+nlohmann::json ops_json(const OpCounts& o, double div = 1.0) {
+    nlohmann::json j = nlohmann::json::object();
+    o.for_each([&](std::string_view k, std::uint64_t v) {
+        if (div == 1.0)
+            j[std::string(k)] = v;
+        else
+            j[std::string(k)] = static_cast<double>(v) / div;
+    });
+    return j;
+}
+
+std::vector<std::string> split_csv(const std::string& s) {
+    std::vector<std::string> r;
+    std::stringstream ss(s);
+    std::string item;
+    while (std::getline(ss, item, ','))
+        if (!item.empty()) r.push_back(item);
+    return r;
+}
+
+// Model-file hints for running it: /node/metadata/{timesteps, encoding}.
+struct ModelHints {
+    std::int64_t timesteps = 0;
+    std::string encoding;
+};
+ModelHints read_hints(const std::string& path) {
+    ModelHints h;
+    h5::Reader r(path);
+    if (r.is_dataset("/node/metadata/timesteps"))
+        h.timesteps = static_cast<std::int64_t>(r.read_scalar("/node/metadata/timesteps"));
+    if (r.is_dataset("/node/metadata/encoding") &&
+        r.info("/node/metadata/encoding").kind == h5::Kind::string)
+        h.encoding = r.read_string("/node/metadata/encoding");
+    return h;
+}
+
+}  // namespace
+
+int cmd_run(const Args& args) {
+    po::options_description d(
+        "ternion run [MODEL] [options]\n\nSimulates MODEL (NIR HDF5; default: the bundled BSA "
+        "Transformer on the bundled digits test set)");
+    d.add_options()("help,h", "show this help")("model", po::value<std::string>(),
+                                                "model file (positional)")(
+        "input,i", po::value<std::string>(),
+        "input file: /spikes int8 [S,T,...] or /data float32 [S,...]")(
+        "timesteps,T", po::value<std::int64_t>(),
+        "steps per sample (default: the spike file's T or the model's metadata)")(
+        "engine", po::value<std::string>()->default_value("event"), "event | dense")(
+        "threads", po::value<int>()->default_value(default_threads()), "worker threads")(
+        "encoding", po::value<std::string>(),
+        "direct | poisson | latency, for analog inputs (default: model metadata, else direct)")(
+        "seed", po::value<std::uint64_t>()->default_value(0),
+        "seed of the encoders' random numbers")("samples", po::value<std::int64_t>(),
+                                                "run only this many samples")(
+        "first", po::value<std::int64_t>()->default_value(0), "index of the first sample")(
+        "json", "print one JSON document instead of tables")(
+        "trace", po::value<std::string>(),
+        "write recorded observables to this HDF5 file (NIRGraphData layout)")(
+        "record", po::value<std::string>()->default_value("spikes"),
+        "what to record: spikes[,membrane]")(
+        "record-nodes", po::value<std::string>(),
+        "comma-separated node names to record (default: spiking nodes)")(
+        "max-trace-bytes", po::value<std::uint64_t>()->default_value(std::uint64_t{2} << 30),
+        "refuse traces larger than this")("no-progress", "no progress bar");
+    add_model_options(d);
+    po::positional_options_description pos;
+    pos.add("model", 1);
+    auto vm = parse(args, d, &pos);
+    if (vm.count("help")) {
+        std::cout << d << "\n";
+        return 0;
+    }
+    const bool json = vm.count("json") > 0;
+    std::string model =
+        vm.count("model") ? vm["model"].as<std::string>() : bundled_path("bsa_digits.h5");
+    std::string input;
+    if (vm.count("input"))
+        input = vm["input"].as<std::string>();
+    else if (!vm.count("model"))
+        input = bundled_path("digits_test.h5");
+    else
+        throw OptionError("input", "is required with a model (an HDF5 file with /spikes or /data)");
+
+    std::string engine_s = vm["engine"].as<std::string>();
+    if (engine_s != "event" && engine_s != "dense")
+        throw OptionError("engine", "must be event or dense");
+    int threads = vm["threads"].as<int>();
+    if (threads < 1 || threads > 1024) throw OptionError("threads", "must be between 1 and 1024");
+
+    auto t0 = std::chrono::steady_clock::now();
+    LoadReport rep;
+    auto graph = load_model(model, model_options(vm), rep);
+    ModelHints hints = read_hints(model);
+    InputOptions io;
+    io.encoding =
+        parse_encoding(vm.count("encoding") ? vm["encoding"].as<std::string>()
+                                            : (hints.encoding.empty() ? "direct" : hints.encoding));
+    std::int64_t T = vm.count("timesteps") ? vm["timesteps"].as<std::int64_t>() : hints.timesteps;
+    if (vm.count("timesteps") && (T <= 0 || T > 1000000))
+        throw OptionError("timesteps", "must be between 1 and 1000000");
+    io.timesteps = T;
+    auto src = open_input(input, io);
+    if (T <= 0) T = src->fixed_timesteps();
+    if (T <= 0) throw OptionError("timesteps", "is required for analog input " + input);
+    io.timesteps = T;
+    if (io.encoding == Encoding::latency) src = open_input(input, io);
+    double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+    RunConfig cfg;
+    cfg.engine = engine_s == "dense" ? Engine::dense : Engine::event;
+    cfg.timesteps = T;
+    cfg.seed = vm["seed"].as<std::uint64_t>();
+    cfg.threads = threads;
+    cfg.first_sample = vm["first"].as<std::int64_t>();
+    cfg.num_samples = vm.count("samples") ? vm["samples"].as<std::int64_t>() : -1;
+    cfg.progress = !vm.count("no-progress");
+    if (cfg.first_sample < 0 || cfg.first_sample >= src->num_samples())
+        throw OptionError("first", "must lie in [0, " + std::to_string(src->num_samples()) + ")");
+    if (cfg.num_samples > src->num_samples() - cfg.first_sample ||
+        (vm.count("samples") && cfg.num_samples <= 0))
+        throw OptionError(
+            "samples",
+            "must lie in [1, " + std::to_string(src->num_samples() - cfg.first_sample) + "]");
+    const std::int64_t nsamples =
+        cfg.num_samples < 0 ? src->num_samples() - cfg.first_sample : cfg.num_samples;
+
+    std::unique_ptr<TraceRecorder> rec;
+    std::string trace_path;
+    if (vm.count("trace")) {
+        trace_path = vm["trace"].as<std::string>();
+        TraceOptions to;
+        to.spikes = to.membrane = false;
+        for (auto& w : split_csv(vm["record"].as<std::string>())) {
+            if (w == "spikes")
+                to.spikes = true;
+            else if (w == "membrane")
+                to.membrane = true;
+            else
+                throw OptionError("record", "unknown observable '" + w + "' (spikes, membrane)");
+        }
+        if (vm.count("record-nodes")) to.nodes = split_csv(vm["record-nodes"].as<std::string>());
+        to.max_bytes = vm["max-trace-bytes"].as<std::uint64_t>();
+        to.dt = rep.used.dt;
+        rec = std::make_unique<TraceRecorder>(*graph, to, cfg.first_sample, nsamples, T);
+        cfg.observer = rec.get();
+    }
+
+    RunResult res = run(*graph, *src, cfg);
+    RunRecord record = make_run_record(*graph, res);
+
+    // Accuracy from labels.
+    std::optional<double> accuracy;
+    std::int64_t correct = 0;
+    if (!src->labels().empty()) {
+        for (std::int64_t k = 0; k < res.samples; ++k)
+            if (res.predictions[static_cast<std::size_t>(k)] ==
+                src->labels()[static_cast<std::size_t>(cfg.first_sample + k)])
+                ++correct;
+        accuracy = static_cast<double>(correct) / static_cast<double>(res.samples);
+    }
+    OpCounts total;
+    std::uint64_t ann_mac = 0;
+    for (const auto& l : record.layers) {
+        total += l.ops;
+        ann_mac += l.dense_macs_per_step * static_cast<std::uint64_t>(T);
+    }
+    const double S = static_cast<double>(res.samples);
+
+    if (rec) {
+        std::vector<std::pair<std::string, std::string>> meta{
+            {"model", model},
+            {"input", input},
+            {"engine", engine_s},
+            {"threads", std::to_string(threads)},
+            {"timesteps", std::to_string(T)},
+            {"dt", std::to_string(rep.used.dt)},
+            {"discretization", rep.used.discretization},
+            {"reset", rep.used.reset},
+            {"seed", std::to_string(cfg.seed)},
+            {"encoding", encoding_name(io.encoding)},
+            {"version", TERNION_VERSION},
+            {"git_revision", TERNION_GIT_REV}};
+        std::string cmdline = "ternion run";
+        for (auto& a : args) cmdline += " " + a;
+        meta.emplace_back("command_line", cmdline);
+        rec->write(trace_path, meta);
+    }
+
+    if (json) {
+        nlohmann::json j;
+        j["model"] = model;
+        j["input"] = input;
+        j["samples"] = res.samples;
+        j["timesteps"] = T;
+        j["engine"] = engine_s;
+        j["threads"] = threads;
+        j["encoding"] = encoding_name(io.encoding);
+        j["load_options"] = {{"dt", rep.used.dt},
+                             {"dt_source", rep.dt_source},
+                             {"discretization", rep.used.discretization},
+                             {"reset", rep.used.reset}};
+        j["notes"] = rep.notes;
+        j["accuracy"] = accuracy ? nlohmann::json(*accuracy) : nlohmann::json(nullptr);
+        j["predictions"] = res.predictions;
+        nlohmann::json layers = nlohmann::json::array();
+        for (const auto& l : record.layers) {
+            nlohmann::json lj;
+            lj["name"] = l.name;
+            lj["type"] = l.type;
+            lj["category"] = category_name(l.category);
+            lj["neurons"] = l.neurons;
+            lj["spikes"] = l.nonzero_out;
+            lj["positive_spikes"] = l.positive_out;
+            lj["negative_spikes"] = l.negative_out;
+            lj["firing_rate"] =
+                l.spiking ? nlohmann::json(l.firing_rate(res.samples, T)) : nlohmann::json(nullptr);
+            lj["input_rate"] = l.input_rate(res.samples, T);
+            lj["ops"] = ops_json(l.ops);
+            lj["dense_mac"] = l.dense_macs_per_step * static_cast<std::uint64_t>(T) *
+                              static_cast<std::uint64_t>(res.samples);
+            for (auto& [k, v] : l.aux) lj["aux"][k] = v;
+            layers.push_back(lj);
+        }
+        j["layers"] = layers;
+        j["totals"] = {{"ops", ops_json(total)}};
+        j["per_inference"] = {{"ops", ops_json(total, S)}};
+        j["ann_equivalent"] = {{"mac", static_cast<double>(ann_mac)}};
+        j["timing"] = {{"load_s", load_s},
+                       {"simulate_s", res.simulate_s},
+                       {"samples_per_s", res.simulate_s > 0 ? S / res.simulate_s : 0.0}};
+        if (rec) j["trace"] = {{"file", trace_path}, {"bytes_in_memory", rec->estimated_bytes()}};
+        std::cout << j.dump(2) << "\n";
+        return 0;
+    }
+
+    std::printf("model   %s (%d nodes)\n", model.c_str(), graph->size());
+    std::printf("input   %s: %lld samples x %lld steps, %s encoding\n", input.c_str(),
+                static_cast<long long>(res.samples), static_cast<long long>(T),
+                encoding_name(io.encoding));
+    std::printf("engine  %s, %d thread%s; dt %g s (%s), %s, reset %s\n", engine_s.c_str(), threads,
+                threads == 1 ? "" : "s", rep.used.dt, rep.dt_source.c_str(),
+                rep.used.discretization.c_str(), rep.used.reset.c_str());
+    for (const auto& n : rep.notes) std::printf("note    %s\n", n.c_str());
+    std::printf("\n%-22s %-18s %9s %12s %7s %14s %14s %12s\n", "layer", "type", "neurons", "spikes",
+                "rate", "AC", "MAC", "updates");
+    for (const auto& l : record.layers) {
+        if (l.category == NodeCategory::input) continue;
+        char rate[16] = "-";
+        if (l.spiking) std::snprintf(rate, sizeof rate, "%.4f", l.firing_rate(res.samples, T));
+        std::printf("%-22s %-18s %9lld %12s %7s %14s %14s %12s\n", l.name.substr(0, 22).c_str(),
+                    l.type.substr(0, 18).c_str(), static_cast<long long>(l.neurons),
+                    l.spiking ? group_digits(l.nonzero_out).c_str() : "-", rate,
+                    group_digits(l.ops.ac).c_str(), group_digits(l.ops.mac).c_str(),
+                    group_digits(l.ops.neuron_update).c_str());
+    }
+    std::printf("\nper inference: %.1f AC, %.1f MAC, %.1f neuron updates, %.1f spikes\n",
+                static_cast<double>(total.ac) / S, static_cast<double>(total.mac) / S,
+                static_cast<double>(total.neuron_update) / S,
+                static_cast<double>(total.spikes_out) / S);
+    std::printf("ANN equivalent: %.1f MAC per inference\n", static_cast<double>(ann_mac));
+    if (accuracy)
+        std::printf("accuracy: %.2f%% (%lld/%lld)\n", 100.0 * *accuracy,
+                    static_cast<long long>(correct), static_cast<long long>(res.samples));
+    std::printf("time: load %.3f s, simulate %.3f s (%.1f samples/s)\n", load_s, res.simulate_s,
+                res.simulate_s > 0 ? S / res.simulate_s : 0.0);
+    if (rec) std::printf("trace: %s\n", trace_path.c_str());
+    return 0;
+}
+
+}  // namespace ternion::cli

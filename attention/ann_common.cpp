@@ -1,0 +1,362 @@
+// Shared pieces of the ANN reference attentions: parameter sources, projections, the tiled
+// softmax core, LayerNorm, CAT's FFT mixing and the small helpers the facts tests use.
+#include <Eigen/Dense>
+#include <cmath>
+#include <limits>
+#include <numbers>
+
+#include "attention/ann_internal.hpp"
+#include "attention/fft.hpp"
+#include "sim/error.hpp"
+#include "sim/h5io.hpp"
+#include "sim/node_spec.hpp"
+
+namespace ternion::ann {
+
+// ----- parameter sources -----
+
+std::optional<double> WeightSource::scalar(const std::string& name) const {
+    if (!has(name)) return std::nullopt;
+    auto t = get(name);
+    if (t.data.size() != 1) fail(name, "expected a scalar, got shape " + shape_str(t.dims));
+    return t.data[0];
+}
+
+H5Weights::H5Weights(const h5::Reader& r, std::string prefix) : r_(r), prefix_(std::move(prefix)) {
+    if (prefix_.empty() || prefix_.back() != '/') prefix_ += '/';
+}
+std::string H5Weights::path(const std::string& name) const {
+    return prefix_ + name;
+}
+bool H5Weights::has(const std::string& name) const {
+    return r_.is_dataset(path(name));
+}
+Tensor H5Weights::get(const std::string& name) const {
+    if (!has(name)) fail(name, "missing dataset");
+    auto inf = r_.info(path(name));
+    if (inf.kind != h5::Kind::floating && inf.kind != h5::Kind::integer)
+        fail(name, "expected numbers");
+    if (numel(inf.dims) > kMaxElements) fail(name, "too large: " + shape_str(inf.dims));
+    Tensor t;
+    t.data = r_.read_floats(path(name));
+    t.dims = inf.dims;
+    for (float v : t.data)
+        if (!std::isfinite(v)) fail(name, "contains NaN or Inf");
+    return t;
+}
+void H5Weights::fail(const std::string& name, const std::string& what) const {
+    throw InputError(r_.path(), path(name), what);
+}
+
+bool SpecWeights::has(const std::string& name) const {
+    return s_.has(name);
+}
+Tensor SpecWeights::get(const std::string& name) const {
+    Tensor t;
+    t.data = s_.floats(name, &t.dims);  // checks presence and finiteness
+    return t;
+}
+void SpecWeights::fail(const std::string& name, const std::string& what) const {
+    s_.fail(name, what);
+}
+
+void MapWeights::set(const std::string& name, std::vector<float> data, Shape dims) {
+    map_[name] = Tensor{std::move(data), std::move(dims)};
+}
+Tensor MapWeights::get(const std::string& name) const {
+    auto it = map_.find(name);
+    if (it == map_.end()) fail(name, "missing parameter");
+    for (float v : it->second.data)
+        if (!std::isfinite(v)) fail(name, "contains NaN or Inf");
+    return it->second;
+}
+void MapWeights::fail(const std::string& name, const std::string& what) const {
+    throw InputError(label_, name, what);
+}
+
+// ----- loading helpers -----
+
+Shape param_dims(const WeightSource& w, const std::string& name, std::size_t rank) {
+    auto t = w.get(name);
+    if (t.dims.size() != rank)
+        w.fail(name, "expected " + std::to_string(rank) + " axes, got shape " + shape_str(t.dims));
+    return t.dims;
+}
+
+MatR load_matrix(const WeightSource& w, const std::string& name, std::int64_t rows,
+                 std::int64_t cols) {
+    auto t = w.get(name);
+    if (t.dims != Shape{rows, cols})
+        w.fail(name, "expected shape [" + std::to_string(rows) + ", " + std::to_string(cols) +
+                         "] ([in, out]: y = x W), got " + shape_str(t.dims));
+    return Eigen::Map<const MatR>(t.data.data(), rows, cols);
+}
+
+RowVec load_vector(const WeightSource& w, const std::string& name, std::int64_t n) {
+    auto t = w.get(name);
+    if (static_cast<std::int64_t>(t.data.size()) != n)
+        w.fail(name, "expected " + std::to_string(n) + " values, got shape " + shape_str(t.dims));
+    return Eigen::Map<const RowVec>(t.data.data(), n);
+}
+
+Linear load_linear(const WeightSource& w, const std::string& wname, const std::string& bname,
+                   std::int64_t in, std::int64_t out) {
+    Linear l;
+    l.W = load_matrix(w, wname, in, out);
+    if (!bname.empty() && w.has(bname)) l.b = load_vector(w, bname, out);
+    return l;
+}
+
+bool flag(const WeightSource& w, const std::string& name, std::optional<bool> over, bool dflt) {
+    if (over) return *over;
+    auto v = w.scalar(name);
+    if (!v) return dflt;
+    if (*v != 0.0 && *v != 1.0) w.fail(name, "expected 0 or 1");
+    return *v != 0.0;
+}
+
+std::int64_t heads_param(const WeightSource& w, const Options& o, std::int64_t dim,
+                         const std::string& dim_name) {
+    std::int64_t h = o.heads;
+    if (h == 0) {
+        auto v = w.scalar("heads");
+        h = v ? static_cast<std::int64_t>(*v) : 1;
+        if (v && (*v != std::floor(*v) || *v < 1 || *v > 1e6))
+            w.fail("heads", "expected a positive integer");
+    }
+    if (h < 1) w.fail("heads", "expected a positive integer");
+    if (dim % h != 0)
+        w.fail("heads", std::to_string(h) + " heads do not divide " + dim_name + " = " +
+                            std::to_string(dim));
+    return h;
+}
+
+OpCounts weights_read(std::uint64_t params) {
+    OpCounts c;
+    c.weight_read_bytes = 4 * params;
+    return c;
+}
+
+// ----- projections -----
+
+void Linear::apply(const MatR& x, MatR& y, bool parallel) const {
+    const std::int64_t n = x.rows();
+    y.resize(n, out());
+    // Row blocks of x are independent GEMMs; one block when serial keeps Eigen's blocking.
+    for_range(n, 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
+        y.middleRows(lo, hi - lo).noalias() = x.middleRows(lo, hi - lo) * W;
+        if (b.size()) y.middleRows(lo, hi - lo).rowwise() += b;
+    });
+}
+
+OpCounts Linear::ops(std::int64_t n) const {
+    OpCounts c;
+    c.mac = u64(n * in() * out());
+    if (b.size()) c.ac = u64(n * out());
+    c.weight_read_bytes = 4 * params();
+    return c;
+}
+
+// ----- softmax attention core -----
+
+void mhsa_core(const MatR& Q, const MatR& K, const MatR& V, std::int64_t heads, float scale,
+               bool causal, MatR& O, bool parallel) {
+    const std::int64_t n = Q.rows(), m = K.rows();
+    const std::int64_t dh = Q.cols() / heads, dv = V.cols() / heads;
+    O.resize(n, V.cols());
+    // 64 query rows per tile keeps the score tile (64 x m floats) near cache for m in the
+    // thousands, and memory O(64 m) for any n.
+    const std::int64_t tile = 64;
+    const std::int64_t ntiles = (n + tile - 1) / tile;
+    for_range(heads * ntiles, 1, parallel, [&](std::int64_t b, std::int64_t e) {
+        std::vector<float> buf(static_cast<std::size_t>(tile * m));
+        Eigen::VectorXf mx, inv;
+        for (std::int64_t task = b; task < e; ++task) {
+            const std::int64_t h = task / ntiles, i0 = (task % ntiles) * tile;
+            const std::int64_t rows = std::min(tile, n - i0);
+            const std::int64_t keys = causal ? std::min(m, i0 + rows) : m;
+            Eigen::Map<MatR> S(buf.data(), rows, keys);
+            S.noalias() =
+                (scale * Q.block(i0, h * dh, rows, dh)) * K.block(0, h * dh, keys, dh).transpose();
+            if (causal)
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t j = i0 + r + 1; j < keys; ++j)
+                        S(r, j) = -std::numeric_limits<float>::infinity();
+            mx = S.rowwise().maxCoeff();
+            S = (S.array().colwise() - mx.array()).exp();
+            if (causal)  // exp(-inf) may come back as a tiny number from the vectorised exp
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t j = i0 + r + 1; j < keys; ++j) S(r, j) = 0.0f;
+            inv = S.rowwise().sum().cwiseInverse();
+            auto Ob = O.block(i0, h * dv, rows, dv);
+            Ob.noalias() = S * V.block(0, h * dv, keys, dv);
+            Ob = inv.asDiagonal() * Ob;
+        }
+    });
+}
+
+OpCounts mhsa_core_ops(std::int64_t n, std::int64_t m, std::int64_t dq, std::int64_t dv,
+                       std::int64_t heads, bool causal) {
+    const std::int64_t pairs = causal ? heads * (n * (n + 1) / 2) : heads * n * m;
+    OpCounts c;
+    c.mac = u64(n * dq + pairs * (dq / heads) + pairs * (dv / heads) + n * dv);
+    c.cmp = u64(pairs);  // row maxima
+    c.exp = u64(pairs);
+    c.ac = u64(2 * pairs);   // subtract the maximum, sum the row
+    c.div = u64(heads * n);  // one reciprocal per row
+    return c;
+}
+
+// ----- LayerNorm -----
+
+void layer_norm(const MatR& x, const RowVec& gamma, const RowVec& beta, float eps, MatR& y) {
+    y.resize(x.rows(), x.cols());
+    const float w = static_cast<float>(x.cols());
+    for (std::int64_t i = 0; i < x.rows(); ++i) {
+        const float mean = x.row(i).sum() / w;
+        auto c = (x.row(i).array() - mean);
+        const float var = c.square().sum() / w;
+        const float r = 1.0f / std::sqrt(var + eps);
+        y.row(i) = (c * r * gamma.array() + beta.array()).matrix();
+    }
+}
+
+OpCounts layer_norm_ops(std::int64_t n, std::int64_t w) {
+    OpCounts c;
+    c.ac = u64(3 * n * w);   // mean sum, centring, + beta
+    c.mac = u64(3 * n * w);  // square-sum, * rstd, * gamma
+    c.div = u64(n);          // 1/sqrt(var + eps)
+    c.weight_read_bytes = u64(8 * w);
+    return c;
+}
+
+// ----- CAT mixing -----
+
+namespace {
+
+// Convolves every channel of v (column-major [n, c]) with z through a real FFT of length L:
+// circular when L == n, linear (first n outputs) when L >= 2n - 1.
+void fft_convolve(RealFft& plan, const float* z, const float* v, float* y, std::int64_t n,
+                  std::int64_t channels) {
+    const std::int64_t L = plan.size(), H = plan.spectrum_size();
+    std::vector<float> pad(static_cast<std::size_t>(L), 0.0f), out(static_cast<std::size_t>(L));
+    std::vector<cfloat> zf(static_cast<std::size_t>(H)), vf(static_cast<std::size_t>(H));
+    std::copy(z, z + n, pad.begin());
+    plan.forward(pad.data(), zf.data());
+    const float inv_l = 1.0f / static_cast<float>(L);  // the inverse transform is unscaled
+    for (auto& s : zf) s *= inv_l;
+    for (std::int64_t c = 0; c < channels; ++c) {
+        std::copy(v + c * n, v + (c + 1) * n, pad.begin());
+        plan.forward(pad.data(), vf.data());
+        for (std::int64_t k = 0; k < H; ++k) vf[k] *= zf[k];
+        plan.inverse(vf.data(), out.data());
+        std::copy(out.begin(), out.begin() + n, y + c * n);
+    }
+}
+
+}  // namespace
+
+void circular_convolve(const float* z, const float* v, float* y, std::int64_t n,
+                       std::int64_t channels) {
+    RealFft plan(n);
+    fft_convolve(plan, z, v, y, n, channels);
+}
+
+std::int64_t causal_fft_length(std::int64_t n) {
+    return next_fast_length(2 * n - 1);
+}
+
+void causal_convolve(const float* z, const float* v, float* y, std::int64_t n,
+                     std::int64_t channels) {
+    RealFft plan(causal_fft_length(n));
+    fft_convolve(plan, z, v, y, n, channels);
+}
+
+// Used by the CAT kinds: head h mixes channels [h c, (h+1) c) of V with column h of zs.
+void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y, bool causal,
+                    bool parallel) {
+    const std::int64_t n = V.rows(), H = zs.cols(), c = V.cols() / H;
+    const std::int64_t L = causal ? causal_fft_length(n) : n;
+    Y.resize(n, V.cols());
+    // Split heads into channel blocks when threads are available: each block redoes one FFT
+    // of z, a small price for balancing 8 heads over any thread count.
+    const std::int64_t blocks =
+        parallel ? std::max<std::int64_t>(1, std::min<std::int64_t>(c, 4)) : 1;
+    const std::int64_t per = (c + blocks - 1) / blocks;
+    const RealFft proto(L);
+    for_range(H * blocks, 1, parallel, [&](std::int64_t b, std::int64_t e) {
+        RealFft plan(proto);
+        Eigen::VectorXf z(n);
+        for (std::int64_t task = b; task < e; ++task) {
+            const std::int64_t h = task / blocks, c0 = (task % blocks) * per;
+            const std::int64_t cn = std::min(per, c - c0);
+            if (cn <= 0) continue;
+            z = zs.col(h);
+            const std::int64_t col = h * c + c0;
+            fft_convolve(plan, z.data(), V.data() + col * n, Y.data() + col * n, n, cn);
+        }
+    });
+}
+
+// ----- Primal-Attention and time embeddings -----
+
+std::vector<std::int64_t> primal_sample_indices(std::int64_t n, std::int64_t m) {
+    std::vector<std::int64_t> idx;
+    if (n <= m) {
+        for (std::int64_t i = 0; i < n; ++i) idx.push_back(i);
+        return idx;
+    }
+    // torch.linspace(0, n-1, m, dtype=int) truncates: floor for these non-negative values.
+    for (std::int64_t k = 0; k < m; ++k) {
+        const double v = m == 1 ? 0.0
+                                : static_cast<double>(k) * static_cast<double>(n - 1) /
+                                      static_cast<double>(m - 1);
+        idx.push_back(static_cast<std::int64_t>(std::floor(v + 1e-9)));
+    }
+    return idx;
+}
+
+void bochner_embed(const float* omega_sin, const float* omega_cos, const float* beta,
+                   std::int64_t d, float t, float* out) {
+    for (std::int64_t i = 0; i < d; ++i) {
+        out[i] = beta[i] * static_cast<float>(std::sin(static_cast<double>(omega_sin[i]) * t));
+        out[d + i] =
+            beta[d + i] * static_cast<float>(std::cos(static_cast<double>(omega_cos[i]) * t));
+    }
+}
+
+void mercer_embed(const float* omega, const float* basis, const float* bias, std::int64_t dt,
+                  std::int64_t k, float t, float* out) {
+    for (std::int64_t i = 0; i < dt; ++i) {
+        double acc = bias ? bias[i] : 0.0;
+        const float* c = basis + i * 2 * k;
+        for (std::int64_t j = 1; j <= k; ++j) {
+            const double a = static_cast<double>(j) * omega[i] * t;
+            acc += c[j - 1] * std::sin(a) + c[k + j - 1] * std::cos(a);
+        }
+        out[i] = static_cast<float>(acc);
+    }
+}
+
+std::vector<float> mercer_default_omega(std::int64_t dt) {
+    std::vector<float> w(static_cast<std::size_t>(dt));
+    for (std::int64_t i = 0; i < dt; ++i) {
+        const double theta =
+            dt == 1 ? 0.0 : 8.0 * static_cast<double>(i) / static_cast<double>(dt - 1);
+        w[i] = static_cast<float>(std::pow(10.0, -theta));
+    }
+    return w;
+}
+
+// ----- forward -----
+
+void Attention::forward(const float* x, const float* t, std::int64_t n, float* y, OpCounts* ops,
+                        bool parallel) const {
+    MatR X = Eigen::Map<const MatR>(x, n, in_dim_);
+    MatR Y;
+    run(X, t, Y, parallel);
+    Eigen::Map<MatR>(y, n, out_dim_) = Y;
+    if (ops) *ops += op_counts(n);
+}
+
+}  // namespace ternion::ann

@@ -1,0 +1,57 @@
+// One small interface to real FFTs along a single axis, so the attention code never depends
+// on a particular FFT library. The backend is Eigen's unsupported FFT module (kissfft): it
+// ships with Eigen (no new dependency, BSD-style licence) and handles every length. kissfft
+// alone is O(N * p) for a large prime factor p, so lengths with a prime factor above 7 go
+// through Bluestein's chirp-z algorithm on a power-of-two length, which keeps every length
+// O(N log N) while the transform stays exactly length N (never zero-padded to change its
+// meaning). See docs/ann-attention.md for the choice and measurements.
+#pragma once
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace ternion::ann {
+
+using cfloat = std::complex<float>;
+
+// A plan for real transforms of one length n. Not thread-safe (it keeps scratch buffers):
+// give every thread its own copy (copying is cheap next to a transform of length n).
+class RealFft {
+  public:
+    explicit RealFft(std::int64_t n);
+    RealFft(const RealFft& o);
+    RealFft& operator=(const RealFft&) = delete;
+    ~RealFft();
+
+    std::int64_t size() const { return n_; }
+    std::int64_t spectrum_size() const { return n_ / 2 + 1; }
+    bool uses_bluestein() const;
+
+    // out[k] = sum_j in[j] exp(-2 pi i j k / n), for k = 0 .. n/2 (the other half is the
+    // complex conjugate).
+    void forward(const float* in, cfloat* out);
+    // out[j] = sum_k X[k] exp(+2 pi i j k / n) over the full Hermitian spectrum rebuilt from
+    // in[0 .. n/2]: unscaled, so forward then inverse multiplies by n.
+    void inverse(const cfloat* in, float* out);
+
+    // Multiply-accumulates one forward or inverse transform is counted as (docs: nominal
+    // model, 2 L log2 L for a complex transform of length L, real transforms at half length).
+    std::uint64_t macs_per_transform() const;
+
+  private:
+    struct Impl;
+    std::int64_t n_;
+    std::unique_ptr<Impl> impl_;
+};
+
+// macs_per_transform() of a RealFft of length n, without building the plan.
+std::uint64_t real_fft_macs(std::int64_t n);
+
+// Nominal multiply-accumulates of a complex FFT of length L: 2 * L * ceil(log2 L).
+std::uint64_t complex_fft_macs(std::int64_t L);
+
+// Smallest length >= n whose prime factors are all 2, 3 or 5 (fast for kissfft).
+std::int64_t next_fast_length(std::int64_t n);
+
+}  // namespace ternion::ann

@@ -1,0 +1,36 @@
+// Loads models stored in NIR's HDF5 graph layout (plus ternion.* extension node types) into a
+// Graph. NIR fixes no time step, discretisation or reset: the caller's choices win, then the
+// file's metadata, then documented defaults; every fallback is reported in LoadReport::notes.
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/graph.hpp"
+#include "sim/node_spec.hpp"
+
+namespace ternion {
+
+struct UserLoadOptions {
+    std::optional<double> dt;
+    std::optional<std::string> discretization;  // euler | exact
+    std::optional<std::string> reset;           // zero | subtract
+};
+
+struct LoadReport {
+    LoadOptions used;
+    std::vector<std::string> notes;  // what was assumed, for the user
+    std::string dt_source, discretization_source, reset_source;
+};
+
+// All node types ternion knows (synaptic, neuron, attention).
+const NodeFactory& default_factory();
+
+std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
+                                  LoadReport& report);
+
+// Paths of the bundled default model and data (TERNION_DATA_DIR overrides the source tree).
+std::string bundled_path(const std::string& file);
+
+}  // namespace ternion

@@ -236,7 +236,8 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
             c.energy_total_pj += c.energy_pj[i];
             r.total_count[i] += c.count[i];
         }
-        c.ann_macs = static_cast<double>(l.dense_macs_per_step);
+        // The same graph run as an ANN for the same T steps: every synaptic op a dense MAC.
+        c.ann_macs = static_cast<double>(l.dense_macs_per_step) * static_cast<double>(run.timesteps);
         c.ann_pj = e_mac * c.ann_macs;
         r.ann_macs_per_inference += c.ann_macs;
         r.ann_pj_per_inference += c.ann_pj;
@@ -403,7 +404,7 @@ std::string format_table(const CostReport& r) {
         if (r.per_inference_energy_pj[k] != 0.0)
             os << " " << kind_names()[k] << " " << fmt(r.per_inference_energy_pj[k]);
     os << "\n";
-    os << "ANN-equivalent (all MACs, one pass): " << fmt(r.ann_pj_per_inference) << " pJ";
+    os << "ANN-equivalent (all MACs, T steps): " << fmt(r.ann_pj_per_inference) << " pJ";
     if (r.ann_pj_per_inference > 0)
         os << "; SNN/ANN energy = " << fmt(r.per_inference_pj / r.ann_pj_per_inference);
     os << "\n";

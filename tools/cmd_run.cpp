@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "hw/cost_model.hpp"
 #include "models/inputs.hpp"
 #include "sim/h5io.hpp"
 #include "sim/layer_record.hpp"
@@ -80,7 +81,13 @@ int cmd_run(const Args& args) {
         "record-nodes", po::value<std::string>(),
         "comma-separated node names to record (default: spiking nodes)")(
         "max-trace-bytes", po::value<std::uint64_t>()->default_value(std::uint64_t{2} << 30),
-        "refuse traces larger than this")("no-progress", "no progress bar");
+        "refuse traces larger than this")(
+        "profile", po::value<std::string>()->default_value("horowitz45-fp32"),
+        "hardware profile: a name (`ternion profiles`) or a JSON file")(
+        "count", po::value<std::string>()->default_value("exact"),
+        "counting convention: exact | neurobench | paper")(
+        "paper-encoding-once", "paper mode: bill the encoding layer's MACs once, not every step")(
+        "no-progress", "no progress bar");
     add_model_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
@@ -105,6 +112,12 @@ int cmd_run(const Args& args) {
         throw OptionError("engine", "must be event or dense");
     int threads = vm["threads"].as<int>();
     if (threads < 1 || threads > 1024) throw OptionError("threads", "must be between 1 and 1024");
+
+    // Profile and counting mode are checked before any simulation work.
+    hw::Profile profile = hw::load_profile(vm["profile"].as<std::string>());
+    hw::PriceOptions popt;
+    popt.mode = hw::parse_count_mode(vm["count"].as<std::string>());
+    popt.encoding_mac_times_T = !vm.count("paper-encoding-once");
 
     auto t0 = std::chrono::steady_clock::now();
     LoadReport rep;
@@ -184,6 +197,7 @@ int cmd_run(const Args& args) {
         ann_mac += l.dense_macs_per_step * static_cast<std::uint64_t>(T);
     }
     const double S = static_cast<double>(res.samples);
+    hw::CostReport cost = hw::price(record, profile, popt);
 
     if (rec) {
         std::vector<std::pair<std::string, std::string>> meta{
@@ -202,6 +216,8 @@ int cmd_run(const Args& args) {
         std::string cmdline = "ternion run";
         for (auto& a : args) cmdline += " " + a;
         meta.emplace_back("command_line", cmdline);
+        meta.emplace_back("profile", profile.name);
+        meta.emplace_back("count_mode", hw::count_mode_name(popt.mode));
         rec->write(trace_path, meta);
     }
 
@@ -248,6 +264,7 @@ int cmd_run(const Args& args) {
                        {"simulate_s", res.simulate_s},
                        {"samples_per_s", res.simulate_s > 0 ? S / res.simulate_s : 0.0}};
         if (rec) j["trace"] = {{"file", trace_path}, {"bytes_in_memory", rec->estimated_bytes()}};
+        hw::add_to_json(cost, j);
         std::cout << j.dump(2) << "\n";
         return 0;
     }
@@ -276,7 +293,8 @@ int cmd_run(const Args& args) {
                 static_cast<double>(total.ac) / S, static_cast<double>(total.mac) / S,
                 static_cast<double>(total.neuron_update) / S,
                 static_cast<double>(total.spikes_out) / S);
-    std::printf("ANN equivalent: %.1f MAC per inference\n", static_cast<double>(ann_mac));
+    std::printf("ANN equivalent: %.1f MAC per inference\n\n", static_cast<double>(ann_mac));
+    std::printf("%s\n", hw::format_table(cost).c_str());
     if (accuracy)
         std::printf("accuracy: %.2f%% (%lld/%lld)\n", 100.0 * *accuracy,
                     static_cast<long long>(correct), static_cast<long long>(res.samples));

@@ -206,9 +206,9 @@ TEST_CASE("exact mode under the default profile: 0.9 AC + 4.6 MAC per inference,
     CHECK(r.total_pj == doctest::Approx(0.9 * 2001 + 4.6 * 1000));
     CHECK(r.layers[1].energy_total_pj == doctest::Approx(4600.0));
     CHECK(r.layers[3].energy_total_pj == doctest::Approx(1800.9));
-    // ANN-equivalent: one pass of the dense architecture, (250 + 100) MACs x 4.6 pJ.
-    CHECK(r.ann_macs_per_inference == 350.0);
-    CHECK(r.ann_pj_per_inference == doctest::Approx(1610.0));
+    // ANN-equivalent: the dense architecture over T = 4 steps, (250 + 100) x 4 MACs x 4.6 pJ.
+    CHECK(r.ann_macs_per_inference == 1400.0);
+    CHECK(r.ann_pj_per_inference == doctest::Approx(6440.0));
     // cmp, shift and neuron_update were counted but the default prices none of them.
     CHECK(r.unpriced == std::vector<std::string>{"shift", "cmp", "neuron_update"});
     CHECK(r.profile_verified);
@@ -396,7 +396,8 @@ TEST_CASE("paper mode: spike input means no encoding MAC; later analog layers st
 //   sum SOP = 28,311,552 + 983,040 + 4,718,592 + 75,497,472 + 9,437,184 = 118,947,840
 //   E = 0.9 pJ x 118,947,840 = 107,053,056 pJ (about 107 uJ) per inference.
 //   ANN-equivalent: FLOPs 28,311,552 + 9,437,184 + 2 x 37,748,736 + SSA 2 N^2 D (3,145,728)
-//                 = 116,391,936 MACs x 4.6 pJ = 535,402,905.6 pJ.
+//                 = 116,391,936 MACs per step; x T = 4 steps = 465,567,744 MACs
+//                 x 4.6 pJ = 2,141,611,622.4 pJ.
 TEST_CASE("paper mode: hand-worked Spikformer block with the SSA closed form") {
     const std::int64_t S = 2, T = 4, N = 64, D = 384, H = 12;
     const std::uint64_t ND = N * D;
@@ -429,8 +430,8 @@ TEST_CASE("paper mode: hand-worked Spikformer block with the SSA closed form") {
     CHECK(r.paper->sop == doctest::Approx(118947840.0));
     CHECK(r.paper->encoding_mac == 0.0);
     CHECK(r.per_inference_pj == doctest::Approx(107053056.0));
-    CHECK(r.ann_macs_per_inference == 116391936.0);
-    CHECK(r.ann_pj_per_inference == doctest::Approx(535402905.6));
+    CHECK(r.ann_macs_per_inference == 465567744.0);
+    CHECK(r.ann_pj_per_inference == doctest::Approx(2141611622.4));
     CHECK(r.layers[1].basis.find("closed form") != std::string::npos);
 
     // Without the attributes the SSA layer falls back to fr_in x T x FLOPs and says so:
@@ -464,8 +465,8 @@ TEST_CASE("add_to_json adds the documented keys, matched by layer name") {
     CHECK(doc["per_inference"]["energy_by_kind_pj"]["mac"].get<double>() ==
           doctest::Approx(1840.0));
     CHECK(doc["ann_equivalent"]["mac"] == 510);  // left alone
-    CHECK(doc["ann_equivalent"]["energy_pj"].get<double>() == doctest::Approx(710.0 * 4.6));
-    CHECK(doc["ann_equivalent"]["energy_ratio"].get<double>() == doctest::Approx(2245.0 / 3266.0));
+    CHECK(doc["ann_equivalent"]["energy_pj"].get<double>() == doctest::Approx(710.0 * 4 * 4.6));  // T = 4
+    CHECK(doc["ann_equivalent"]["energy_ratio"].get<double>() == doctest::Approx(2245.0 / 13064.0));
     CHECK(doc["neurobench"]["Dense"].get<double>() == doctest::Approx(600.0));
     CHECK(doc["neurobench"]["Effective_ACs"].get<double>() == doctest::Approx(150.0));
     CHECK(doc["neurobench"]["Effective_MACs"].get<double>() == doctest::Approx(400.0));

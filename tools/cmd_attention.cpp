@@ -1,12 +1,167 @@
-#include <cstdio>
+// `ternion attention`: run one ANN reference attention over an HDF5 batch and report its ops
+// (and their energy under a hardware profile).
+#include <unistd.h>
 
-#include "tools/commands.hpp"
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include "attention/ann_attention.hpp"
+#include "hw/cost_model.hpp"
+#include "sim/error.hpp"
+#include "sim/h5io.hpp"
+#include "tools/cli_common.hpp"
 
 namespace ternion::cli {
 
-int cmd_attention(const Args&) {
-    std::fprintf(stderr, "ternion: error: 'attention' is not available in this build yet\n");
-    return 2;
+namespace {
+
+// Removes the temporary output unless committed, so a failure never leaves a partial file.
+struct TempFile {
+    std::string path;
+    bool committed = false;
+    ~TempFile() {
+        if (!committed) std::remove(path.c_str());
+    }
+};
+
+nlohmann::json ops_json(const OpCounts& c) {
+    nlohmann::json j = nlohmann::json::object();
+    c.for_each([&](std::string_view k, std::uint64_t v) { j[std::string(k)] = v; });
+    return j;
+}
+
+}  // namespace
+
+int cmd_attention(const Args& args) {
+    po::options_description d("ternion attention: run an ANN reference attention on HDF5 data");
+    std::string list;
+    for (auto& k : ann::kinds()) list += (list.empty() ? "" : ", ") + k;
+    d.add_options()("help,h", "show this help")("kind", po::value<std::string>()->required(),
+                                                ("attention kind: " + list).c_str())(
+        "weights", po::value<std::string>()->required(),
+        "HDF5 file of parameters named after the PyTorch ones (docs/ann-attention.md)")(
+        "input", po::value<std::string>()->required(),
+        "HDF5 file with /x float32 [batch, N, D] (and /t [batch, N] for time kinds)")(
+        "output", po::value<std::string>()->required(), "HDF5 file to write /y [batch, N, D_out]")(
+        "heads", po::value<std::int64_t>()->default_value(0),
+        "heads (default: the weights' 'heads' dataset, or W_A's columns for CAT)")(
+        "causal", po::value<int>(), "softmax / time kinds: 1 masks future keys (default 0)")(
+        "renormalize", po::value<int>(), "cat-causal: 1 rescales each row's weights to sum 1")(
+        "profile", po::value<std::string>()->default_value("horowitz45-fp32"),
+        "hardware profile pricing the ops in --json")("json", "print ops (and energy) as JSON");
+    for (auto& a : args)
+        if (a == "--help" || a == "-h") {
+            std::cout << d << "\n";
+            return 0;
+        }
+    auto vm = parse(args, d);
+    const auto kind = vm["kind"].as<std::string>();
+    const auto in_path = vm["input"].as<std::string>(), out_path = vm["output"].as<std::string>();
+
+    ann::Options opt;
+    opt.heads = vm["heads"].as<std::int64_t>();
+    if (opt.heads < 0 || opt.heads > 1000000) throw OptionError("heads", "out of range");
+    auto flag01 = [&](const char* name) -> std::optional<bool> {
+        if (!vm.count(name)) return std::nullopt;
+        int v = vm[name].as<int>();
+        if (v != 0 && v != 1) throw OptionError(name, "expected 0 or 1");
+        return v == 1;
+    };
+    opt.causal = flag01("causal");
+    opt.renormalize = flag01("renormalize");
+
+    h5::Reader wr(vm["weights"].as<std::string>());
+    ann::H5Weights w(wr);
+    auto att = ann::make_attention(kind, w, opt);
+
+    h5::Reader xr(in_path);
+    if (!xr.is_dataset("/x")) xr.fail("/x", "missing dataset");
+    auto xi = xr.info("/x");
+    if (xi.kind != h5::Kind::floating) xr.fail("/x", "expected float32 values");
+    if (xi.dims.size() != 3)
+        xr.fail("/x", "expected shape [batch, N, D], got " + shape_str(xi.dims));
+    const std::int64_t batch = xi.dims[0], n = xi.dims[1], dim = xi.dims[2];
+    if (batch < 1 || n < 1) xr.fail("/x", "empty: shape " + shape_str(xi.dims));
+    if (dim != att->in_dim())
+        xr.fail("/x", "has D = " + std::to_string(dim) + " but the " + kind +
+                          " weights expect D = " + std::to_string(att->in_dim()));
+    if (numel(xi.dims) > kMaxElements || batch * n * att->out_dim() > kMaxElements)
+        xr.fail("/x", "too large: " + shape_str(xi.dims));
+    if (n > (std::int64_t{1} << 24)) xr.fail("/x", "too many tokens");
+    std::vector<float> t;
+    if (att->needs_time()) {
+        if (!xr.is_dataset("/t")) xr.fail("/t", "missing dataset (time kinds need [batch, N])");
+        auto ti = xr.info("/t");
+        if (ti.dims != Shape{batch, n})
+            xr.fail("/t",
+                    "expected shape " + shape_str({batch, n}) + ", got " + shape_str(ti.dims));
+        t = xr.read_floats("/t");
+        for (float v : t)
+            if (!std::isfinite(v)) xr.fail("/t", "contains NaN or Inf");
+    }
+
+    // Load the profile before the work so a bad name fails fast.
+    std::optional<hw::Profile> profile;
+    if (vm.count("json")) profile = hw::load_profile(vm["profile"].as<std::string>());
+
+    std::vector<float> y(static_cast<std::size_t>(batch * n * att->out_dim()));
+    OpCounts ops;
+    for (std::int64_t b = 0; b < batch; ++b) {
+        auto x = xr.read_float_rows("/x", b, 1);  // one sample at a time bounds memory
+        for (float v : x)
+            if (!std::isfinite(v))
+                xr.fail("/x", "contains NaN or Inf (sample " + std::to_string(b) + ")");
+        att->forward(x.data(), t.empty() ? nullptr : t.data() + b * n, n,
+                     y.data() + b * n * att->out_dim(), &ops, true);
+    }
+
+    TempFile tmp{out_path + ".tmp-" + std::to_string(::getpid())};
+    {
+        h5::Writer out(tmp.path);
+        out.write("/y", y, {batch, n, att->out_dim()}, false);
+        out.attr("/y", "kind", kind);
+        out.close();
+    }
+    std::error_code ec;
+    std::filesystem::rename(tmp.path, out_path, ec);
+    if (ec) throw InputError(out_path, "", "cannot write: " + ec.message());
+    tmp.committed = true;
+
+    if (vm.count("json")) {
+        nlohmann::json j;
+        j["kind"] = kind;
+        j["batch"] = batch;
+        j["tokens"] = n;
+        j["dim"] = att->in_dim();
+        j["out_dim"] = att->out_dim();
+        j["heads"] = att->heads();
+        j["params"] = att->param_count();
+        j["ops"] = ops_json(ops);
+        j["ops_per_sample"] = ops_json(att->op_counts(n));
+        // Energy: every counted kind times the profile's price for it.
+        double pj = 0.0;
+        nlohmann::json by_kind = nlohmann::json::object(), unpriced = nlohmann::json::array();
+        int k = 0;
+        ops.for_each([&](std::string_view name, std::uint64_t v) {
+            auto price = profile->price(k++);
+            if (!price) {
+                if (v) unpriced.push_back(std::string(name));
+                return;
+            }
+            by_kind[std::string(name)] = *price * static_cast<double>(v);
+            pj += *price * static_cast<double>(v);
+        });
+        j["energy"] = {{"profile", profile->name},
+                       {"total_pj", pj},
+                       {"per_sample_pj", pj / static_cast<double>(batch)},
+                       {"by_kind_pj", by_kind},
+                       {"unpriced", unpriced}};
+        std::cout << j.dump(2) << "\n";
+    }
+    return 0;
 }
 
 }  // namespace ternion::cli

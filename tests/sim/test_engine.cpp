@@ -1,0 +1,377 @@
+// Engine tests: event-driven vs dense on random graphs (bit-identical), determinism across thread
+// counts, operation counts against closed forms, recurrent edges, structural nodes by hand.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+
+#include "tests/support/model_file.hpp"
+#include "tests/support/run_model.hpp"
+
+using namespace ternion;
+using namespace ternion::test;
+
+namespace {
+
+std::vector<double> random_weights(std::mt19937_64& rng, std::size_t n, double density,
+                                   double scale) {
+    std::uniform_real_distribution<double> u(-scale, scale), p(0.0, 1.0);
+    std::vector<double> w(n);
+    for (auto& x : w) x = p(rng) < density ? u(rng) : 0.0;
+    return w;
+}
+
+std::vector<std::int8_t> random_spikes(std::mt19937_64& rng, std::size_t n, double rate,
+                                       bool ternary) {
+    std::uniform_real_distribution<double> p(0.0, 1.0);
+    std::vector<std::int8_t> s(n);
+    for (auto& x : s) {
+        double u = p(rng);
+        x = u < rate ? 1 : (ternary && u < 2 * rate ? -1 : 0);
+    }
+    return s;
+}
+
+// A recurrent MLP: Affine -> LIF (with a sparse recurrent Linear) -> Linear -> CubaLIF.
+void write_mlp(const std::string& path, std::mt19937_64& rng, double density) {
+    const std::int64_t hid = 128, out = 10;
+    const double in = 64;
+    ModelFile()
+        .node("input", "Input", {{"shape", P({in})}})
+        .node("fc1", "Affine",
+              {{"weight", P(random_weights(rng, 128 * 64, density, 0.6), {128, 64})},
+               {"bias", P(random_weights(rng, 128, 1.0, 0.1))}})
+        .node("lif1", "LIF",
+              {{"tau", P(std::vector<double>(128, 0.02))},
+               {"r", P(1.0)},
+               {"v_leak", P(0.0)},
+               {"v_threshold", P(0.3)}})
+        .node("rec", "Linear",
+              {{"weight", P(random_weights(rng, 128 * 128, 0.1, 0.5), {hid, hid})}})
+        .node("fc2", "Linear",
+              {{"weight", P(random_weights(rng, 10 * 128, density, 0.5), {out, hid})}})
+        .node("lif2", "CubaLIF",
+              {{"tau_syn", P(0.005)},
+               {"tau_mem", P(0.01)},
+               {"r", P(1.0)},
+               {"v_leak", P(0.0)},
+               {"v_threshold", P(0.05)},
+               {"w_in", P(1.0)}})
+        .node("output", "Output")
+        .edge("input", "fc1")
+        .edge("fc1", "lif1")
+        .edge("lif1", "rec")
+        .edge("rec", "lif1")
+        .edge("lif1", "fc2")
+        .edge("fc2", "lif2")
+        .edge("lif2", "output")
+        .write(path);
+}
+
+// Convolutions, pooling, flatten, several neuron types.
+void write_convnet(const std::string& path, std::mt19937_64& rng) {
+    ModelFile()
+        .node("input", "Input", {{"shape", P({2, 8, 8})}})
+        .node("conv1", "Conv2d",
+              {{"weight", P(random_weights(rng, 4 * 2 * 9, 0.8, 0.8), {4, 2, 3, 3})},
+               {"bias", P(random_weights(rng, 4, 1.0, 0.1))},
+               {"padding", P(1.0)},
+               {"stride", P(1.0)}})
+        .node("sj1", "ternion.SJLIF", {{"tau", P(2.0)}, {"v_threshold", P(0.5)}})
+        .node("pool1", "MaxPool2d", {{"kernel_size", P({2, 2})}, {"stride", P({2, 2})}})
+        .node("conv2", "Conv2d",
+              {{"weight", P(random_weights(rng, 6 * 2 * 9, 0.7, 0.8), {6, 2, 3, 3})},
+               {"groups", P(2.0)},
+               {"stride", P({2, 2})},
+               {"padding", P({1, 1})},
+               {"dilation", P(1.0)}})
+        .node("if2", "IF", {{"r", P(1.0)}, {"v_threshold", P(0.4)}})
+        .node("pool2", "AvgPool2d", {{"kernel_size", P(2.0)}, {"stride", P(1.0)}})
+        .node("flat", "Flatten", {{"start_dim", P(0.0)}, {"end_dim", P(-1.0)}})
+        .node("fc", "Affine",
+              {{"weight", P(random_weights(rng, 5 * 6, 0.9, 1.0), {5, 6})},
+               {"bias", P(std::vector<double>(5, 0.0))}})
+        .node("lif", "LIF",
+              {{"tau", P(0.01)}, {"r", P(1.0)}, {"v_leak", P(0.0)}, {"v_threshold", P(0.05)}})
+        .node("output", "Output")
+        .edge("input", "conv1")
+        .edge("conv1", "sj1")
+        .edge("sj1", "pool1")
+        .edge("pool1", "conv2")
+        .edge("conv2", "if2")
+        .edge("if2", "pool2")
+        .edge("pool2", "flat")
+        .edge("flat", "fc")
+        .edge("fc", "lif")
+        .edge("lif", "output")
+        .write(path);
+}
+
+// Tokens with ternary neurons and a residual join.
+void write_tokens(const std::string& path, std::mt19937_64& rng) {
+    ModelFile()
+        .node("input", "Input", {{"shape", P({3, 4, 4})}})
+        .node("tok", "ternion.Tokens")
+        .node("lin", "Linear", {{"weight", P(random_weights(rng, 3 * 3, 1.0, 1.0), {3, 3})}})
+        .node("tsn", "ternion.TernaryLIF", {{"decay", P(0.5)}, {"v_threshold", P(0.6)}})
+        .node("res", "ternion.Identity")
+        .node("mean", "ternion.TokenMean")
+        .node("head", "Affine",
+              {{"weight", P(random_weights(rng, 4 * 3, 1.0, 1.0), {4, 3})},
+               {"bias", P(random_weights(rng, 4, 1.0, 0.1))}})
+        .node("output", "Output")
+        .edge("input", "tok")
+        .edge("tok", "lin")
+        .edge("lin", "tsn")
+        .edge("tsn", "res")
+        .edge("tok", "res")
+        .edge("res", "mean")
+        .edge("mean", "head")
+        .edge("head", "output")
+        .write(path);
+}
+
+void check_same(const Outcome& a, const Outcome& b, bool compare_ops) {
+    REQUIRE(a.capture.values.size() == b.capture.values.size());
+    for (const auto& [key, v] : a.capture.values) {
+        const auto& w = b.capture.values.at(key);
+        REQUIRE(v.size() == w.size());
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (v[i] != w[i]) {
+                FAIL("node " << a.graph->node(std::get<2>(key)).name() << " sample "
+                             << std::get<0>(key) << " step " << std::get<1>(key) << " index " << i
+                             << ": " << v[i] << " vs " << w[i]);
+            }
+    }
+    for (int u = 0; u < a.graph->size(); ++u) {
+        const auto& x = a.result.nodes[static_cast<std::size_t>(u)];
+        const auto& y = b.result.nodes[static_cast<std::size_t>(u)];
+        CHECK(x.nonzero_out == y.nonzero_out);
+        if (compare_ops) CHECK(x.ops == y.ops);
+    }
+    CHECK(a.result.predictions == b.result.predictions);
+}
+
+}  // namespace
+
+TEST_CASE("event-driven and dense engines give bit-identical outputs on random graphs") {
+    for (std::uint64_t seed : {1u, 2u, 3u}) {
+        CAPTURE(seed);
+        std::mt19937_64 rng(seed);
+        TempFile mlp, conv, tok, in1, in2, in3, in4;
+        write_mlp(mlp.path(), rng, seed == 1 ? 0.1 : 0.7);  // compressed and dense storage
+        write_convnet(conv.path(), rng);
+        write_tokens(tok.path(), rng);
+        write_spikes(in1.path(), random_spikes(rng, 3 * 30 * 64, 0.2, false), {3, 30, 64});
+        write_spikes(in2.path(), random_spikes(rng, 2 * 12 * 128, 0.3, true), {2, 12, 2, 8, 8});
+        write_spikes(in3.path(), random_spikes(rng, 2 * 10 * 48, 0.3, true), {2, 10, 3, 4, 4});
+        std::vector<float> analog(2 * 64);
+        std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+        for (auto& x : analog) x = u(rng);
+        write_data(in4.path(), analog, {2, 64});
+        UserLoadOptions lo;
+        lo.dt = 1e-3;
+        std::vector<std::pair<std::string, std::string>> cases{{mlp.path(), in1.path()},
+                                                               {conv.path(), in2.path()},
+                                                               {tok.path(), in3.path()},
+                                                               {mlp.path(), in4.path()}};
+        for (auto& [m, in] : cases) {
+            const std::int64_t T = in == in4.path() ? 15 : 0;
+            auto ev = run_file(m, in, Engine::event, 1, T, lo);
+            auto de = run_file(m, in, Engine::dense, 1, T, lo);
+            check_same(*ev, *de, false);
+            std::uint64_t spikes = 0;
+            for (int k = 0; k < ev->graph->size(); ++k)
+                if (ev->graph->node(k).is_spiking())
+                    spikes += ev->result.nodes[static_cast<std::size_t>(k)].nonzero_out;
+            CHECK(spikes > 0);  // the comparison saw real activity
+        }
+    }
+}
+
+TEST_CASE("spikes and counts are identical for any thread count") {
+    std::mt19937_64 rng(7);
+    TempFile mlp, conv, in1, in2, big, bigin;
+    write_mlp(mlp.path(), rng, 0.15);
+    write_convnet(conv.path(), rng);
+    write_spikes(in1.path(), random_spikes(rng, 6 * 20 * 64, 0.2, true), {6, 20, 64});
+    write_spikes(in2.path(), random_spikes(rng, 5 * 6 * 128, 0.3, false), {5, 6, 2, 8, 8});
+    // One large layer split into row blocks inside a single sample.
+    const std::int64_t n_in = 3000, n_out = 9000;
+    ModelFile()
+        .node("input", "Input", {{"shape", P({double(n_in)})}})
+        .node("fc", "Linear",
+              {{"weight", P(random_weights(rng, n_in * n_out, 0.02, 1.0), {n_out, n_in})}})
+        .node("lif", "ternion.SJLIF",
+              {{"tau", P(20.0)}, {"decay_input", P(0.0)}, {"v_threshold", P(0.5)}})
+        .node("output", "Output")
+        .edge("input", "fc")
+        .edge("fc", "lif")
+        .edge("lif", "output")
+        .write(big.path());
+    write_spikes(bigin.path(), random_spikes(rng, 1 * 25 * n_in, 0.05, false), {1, 25, n_in});
+    UserLoadOptions lo;
+    lo.dt = 1e-3;
+    for (auto [m, in] : {std::pair{mlp.path(), in1.path()}, std::pair{conv.path(), in2.path()},
+                         std::pair{big.path(), bigin.path()}}) {
+        auto one = run_file(m, in, Engine::event, 1, 0, lo);
+        for (int th : {2, 3}) {
+            auto many = run_file(m, in, Engine::event, th, 0, lo);
+            check_same(*one, *many, true);
+        }
+    }
+}
+
+TEST_CASE("Linear op counts: each spike costs the non-zero weights of its column") {
+    std::mt19937_64 rng(11);
+    TempFile m, in;
+    const int n_in = 40, n_out = 25, T = 12;
+    auto w = random_weights(rng, n_in * n_out, 0.3, 1.0);
+    ModelFile()
+        .node("input", "Input", {{"shape", P({double(n_in)})}})
+        .node("fc", "Linear", {{"weight", P(w, {n_out, n_in})}})
+        .node("output", "Output")
+        .edge("input", "fc")
+        .edge("fc", "output")
+        .write(m.path());
+    auto s = random_spikes(rng, 2 * T * n_in, 0.25, true);
+    write_spikes(in.path(), s, {2, T, n_in});
+    std::uint64_t expect = 0, spikes = 0;
+    for (std::size_t k = 0; k < s.size(); ++k) {
+        if (!s[k]) continue;
+        ++spikes;
+        const int c = static_cast<int>(k % n_in);
+        for (int r = 0; r < n_out; ++r) expect += w[static_cast<std::size_t>(r * n_in + c)] != 0.0;
+    }
+    auto o = run_file(m.path(), in.path());
+    const auto& st = o->result.nodes[static_cast<std::size_t>(o->graph->find("fc"))];
+    CHECK(st.ops.ac == expect);  // -1 spikes count one AC each, like +1
+    CHECK(st.ops.mac == 0);
+    CHECK(st.nonzero_in == spikes);
+    CHECK(st.ops.weight_read_bytes == expect * 4);  // 30% density: dense columns
+    auto d = run_file(m.path(), in.path(), Engine::dense);
+    CHECK(d->result.nodes[static_cast<std::size_t>(d->graph->find("fc"))].ops.mac ==
+          std::uint64_t(2 * T * n_in * n_out));
+}
+
+TEST_CASE("Conv2d: hand-computed output and fan-out counts at the borders") {
+    TempFile m, in;
+    // 1x3x3 input, one 3x3 kernel with weights 1..9, padding 1: output[i][j] = sum of the kernel
+    // entries that overlap active pixels.
+    std::vector<double> k{1, 2, 3, 4, 5, 6, 7, 8, 9};
+    ModelFile()
+        .node("input", "Input", {{"shape", P({1, 3, 3})}})
+        .node("conv", "Conv2d", {{"weight", P(k, {1, 1, 3, 3})}, {"padding", P(1.0)}})
+        .node("output", "Output")
+        .edge("input", "conv")
+        .edge("conv", "output")
+        .write(m.path());
+    // Single spike at the centre (1,1): output (oy,ox) gets w[1 - oy + 1][1 - ox + 1].
+    std::vector<std::int8_t> s(9, 0);
+    s[4] = 1;
+    write_spikes(in.path(), s, {1, 1, 1, 3, 3});
+    auto o = run_file(m.path(), in.path());
+    CHECK(output_of(*o, "conv", 0, 0) == std::vector<float>{9, 8, 7, 6, 5, 4, 3, 2, 1});
+    CHECK(o->result.nodes[static_cast<std::size_t>(o->graph->find("conv"))].ops.ac == 9);
+    // A corner spike (0,0) reaches only the 4 outputs whose window covers it.
+    s.assign(9, 0);
+    s[0] = -1;
+    TempFile in2;
+    write_spikes(in2.path(), s, {1, 1, 1, 3, 3});
+    auto c = run_file(m.path(), in2.path());
+    CHECK(output_of(*c, "conv", 0, 0) == std::vector<float>{-5, -4, 0, -2, -1, 0, 0, 0, 0});
+    CHECK(c->result.nodes[static_cast<std::size_t>(c->graph->find("conv"))].ops.ac == 4);
+}
+
+TEST_CASE("pooling, flatten, tokens and token mean by hand") {
+    TempFile m, in;
+    ModelFile()
+        .node("input", "Input", {{"shape", P({1, 4, 4})}})
+        .node("max", "MaxPool2d", {{"kernel_size", P(2.0)}})
+        .node("avg", "AvgPool2d", {{"kernel_size", P(2.0)}})
+        .node("sum", "SumPool2d", {{"kernel_size", P(2.0)}, {"stride", P(2.0)}})
+        .node("tok", "ternion.Tokens")
+        .node("mean", "ternion.TokenMean")
+        .node("flat", "Flatten")
+        .node("out", "Output")
+        .edge("input", "max")
+        .edge("input", "avg")
+        .edge("input", "sum")
+        .edge("input", "tok")
+        .edge("tok", "mean")
+        .edge("max", "flat")
+        .edge("flat", "out")
+        .write(m.path());
+    std::vector<std::int8_t> s{1, 0, 0, 0,   //
+                               1, 1, 0, -1,  //
+                               0, 0, 0, 0,   //
+                               0, 1, 1, 1};
+    write_spikes(in.path(), s, {1, 1, 1, 4, 4});
+    auto o = run_file(m.path(), in.path());
+    CHECK(output_of(*o, "max", 0, 0) == std::vector<float>{1, 0, 1, 1});
+    CHECK(output_of(*o, "avg", 0, 0) == std::vector<float>{0.75f, -0.25f, 0.25f, 0.5f});
+    CHECK(output_of(*o, "sum", 0, 0) == std::vector<float>{3, -1, 1, 2});
+    CHECK(output_of(*o, "tok", 0, 0) == std::vector<float>(s.begin(), s.end()));  // one channel
+    CHECK(output_of(*o, "mean", 0, 0) == std::vector<float>{5.0f / 16.0f});
+    CHECK(o->graph->node(o->graph->find("flat")).out_shape() == Shape{4});
+}
+
+TEST_CASE("a recurrent edge is delayed one step and carries the Affine's bias at t = 0") {
+    TempFile m, in;
+    // IF with r = 1, th = 1, input 0.5; the loop adds bias 0.7 (weight 0): v(0) = 1.2 fires at
+    // t = 0 only if the delayed edge already carries the bias then.
+    ModelFile()
+        .node("input", "Input", {{"shape", P({1.0})}})
+        .node("if", "IF", {{"r", P(1.0)}, {"v_threshold", P(1.0)}})
+        .node("rec", "Affine", {{"weight", P({0.0}, {1, 1})}, {"bias", P({0.7})}})
+        .node("output", "Output")
+        .edge("input", "if")
+        .edge("if", "rec")
+        .edge("rec", "if")
+        .edge("if", "output")
+        .write(m.path());
+    write_data(in.path(), {0.5f}, {1, 1});
+    auto o = run_file(m.path(), in.path(), Engine::event, 1, 4);
+    const Graph& g = *o->graph;
+    int delayed = 0;
+    for (auto& e : g.edges()) delayed += e.delayed;
+    CHECK(delayed == 1);
+    // v: 1.2 -> spike, 0 + 1.2 -> spike ... every step fires.
+    for (int t = 0; t < 4; ++t) CHECK(output_of(*o, "if", 0, t)[0] == 1.0f);
+}
+
+TEST_CASE("Delay shifts by round(delay / dt) steps; Scale multiplies elementwise") {
+    TempFile m, in;
+    ModelFile()
+        .node("input", "Input", {{"shape", P({2.0})}})
+        .node("delay", "Delay", {{"delay", P({0.002, 0.0})}})
+        .node("scale", "Scale", {{"scale", P({2.0, -0.5})}})
+        .node("output", "Output")
+        .edge("input", "delay")
+        .edge("delay", "scale")
+        .edge("scale", "output")
+        .write(m.path());
+    std::vector<std::int8_t> s{1, 1, 0, 0, 0, 0, 0, 0};  // both inputs spike at t = 0
+    write_spikes(in.path(), s, {1, 4, 2});
+    UserLoadOptions lo;
+    lo.dt = 1e-3;
+    auto o = run_file(m.path(), in.path(), Engine::event, 1, 0, lo);
+    CHECK(output_of(*o, "scale", 0, 0) == std::vector<float>{0.0f, -0.5f});
+    CHECK(output_of(*o, "scale", 0, 1) == std::vector<float>{0.0f, 0.0f});
+    CHECK(output_of(*o, "scale", 0, 2) == std::vector<float>{2.0f, 0.0f});
+}
+
+TEST_CASE("prediction is the argmax of the output summed over time") {
+    TempFile m, in;
+    ModelFile()
+        .node("input", "Input", {{"shape", P({3.0})}})
+        .node("output", "Output")
+        .edge("input", "output")
+        .write(m.path());
+    // Counts over time: [1, 3, 2] -> class 1; second sample [2, 0, 2] -> tie, lowest index 0.
+    std::vector<std::int8_t> s{1, 1, 0, 0, 1, 1, 0, 1, 1,  //
+                               1, 0, 1, 1, 0, 1, 0, 0, 0};
+    write_spikes(in.path(), s, {2, 3, 3});
+    auto o = run_file(m.path(), in.path());
+    CHECK(o->result.predictions == std::vector<std::int64_t>{1, 0});
+}

@@ -1,0 +1,73 @@
+// Test helper: loads a model file through the real loader, runs it, and captures every node's
+// output at every step so tests can compare engines, thread counts and closed forms.
+#pragma once
+#include <map>
+#include <mutex>
+
+#include "models/inputs.hpp"
+#include "models/nir_loader.hpp"
+#include "sim/engine.hpp"
+
+namespace ternion::test {
+
+class CaptureAll final : public StepObserver {
+  public:
+    bool wants(int) const override { return true; }
+    void on_step(std::int64_t sample, std::int64_t step, int node, const Node& n,
+                 const Activity& out, const NodeState* st, const OpCounts& ops) override {
+        std::vector<float> m;
+        const bool has_m = st && n.membrane(st, m);
+        std::lock_guard<std::mutex> lk(mu_);
+        values[{sample, step, node}] = out.values;
+        actives[{sample, step, node}] = out.active;
+        step_ops[{sample, step, node}] = ops;
+        if (has_m) membrane[{sample, step, node}] = std::move(m);
+    }
+    std::map<std::tuple<std::int64_t, std::int64_t, int>, std::vector<std::uint32_t>> actives;
+    std::map<std::tuple<std::int64_t, std::int64_t, int>, std::vector<float>> membrane;
+    std::map<std::tuple<std::int64_t, std::int64_t, int>, std::vector<float>> values;
+    std::map<std::tuple<std::int64_t, std::int64_t, int>, OpCounts> step_ops;
+
+  private:
+    std::mutex mu_;
+};
+
+struct Outcome {
+    std::unique_ptr<Graph> graph;
+    RunResult result;
+    CaptureAll capture;
+};
+
+inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::string& input,
+                                         Engine engine = Engine::event, int threads = 1,
+                                         std::int64_t T = 0, UserLoadOptions lo = {},
+                                         Encoding enc = Encoding::direct, std::uint64_t seed = 0) {
+    auto o = std::make_unique<Outcome>();
+    LoadReport rep;
+    o->graph = load_model(model, lo, rep);
+    InputOptions io{enc, T};
+    auto src = open_input(input, io);
+    RunConfig cfg;
+    cfg.engine = engine;
+    cfg.threads = threads;
+    cfg.timesteps = T;
+    cfg.seed = seed;
+    cfg.observer = &o->capture;
+    o->result = run(*o->graph, *src, cfg);
+    return o;
+}
+
+// Output of node `name` at (sample, step).
+inline const std::vector<float>& output_of(const Outcome& o, const std::string& name,
+                                           std::int64_t sample, std::int64_t step) {
+    int u = o.graph->find(name);
+    return o.capture.values.at({sample, step, u});
+}
+
+inline const std::vector<float>& membrane_of(const Outcome& o, const std::string& name,
+                                             std::int64_t sample, std::int64_t step) {
+    int u = o.graph->find(name);
+    return o.capture.membrane.at({sample, step, u});
+}
+
+}  // namespace ternion::test

@@ -141,6 +141,14 @@ class NeuronBase : public Node {
     std::string first_param_ = "v_threshold";
 };
 
+// Exporters write a unit input gain as r = tau/dt (snnTorch, w_in = tau_syn/dt likewise); the
+// float32 round trip of tau and r leaves r*dt/tau within a few ulp of 1. Snapping it to exactly 1
+// makes the update beta*v + I bit for bit, as the exporting framework computes it.
+float unit_snap(double g) {
+    constexpr double tol = 4.0 * 1.1920928955078125e-07;  // 4 float32 ulp at 1
+    return std::fabs(g - 1.0) <= tol ? 1.0f : static_cast<float>(g);
+}
+
 std::string range_str(const std::vector<float>& v) {
     if (v.empty()) return "-";
     float lo = v[0], hi = v[0];
@@ -199,7 +207,7 @@ class LifNode final : public NeuronBase {
             const double a = exact_ ? std::exp(-dt_ / tau) : 1.0 - dt_ / tau;
             const double k1 = exact_ ? 1.0 - a : dt_ / tau;
             a_[k] = static_cast<float>(a);
-            g_[k] = static_cast<float>(r * k1);
+            g_[k] = unit_snap(r * k1);
             c_[k] = static_cast<float>(vl * k1);
         }
     }
@@ -271,9 +279,9 @@ class CubaLifNode final : public NeuronBase {
             const double ks = exact_ ? 1.0 - as : dt_ / ts_[k];
             const double km = exact_ ? 1.0 - am : dt_ / tm_[k];
             as_[k] = static_cast<float>(as);
-            gs_[k] = static_cast<float>(ks * win_[k]);
+            gs_[k] = unit_snap(ks * win_[k]);
             am_[k] = static_cast<float>(am);
-            gm_[k] = static_cast<float>(km * r_[k]);
+            gm_[k] = unit_snap(km * r_[k]);
             c_[k] = static_cast<float>(km * leak_[k]);
         }
     }

@@ -1,14 +1,23 @@
 // ternion: run spiking networks the way neuromorphic hardware would, and price each inference.
 #include <boost/program_options/errors.hpp>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <string>
 
 #include "sim/error.hpp"
+#include "sim/h5io.hpp"
 #include "tools/commands.hpp"
 
 namespace {
+
+// SIGINT/SIGTERM: drop any half-written output, then exit as interrupted.
+extern "C" void on_signal(int sig) {
+    ternion::h5::remove_temporaries();
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
 
 void usage() {
     std::printf(
@@ -37,6 +46,8 @@ int main(int argc, char** argv) {
         usage();
         return argc < 2 ? 2 : 0;
     }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
     std::string cmd = argv[1];
     Args args(argv + 2, argv + argc);
     try {

@@ -1,0 +1,43 @@
+"""Tiny test harness shared by the CLI tests: run ternion, collect named checks, report."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import traceback
+
+TERNION = sys.argv[1] if len(sys.argv) > 1 else "build/ternion"
+TMP = tempfile.mkdtemp(prefix="ternion-cli-")
+_results = []
+
+
+def path(name):
+    return os.path.join(TMP, name)
+
+
+def run(*args, check=True):
+    p = subprocess.run([TERNION, *map(str, args)], capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise AssertionError(f"ternion {' '.join(map(str, args))} failed ({p.returncode}):\n{p.stderr}")
+    return p
+
+
+def run_json(*args):
+    return json.loads(run(*args, "--json", "--no-progress").stdout)
+
+
+def test(fn):
+    try:
+        fn()
+        _results.append((fn.__name__, None))
+        print(f"ok   {fn.__name__}")
+    except Exception:  # noqa: BLE001 - report every failure and continue
+        _results.append((fn.__name__, traceback.format_exc()))
+        print(f"FAIL {fn.__name__}\n{traceback.format_exc()}")
+    return fn
+
+
+def finish():
+    failed = sum(1 for _, e in _results if e)
+    print(f"{len(_results) - failed} passed, {failed} failed")
+    sys.exit(1 if failed else 0)

@@ -180,13 +180,14 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
     std::uint64_t nq = 0, nk = 0, nv = 0;
     for (std::int64_t n = 0; n < N; ++n) {
         const float* p = s.proj.data() + n * 3 * D;
-        for (std::int64_t c = 0; c < D; ++c) {
-            const auto i = sz(n * D + c);
-            nq += static_cast<std::uint64_t>(s.q[i] = spiking::lif_step(s.hq[i], p[c], lif_));
-            nk += static_cast<std::uint64_t>(s.k[i] = spiking::lif_step(s.hk[i], p[D + c], lif_));
-            nv +=
-                static_cast<std::uint64_t>(s.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_));
-        }
+        spiking::lif_row(&s.hq[sz(n * D)], p, &s.q[sz(n * D)], D, lif_);
+        spiking::lif_row(&s.hk[sz(n * D)], p + D, &s.k[sz(n * D)], D, lif_);
+        spiking::lif_row(&s.hv[sz(n * D)], p + 2 * D, &s.v[sz(n * D)], D, lif_);
+    }
+    for (std::size_t i = 0; i < s.q.size(); ++i) {
+        nq += s.q[i] != 0.0f;
+        nk += s.k[i] != 0.0f;
+        nv += s.v[i] != 0.0f;
     }
     book_neurons(ctx, 3 * sz(N * D));
     add_aux(ctx, 0, nq);
@@ -220,13 +221,16 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
             }
         // Accumulates of each association for these spikes.
         for (std::int64_t c = 0; c < dh; ++c) qk1 += std::uint64_t{s.cnt[sz(c)]} * kcnt[sz(c)];
-        for (std::int64_t j = 0; j < N; ++j)
-            kv1 += popcount(&s.km[sz(j * W)], W) * popcount(&s.vm[sz(j * W)], W);
+        std::vector<std::uint64_t> vcount(sz(N));
+        for (std::int64_t j = 0; j < N; ++j) {
+            vcount[sz(j)] = popcount(&s.vm[sz(j * W)], W);
+            kv1 += popcount(&s.km[sz(j * W)], W) * vcount[sz(j)];
+        }
         for (std::int64_t i = 0; i < N; ++i) {
             if (!popcount(&s.qm[sz(i * W)], W)) continue;
             for (std::int64_t j = 0; j < N; ++j)
-                if (any_and(&s.qm[sz(i * W)], &s.km[sz(j * W)], W))
-                    qk2 += popcount(&s.vm[sz(j * W)], W);
+                if (vcount[sz(j)] && any_and(&s.qm[sz(i * W)], &s.km[sz(j * W)], W))
+                    qk2 += vcount[sz(j)];
         }
         for (std::int64_t c = 0; c < dh; ++c) {
             if (!s.cnt[sz(c)]) continue;

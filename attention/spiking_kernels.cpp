@@ -31,9 +31,27 @@ TERNION_CLONES void row_axpy(float* __restrict a, float x, const float* __restri
 
 // Columns per block: a block of accumulators for 64 tokens stays in L1/L2 while the weight
 // rows of every active input stream past it once.
-constexpr std::int64_t kColBlock = 128;
+constexpr std::int64_t kColBlock = 64;
+
+TERNION_CLONES void lif_row_di(float* __restrict h, const float* __restrict x, float* __restrict s,
+                               std::int64_t n, float tau, float vth, float vr) {
+    for (std::int64_t j = 0; j < n; ++j) {
+        const float v = h[j] + (x[j] - (h[j] - vr)) / tau;
+        const bool f = v >= vth;
+        s[j] = f ? 1.0f : 0.0f;
+        h[j] = f ? vr : v;
+    }
+}
 
 }  // namespace
+
+void lif_row(float* h, const float* x, float* s, std::int64_t n, const LifParams& p) {
+    if (!p.decay_input) {
+        for (std::int64_t j = 0; j < n; ++j) s[j] = lif_step(h[j], x[j], p);
+        return;
+    }
+    lif_row_di(h, x, s, n, p.tau, p.v_threshold, p.v_reset);
+}
 
 int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_out) {
     if (n <= 0) return 0;

@@ -26,6 +26,9 @@ inline float lif_step(float& v, float x, const LifParams& p) {
     return 0.0f;
 }
 
+// lif_step over a row: s[j] = spike of neuron j (0/1); vectorisable, same arithmetic.
+void lif_row(float* h, const float* x, float* s, std::int64_t n, const LifParams& p);
+
 // Ternary spiking neuron (TSN, spec 1.2): u = h + x; s = sign(u)[|u| >= v_th]; h = 0 after any
 // spike, else decay*u. `h` holds the state between steps.
 struct TsnParams {

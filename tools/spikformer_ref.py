@@ -1,0 +1,463 @@
+"""PyTorch reference for ternion's spiking Transformer nodes (ternion.SSA, ternion.BSA).
+
+Two halves:
+  * trainable modules (surrogate gradients, BatchNorm) used by tools/train_spikformer.py;
+  * a deploy path that works only on the folded float32 arrays written to the model file
+    (`export_params` -> `write_ternion_model`), so PyTorch's reported predictions and spike
+    counts come from exactly the numbers ternion loads.
+
+The neuron equations are the ones docs/transformer-format.md specifies:
+  SpikingJelly LIF (ternion.SJLIF, decay_input=1, hard reset):  v = v + (x - (v - v_reset)) / tau;
+      s = (v >= v_th); v = v_reset where s.
+  Ternary spiking neuron (TSN):  u = h + x;  s = sign(u) * (|u| >= v_th);  h = 0 if s != 0 else decay*u.
+  Shiftmax (spec 1.4): w_ij = 2^(x_ij - ceil(log2 sum_j 2^x_ij)).
+Runs with Debian's python3-torch, numpy and h5py only.
+"""
+import math
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+# ----------------------------------------------------------------------------------------------
+# Surrogate spike functions
+
+
+class _Heaviside(torch.autograd.Function):
+    """s = (x >= 0); gradient of sigmoid(alpha x) (SpikingJelly's Sigmoid surrogate, alpha 4)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        ctx.save_for_backward(x)
+        return (x >= 0).to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (x,) = ctx.saved_tensors
+        sg = torch.sigmoid(4.0 * x)
+        return g * 4.0 * sg * (1 - sg)
+
+
+class _TernarySpike(torch.autograd.Function):
+    """s = sign(u) * (|u| >= v_th); surrogate gradient sigmoid' on |u| - v_th (both sides)."""
+
+    @staticmethod
+    def forward(ctx, u, vth):
+        ctx.save_for_backward(u)
+        ctx.vth = vth
+        return torch.sign(u) * (u.abs() >= vth).to(u.dtype)
+
+    @staticmethod
+    def backward(ctx, g):
+        (u,) = ctx.saved_tensors
+        sg = torch.sigmoid(4.0 * (u.abs() - ctx.vth))
+        return g * 4.0 * sg * (1 - sg), None
+
+
+def lif_step(x, v, tau=2.0, vth=1.0, v_reset=0.0):
+    """One SpikingJelly LIF step (decay_input=True, hard reset, detach_reset). Returns (s, v)."""
+    v = v + (x - (v - v_reset)) / tau
+    s = _Heaviside.apply(v - vth)
+    v = torch.where(s.detach() > 0, torch.full_like(v, v_reset), v)
+    return s, v
+
+
+def tsn_step(x, h, vth=1.0, decay=0.5):
+    """One ternary spiking neuron step (spec 1.2). Returns (s, h)."""
+    u = h + x
+    s = _TernarySpike.apply(u, vth)
+    h = torch.where(s.detach() != 0, torch.zeros_like(u), decay * u)
+    return s, h
+
+
+def shiftmax(x):
+    """Shiftmax over the last axis; integer-valued x. Gradient flows through the numerator only."""
+    m = x.max(dim=-1, keepdim=True).values.detach()
+    e = torch.exp2(x - m)
+    gamma = torch.ceil(torch.log2(e.sum(dim=-1, keepdim=True))).detach()
+    return e / torch.exp2(gamma)
+
+
+def shiftmax_exponents(scores):
+    """Exact integer Shiftmax exponents n_ij = gamma_i - x_ij (>= 0) for integer scores (numpy).
+    Computed with Python integers, so there is no rounding at all."""
+    s = np.asarray(scores, dtype=np.int64)
+    out = np.empty_like(s)
+    flat = s.reshape(-1, s.shape[-1])
+    o = out.reshape(-1, s.shape[-1])
+    for r in range(flat.shape[0]):
+        row = flat[r]
+        m = int(row.max())
+        total = sum(1 << int(2 * 64 + x - m) for x in row)  # exact: scaled by 2^(128)
+        # gamma - m = ceil(log2(total / 2^128))
+        k = (total - 1).bit_length() - 128  # ceil(log2(total)) - 128, total >= 2^128
+        o[r] = (m + k) - row
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Trainable model
+
+
+class LinBN(nn.Module):
+    """Linear -> BatchNorm1d over channels, on [B, N, C]."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.lin = nn.Linear(cin, cout)
+        self.bn = nn.BatchNorm1d(cout)
+
+    def forward(self, x):
+        B, N, C = x.shape
+        y = self.lin(x.reshape(B * N, C))
+        return self.bn(y).reshape(B, N, -1)
+
+
+class Attention(nn.Module):
+    """SSA (binary Q/K/V, (QK^T)V*s, attn LIF) or BSA (ternary Q/K, Shiftmax, V analog, TSN)."""
+
+    def __init__(self, kind, dim, heads, scale=0.125):
+        super().__init__()
+        self.kind, self.heads, self.scale = kind, heads, scale
+        self.q, self.k, self.v = LinBN(dim, dim), LinBN(dim, dim), LinBN(dim, dim)
+
+    def forward(self, x, st):
+        B, N, D = x.shape
+        H, dh = self.heads, D // self.heads
+        qx, kx, vx = self.q(x), self.k(x), self.v(x)
+        if self.kind == "ssa":
+            q, st["q"] = lif_step(qx, st.get("q", torch.zeros_like(qx)))
+            k, st["k"] = lif_step(kx, st.get("k", torch.zeros_like(kx)))
+            v, st["v"] = lif_step(vx, st.get("v", torch.zeros_like(vx)))
+        else:
+            q, st["q"] = tsn_step(qx, st.get("q", torch.zeros_like(qx)), 1.0, 0.5)
+            k, st["k"] = tsn_step(kx, st.get("k", torch.zeros_like(kx)), 1.0, 0.5)
+            v = vx
+        st.setdefault("spk", {})
+        st["spk"] = dict(q=q.detach(), k=k.detach(), v=v.detach())
+
+        def hd(t):
+            return t.reshape(B, N, H, dh).transpose(1, 2)
+
+        q, k, v = hd(q), hd(k), hd(v)
+        s = q @ k.transpose(-1, -2)
+        if self.kind == "ssa":
+            y = (s @ v) * self.scale
+        else:
+            y = shiftmax(s) @ v
+        y = y.transpose(1, 2).reshape(B, N, D)
+        if self.kind == "ssa":
+            a, st["a"] = lif_step(y, st.get("a", torch.zeros_like(y)), vth=0.5)
+        else:
+            a, st["a"] = tsn_step(y, st.get("a", torch.zeros_like(y)), 0.5, 0.5)
+        return a
+
+
+class Block(nn.Module):
+    def __init__(self, kind, dim, heads, mlp_ratio):
+        super().__init__()
+        self.attn = Attention(kind, dim, heads)
+        self.proj = LinBN(dim, dim)
+        self.fc1 = LinBN(dim, mlp_ratio * dim)
+        self.fc2 = LinBN(mlp_ratio * dim, dim)
+
+
+class DigitsSpikformer(nn.Module):
+    """[B,1,8,8] analog -> conv3x3+BN -> LIF -> maxpool2 -> 16 tokens x dim -> blocks -> head."""
+
+    def __init__(self, kind, dim=64, heads=4, depth=1, mlp_ratio=4, T=4, classes=10, stem=0):
+        super().__init__()
+        self.kind, self.dim, self.heads, self.depth, self.T = kind, dim, heads, depth, T
+        self.mlp_ratio, self.stem = mlp_ratio, stem
+        if stem:  # optional first conv layer (1 -> stem channels) + BN + LIF
+            self.conv0 = nn.Conv2d(1, stem, 3, padding=1)
+            self.bn0 = nn.BatchNorm2d(stem)
+        self.conv = nn.Conv2d(stem or 1, dim, 3, padding=1)
+        self.bn = nn.BatchNorm2d(dim)
+        self.blocks = nn.ModuleList([Block(kind, dim, heads, mlp_ratio) for _ in range(depth)])
+        self.head = nn.Linear(dim, classes)
+
+    def forward(self, img):
+        st = [dict() for _ in range(3 + 4 * self.depth)]
+        if self.stem:
+            cur0 = self.bn0(self.conv0(img))  # direct encoding: the same current every step
+            vs = torch.zeros_like(cur0)
+        else:
+            cur = self.bn(self.conv(img))
+        v0 = None
+        out = 0
+        for t in range(self.T):
+            if self.stem:
+                s0, vs = lif_step(cur0, vs)
+                cur = self.bn(self.conv(s0))
+            if v0 is None:
+                v0 = torch.zeros_like(cur)
+            s, v0 = lif_step(cur, v0)
+            s = F.max_pool2d(s, 2)
+            x = s.flatten(2).transpose(1, 2)  # [B, N, D], token n = h*W + w
+            for bi, blk in enumerate(self.blocks):
+                S = st[bi]
+                a = blk.attn(x, S.setdefault("attn", {}))
+                p = blk.proj(a)
+                y, S["proj"] = lif_step(p, S.get("proj", torch.zeros_like(p)))
+                x = x + y
+                h1 = blk.fc1(x)
+                h, S["fc1"] = lif_step(h1, S.get("fc1", torch.zeros_like(h1)))
+                h2 = blk.fc2(h)
+                m, S["fc2"] = lif_step(h2, S.get("fc2", torch.zeros_like(h2)))
+                x = x + m
+            out = out + self.head(x.mean(dim=1))
+        return out / self.T
+
+
+# ----------------------------------------------------------------------------------------------
+# Export: fold BatchNorm (float64), write the ternion model file, and a deploy forward pass
+
+
+def _fold(w, b, bn):
+    w = w.detach().double()
+    b = b.detach().double()
+    g = bn.weight.detach().double() / torch.sqrt(bn.running_var.double() + bn.eps)
+    wf = w * g.reshape(-1, *([1] * (w.dim() - 1)))
+    bf = (b - bn.running_mean.double()) * g + bn.bias.detach().double()
+    return wf.float().numpy(), bf.float().numpy()
+
+
+def export_params(model):
+    """Folded float32 parameters keyed like the model file's nodes: {node: {param: array}}."""
+    P = {}
+    if model.stem:
+        w, b = _fold(model.conv0.weight, model.conv0.bias, model.bn0)
+        P["conv0"] = dict(weight=w, bias=b)
+    w, b = _fold(model.conv.weight, model.conv.bias, model.bn)
+    P["conv"] = dict(weight=w, bias=b)
+    for i, blk in enumerate(model.blocks):
+        a = {}
+        for nm in ("q", "k", "v"):
+            lb = getattr(blk.attn, nm)
+            w, b = _fold(lb.lin.weight, lb.lin.bias, lb.bn)
+            a[nm + "_weight"], a[nm + "_bias"] = w, b
+        P[f"b{i}_attn"] = a
+        for nm in ("proj", "fc1", "fc2"):
+            lb = getattr(blk, nm)
+            w, b = _fold(lb.lin.weight, lb.lin.bias, lb.bn)
+            P[f"b{i}_{nm}"] = dict(weight=w, bias=b)
+    P["head"] = dict(weight=model.head.weight.detach().float().numpy().copy(),
+                     bias=model.head.bias.detach().float().numpy().copy())
+    return P
+
+
+def write_ternion_model(path, P, kind, dim, heads, depth, T):
+    """Writes the NIR-layout HDF5 file described in docs/transformer-format.md."""
+    import h5py
+
+    nodes = {}
+    edges = []
+    nodes["input"] = ("Input", dict(shape=np.array([1, 8, 8], dtype=np.int64)))
+
+    def conv(p):
+        return ("Conv2d", dict(weight=p["weight"], bias=p["bias"],
+                               stride=np.array([1, 1], np.int64),
+                               padding=np.array([1, 1], np.int64),
+                               dilation=np.array([1, 1], np.int64), groups=np.int64(1),
+                               input_shape=np.array([8, 8], np.int64)))
+    lif = dict(tau=np.float32(2.0), decay_input=np.int64(1), v_threshold=np.float32(1.0),
+               v_reset=np.float32(0.0))
+    first = "conv"
+    if "conv0" in P:
+        nodes["conv0"] = conv(P["conv0"])
+        nodes["conv0_lif"] = ("ternion.SJLIF", dict(lif))
+        edges += [("input", "conv0"), ("conv0", "conv0_lif"), ("conv0_lif", "conv")]
+        first = None
+    nodes["conv"] = conv(P["conv"])
+    nodes["conv_lif"] = ("ternion.SJLIF", dict(lif))
+    nodes["pool"] = ("MaxPool2d", dict(kernel_size=np.array([2, 2], np.int64),
+                                       stride=np.array([2, 2], np.int64),
+                                       padding=np.array([0, 0], np.int64)))
+    nodes["tokens"] = ("ternion.Tokens", {})
+    if first:
+        edges += [("input", "conv")]
+    edges += [("conv", "conv_lif"), ("conv_lif", "pool"), ("pool", "tokens")]
+    prev = "tokens"
+    for i in range(depth):
+        a = dict(P[f"b{i}_attn"])
+        a["heads"] = np.int64(heads)
+        if kind == "ssa":
+            a.update(lif_tau=np.float32(2.0), lif_decay_input=np.int64(1),
+                     lif_v_threshold=np.float32(1.0), lif_v_reset=np.float32(0.0),
+                     attn_tau=np.float32(2.0), attn_v_threshold=np.float32(0.5),
+                     scale=np.float32(0.125))
+            nodes[f"b{i}_attn"] = ("ternion.SSA", a)
+        else:
+            a.update(qk_v_threshold=np.float32(1.0), qk_decay=np.float32(0.5),
+                     out_v_threshold=np.float32(0.5), out_decay=np.float32(0.5))
+            nodes[f"b{i}_attn"] = ("ternion.BSA", a)
+        for nm in ("proj", "fc1", "fc2"):
+            nodes[f"b{i}_{nm}"] = ("Affine", dict(P[f"b{i}_{nm}"]))
+            nodes[f"b{i}_{nm}_lif"] = ("ternion.SJLIF", dict(lif))
+        nodes[f"b{i}_res1"] = ("ternion.Identity", {})
+        nodes[f"b{i}_res2"] = ("ternion.Identity", {})
+        edges += [(prev, f"b{i}_attn"), (f"b{i}_attn", f"b{i}_proj"),
+                  (f"b{i}_proj", f"b{i}_proj_lif"), (prev, f"b{i}_res1"),
+                  (f"b{i}_proj_lif", f"b{i}_res1"), (f"b{i}_res1", f"b{i}_fc1"),
+                  (f"b{i}_fc1", f"b{i}_fc1_lif"), (f"b{i}_fc1_lif", f"b{i}_fc2"),
+                  (f"b{i}_fc2", f"b{i}_fc2_lif"), (f"b{i}_res1", f"b{i}_res2"),
+                  (f"b{i}_fc2_lif", f"b{i}_res2")]
+        prev = f"b{i}_res2"
+    nodes["mean"] = ("ternion.TokenMean", {})
+    nodes["head"] = ("Affine", dict(P["head"]))
+    nodes["output"] = ("Output", dict(shape=np.array([10], dtype=np.int64)))
+    edges += [(prev, "mean"), ("mean", "head"), ("head", "output")]
+
+    str_t = h5py.string_dtype("utf-8")
+    with h5py.File(path, "w") as f:
+        f.create_dataset("version", data="0.5.0", dtype=str_t)
+        g = f.create_group("node")
+        g.create_dataset("type", data="NIRGraph", dtype=str_t)
+        ng = g.create_group("nodes")
+        for name, (typ, params) in nodes.items():
+            n = ng.create_group(name)
+            n.create_dataset("type", data=typ, dtype=str_t)
+            for k, v in params.items():
+                v = np.asarray(v)
+                if v.ndim == 0:
+                    n.create_dataset(k, data=v)
+                else:
+                    n.create_dataset(k, data=v, compression="gzip")
+        g.create_dataset("edges", data=np.array(edges, dtype=object), dtype=str_t)
+        md = g.create_group("metadata")
+        md.create_dataset("timesteps", data=np.int64(T))
+        md.create_dataset("source", data="tools/train_spikformer.py", dtype=str_t)
+
+
+def read_params(path):
+    """The folded arrays of a model file written by write_ternion_model, keyed like export_params."""
+    import h5py
+
+    P = {}
+    with h5py.File(path, "r") as f:
+        for name, g in f["node/nodes"].items():
+            params = {k: np.asarray(v[()]) for k, v in g.items()
+                      if k.endswith("weight") or k.endswith("bias")}
+            if params:
+                P[name] = params
+    return P
+
+
+def deploy_forward(P, img, kind, heads, depth, T, exact_order=False):
+    """Inference on the folded float32 arrays, step by step, as ternion specifies it.
+
+    img: float32 tensor [B,1,8,8]. Returns (logits summed over T [B,10], spike counts {node: int},
+    aux counts {node/q_spikes...: int}). With exact_order, every Linear and Shiftmax.V sums its
+    terms in ascending order starting from the bias (ternion's order); otherwise matmuls."""
+    t = {k: {p: torch.from_numpy(np.asarray(v)) for p, v in d.items()} for k, d in P.items()}
+    B = img.shape[0]
+    counts, aux = {}, {}
+    if "conv0" in t:
+        cur0 = F.conv2d(img, t["conv0"]["weight"], t["conv0"]["bias"], padding=1)
+        vs = torch.zeros_like(cur0)
+    else:
+        cur = F.conv2d(img, t["conv"]["weight"], t["conv"]["bias"], padding=1)
+
+    def cnt(name, s):
+        counts[name] = counts.get(name, 0) + int((s != 0).sum())
+
+    def acnt(name, s):
+        aux[name] = aux.get(name, 0) + int((s != 0).sum())
+
+    def lin(x, p):
+        if not exact_order:
+            return x @ p["weight"].T + p["bias"]
+        # ternion's order: start from the bias, add the inputs' terms in ascending input order
+        y = p["bias"].expand(*x.shape[:-1], -1).clone()
+        w = p["weight"]
+        for i in range(x.shape[-1]):
+            y = y + x[..., i:i + 1] * w[:, i]
+        return y
+
+    v0 = None
+    st = {}
+    logits = torch.zeros(B, 10)
+    with torch.no_grad():
+        for step in range(T):
+            if "conv0" in t:
+                s0, vs = lif_step(cur0, vs)
+                cnt("conv0_lif", s0)
+                cur = F.conv2d(s0, t["conv"]["weight"], t["conv"]["bias"], padding=1)
+            if v0 is None:
+                v0 = torch.zeros_like(cur)
+            s, v0 = lif_step(cur, v0)
+            cnt("conv_lif", s)
+            s = F.max_pool2d(s, 2)
+            cnt("pool", s)
+            x = s.flatten(2).transpose(1, 2).contiguous()
+            cnt("tokens", x)
+            for i in range(depth):
+                A = t[f"b{i}_attn"]
+                N, D = x.shape[1], x.shape[2]
+                H, dh = heads, D // heads
+                qx = lin(x, dict(weight=A["q_weight"], bias=A["q_bias"]))
+                kx = lin(x, dict(weight=A["k_weight"], bias=A["k_bias"]))
+                vx = lin(x, dict(weight=A["v_weight"], bias=A["v_bias"]))
+                z = torch.zeros_like(qx)
+                if kind == "ssa":
+                    q, st[(i, "q")] = lif_step(qx, st.get((i, "q"), z))
+                    k, st[(i, "k")] = lif_step(kx, st.get((i, "k"), z))
+                    v, st[(i, "v")] = lif_step(vx, st.get((i, "v"), z))
+                    acnt(f"b{i}_attn/v_spikes", v)
+                else:
+                    q, st[(i, "q")] = tsn_step(qx, st.get((i, "q"), z), 1.0, 0.5)
+                    k, st[(i, "k")] = tsn_step(kx, st.get((i, "k"), z), 1.0, 0.5)
+                    v = vx
+                acnt(f"b{i}_attn/q_spikes", q)
+                acnt(f"b{i}_attn/k_spikes", k)
+                qh = q.reshape(B, N, H, dh).transpose(1, 2)
+                kh = k.reshape(B, N, H, dh).transpose(1, 2)
+                vh = v.reshape(B, N, H, dh).transpose(1, 2)
+                sc = qh @ kh.transpose(-1, -2)  # exact small integers
+                if kind == "ssa":
+                    y = (sc @ vh) * 0.125  # exact integers times a power of two
+                else:
+                    n = torch.from_numpy(shiftmax_exponents(sc.round().numpy()))
+                    w = torch.exp2(-n.double()).float()  # exact powers of two
+                    if exact_order:
+                        y = torch.zeros(B, H, N, dh)
+                        for j in range(N):
+                            y = y + w[..., j:j + 1] * vh[:, :, j:j + 1, :]
+                    else:
+                        y = w @ vh
+                y = y.transpose(1, 2).reshape(B, N, D)
+                za = torch.zeros_like(y)
+                if kind == "ssa":
+                    a, st[(i, "a")] = lif_step(y, st.get((i, "a"), za), vth=0.5)
+                else:
+                    a, st[(i, "a")] = tsn_step(y, st.get((i, "a"), za), 0.5, 0.5)
+                cnt(f"b{i}_attn", a)
+                p = lin(a, t[f"b{i}_proj"])
+                y, st[(i, "proj")] = lif_step(p, st.get((i, "proj"), torch.zeros_like(p)))
+                cnt(f"b{i}_proj_lif", y)
+                x = x + y
+                h1 = lin(x, t[f"b{i}_fc1"])
+                h, st[(i, "fc1")] = lif_step(h1, st.get((i, "fc1"), torch.zeros_like(h1)))
+                cnt(f"b{i}_fc1_lif", h)
+                h2 = lin(h, t[f"b{i}_fc2"])
+                m, st[(i, "fc2")] = lif_step(h2, st.get((i, "fc2"), torch.zeros_like(h2)))
+                cnt(f"b{i}_fc2_lif", m)
+                x = x + m
+            logits = logits + lin(x.mean(dim=1), t["head"])
+    return logits, counts, aux
+
+
+def _selftest():
+    e = shiftmax_exponents(np.array([[3, 1, 0], [2, 2, -40]]))
+    assert e[0].tolist() == [1, 3, 4], e
+    assert e[1].tolist() == [2, 2, 44], e  # 4+4+2^-40 is just above 8: gamma = 4
+    x = torch.tensor([[3.0, 1.0, 0.0]])
+    assert torch.allclose(shiftmax(x), torch.tensor([[0.5, 0.125, 0.0625]]))
+    assert math.isclose(float(shiftmax(torch.full((1, 196), 2.0)).sum()), 196 / 256)
+
+
+if __name__ == "__main__":
+    _selftest()
+    print("ok")

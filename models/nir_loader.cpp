@@ -153,6 +153,7 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
     o.discretization = pick(user.discretization, "discretization", "euler", {"euler", "exact"},
                             rep.discretization_source);
     o.reset = pick(user.reset, "reset", "zero", {"zero", "subtract"}, rep.reset_source);
+    o.weight_codebook = user.weight_codebook;
     rep.used = o;
     auto g = std::make_unique<Graph>();
     g->set_origin(path);

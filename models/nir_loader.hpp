@@ -16,6 +16,7 @@ struct UserLoadOptions {
     std::optional<double> dt;
     std::optional<std::string> discretization;  // euler | exact
     std::optional<std::string> reset;           // zero | subtract
+    bool weight_codebook = true;
 };
 
 struct LoadReport {

@@ -1,5 +1,6 @@
 #include "neuron/neurons.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace ternion {
@@ -131,6 +132,16 @@ class NeuronBase : public Node {
         if (!reset_set_) reset_ = o.reset == "subtract" ? ResetMode::subtract : ResetMode::to_value;
     }
     bool fires(float v, float th) const { return cmp_ == Compare::ge ? v >= th : v > th; }
+    // Threshold scan after integration: spike, then reset to v_reset or subtract v_threshold.
+    void fire_and_reset(float* v, const float* th, const float* vr, float* out, std::int64_t b0,
+                        std::int64_t b1, std::vector<std::uint32_t>& spikes) const {
+        for (std::int64_t k = b0; k < b1; ++k)
+            if (fires(v[k], th[k])) {
+                out[k] = 1.0f;
+                spikes.push_back(static_cast<std::uint32_t>(k));
+                v[k] = reset_ == ResetMode::subtract ? v[k] - th[k] : vr[k];
+            }
+    }
 
     int vars_;
     Compare cmp_ = Compare::gt;
@@ -210,22 +221,18 @@ class LifNode final : public NeuronBase {
             g_[k] = unit_snap(r * k1);
             c_[k] = static_cast<float>(vl * k1);
         }
+        has_leak_ = std::any_of(c_.begin(), c_.end(), [](float v) { return v != 0.0f; });
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       std::vector<std::uint32_t>& spikes) const override {
         float* v = st.v.data();
-        for (std::int64_t k = b0; k < b1; ++k) {
-            float vk =
-                a_[static_cast<std::size_t>(k)] * v[k] + g_[static_cast<std::size_t>(k)] * x[k];
-            if (c_[static_cast<std::size_t>(k)] != 0.0f) vk += c_[static_cast<std::size_t>(k)];
-            const float th = th_[static_cast<std::size_t>(k)];
-            if (fires(vk, th)) {
-                out[k] = 1.0f;
-                spikes.push_back(static_cast<std::uint32_t>(k));
-                vk = reset_ == ResetMode::subtract ? vk - th : vr_[static_cast<std::size_t>(k)];
-            }
-            v[k] = vk;
-        }
+        const float *a = a_.data(), *g = g_.data(), *c = c_.data();
+        // Integrate (branch-free, vectorised), then look for threshold crossings.
+        if (has_leak_)
+            for (std::int64_t k = b0; k < b1; ++k) v[k] = a[k] * v[k] + g[k] * x[k] + c[k];
+        else
+            for (std::int64_t k = b0; k < b1; ++k) v[k] = a[k] * v[k] + g[k] * x[k];
+        fire_and_reset(v, th_.data(), vr_.data(), out, b0, b1, spikes);
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         std::vector<std::pair<std::string, std::string>> r;
@@ -242,7 +249,7 @@ class LifNode final : public NeuronBase {
 
   private:
     std::vector<float> r_, th_, vr_, tau_, leak_, a_, g_, c_;
-    bool leaky_ = true, exact_ = false;
+    bool leaky_ = true, exact_ = false, has_leak_ = false;
     double dt_ = 1e-3;
 };
 
@@ -348,22 +355,23 @@ class SjLifNode final : public NeuronBase {
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       std::vector<std::uint32_t>& spikes) const override {
         float* v = st.v.data();
+        const float vr = vr_, tau = tau_, kk = k_;
+        // Integrate in SpikingJelly's operation order (branch-free, vectorised), then fire.
+        if (parametric_ && decay_input_)
+            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] + (x[k] - (v[k] - vr)) * kk;
+        else if (parametric_)
+            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] - (v[k] - vr) * kk + x[k];
+        else if (decay_input_)
+            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] + (x[k] - (v[k] - vr)) / tau;
+        else
+            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] - (v[k] - vr) / tau + x[k];
         for (std::int64_t k = b0; k < b1; ++k) {
-            float vk = v[k];
-            if (parametric_) {
-                vk = decay_input_ ? vk + (x[k] - (vk - vr_)) * k_ : vk - (vk - vr_) * k_ + x[k];
-            } else if (decay_input_) {
-                vk = vk + (x[k] - (vk - vr_)) / tau_;
-            } else {
-                vk = vk - (vk - vr_) / tau_ + x[k];
-            }
             const float th = th_[static_cast<std::size_t>(k)];
-            if (fires(vk, th)) {
+            if (fires(v[k], th)) {
                 out[k] = 1.0f;
                 spikes.push_back(static_cast<std::uint32_t>(k));
-                vk = reset_ == ResetMode::subtract ? vk - th : vr_;
+                v[k] = reset_ == ResetMode::subtract ? v[k] - th : vr;
             }
-            v[k] = vk;
         }
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {

@@ -21,6 +21,7 @@ struct LoadOptions {
     double dt = 1e-3;                      // seconds per step
     std::string discretization = "euler";  // "euler" | "exact"
     std::string reset = "zero";            // "zero" | "subtract"
+    bool weight_codebook = true;           // lossless shared-value weight storage
 };
 
 class NodeSpec {

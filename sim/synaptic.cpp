@@ -49,6 +49,8 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
     colptr_.clear();
     rows_.clear();
     vals_.clear();
+    codes_.clear();
+    codebook_.clear();
     if (!sparse_) {
         dense_.resize(static_cast<std::size_t>(in * out));
         for (std::int64_t r = 0; r < out; ++r)
@@ -59,23 +61,120 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
     }
     const std::int64_t nb = (out + kBlock - 1) / kBlock;
     colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
-    rows_.reserve(nnz_);
-    vals_.reserve(nnz_);
+    std::vector<Syn> syn;
+    syn.reserve(nnz_);
     for (std::int64_t b = 0; b < nb; ++b) {
         const std::int64_t r0 = b * kBlock, r1 = std::min(out, r0 + kBlock);
         const std::size_t base = static_cast<std::size_t>(b * (in + 1));
         for (std::int64_t c = 0; c < in; ++c) {
-            colptr_[base + static_cast<std::size_t>(c)] = rows_.size();
+            colptr_[base + static_cast<std::size_t>(c)] = syn.size();
             for (std::int64_t r = r0; r < r1; ++r) {
                 float v = w[static_cast<std::size_t>(r * in + c)];
-                if (v != 0.0f) {
-                    rows_.push_back(static_cast<std::uint16_t>(r - r0));
-                    vals_.push_back(v);
-                }
+                if (v != 0.0f) syn.push_back({static_cast<std::uint32_t>(r - r0), v});
             }
         }
-        colptr_[base + static_cast<std::size_t>(in)] = rows_.size();
+        colptr_[base + static_cast<std::size_t>(in)] = syn.size();
     }
+    compact(syn);
+}
+
+void ColumnWeights::compact(std::vector<Syn>& syn) {
+    rows_.resize(syn.size());
+    for (std::size_t k = 0; k < syn.size(); ++k) rows_[k] = static_cast<std::uint16_t>(syn[k].row);
+    vals_.clear();
+    codes_.clear();
+    codebook_.clear();
+    if (use_codebook_) {
+        std::vector<float> distinct;
+        for (const auto& e : syn) {
+            auto it = std::lower_bound(distinct.begin(), distinct.end(), e.w);
+            if (it == distinct.end() || *it != e.w) {
+                if (distinct.size() == 256) {
+                    distinct.clear();
+                    break;
+                }
+                distinct.insert(it, e.w);
+            }
+        }
+        if (!distinct.empty()) {
+            codebook_ = distinct;
+            if (codebook_.size() > 1) {
+                codes_.resize(syn.size());
+                for (std::size_t k = 0; k < syn.size(); ++k)
+                    codes_[k] = static_cast<std::uint8_t>(
+                        std::lower_bound(codebook_.begin(), codebook_.end(), syn[k].w) -
+                        codebook_.begin());
+            }
+            syn.clear();
+            syn.shrink_to_fit();
+            return;
+        }
+    }
+    vals_.resize(syn.size());
+    for (std::size_t k = 0; k < syn.size(); ++k) vals_[k] = syn[k].w;
+    syn.clear();
+    syn.shrink_to_fit();
+}
+
+void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
+                              const std::vector<std::int64_t>& indices,
+                              const std::vector<float>& values, std::int64_t out, std::int64_t in) {
+    out_ = out;
+    in_ = in;
+    col_nnz_.assign(static_cast<std::size_t>(in), 0);
+    nnz_ = 0;
+    for (std::size_t k = 0; k < values.size(); ++k)
+        if (values[k] != 0.0f) {
+            ++col_nnz_[static_cast<std::size_t>(indices[k])];
+            ++nnz_;
+        }
+    const double density = static_cast<double>(nnz_) / static_cast<double>(out * in);
+    if (density >= 0.25) {  // dense enough: a dense column layout is smaller and faster
+        std::vector<float> w(static_cast<std::size_t>(out * in), 0.0f);
+        for (std::int64_t r = 0; r < out; ++r)
+            for (auto k = indptr[static_cast<std::size_t>(r)];
+                 k < indptr[static_cast<std::size_t>(r) + 1]; ++k)
+                w[static_cast<std::size_t>(r * in + indices[static_cast<std::size_t>(k)])] +=
+                    values[static_cast<std::size_t>(k)];
+        build(w, out, in);
+        return;
+    }
+    sparse_ = true;
+    dense_.clear();
+    const std::int64_t nb = (out + kBlock - 1) / kBlock;
+    colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
+    std::vector<Syn> syn(nnz_, Syn{0, 0.0f});
+    std::uint64_t base_off = 0;
+    std::vector<std::uint64_t> fill(static_cast<std::size_t>(in));
+    for (std::int64_t b = 0; b < nb; ++b) {
+        const std::int64_t r0 = b * kBlock, r1 = std::min(out, r0 + kBlock);
+        const std::size_t base = static_cast<std::size_t>(b * (in + 1));
+        // Counting sort of this block's entries by column; rows stay ascending within a column.
+        std::vector<std::uint64_t> cnt(static_cast<std::size_t>(in), 0);
+        for (std::int64_t r = r0; r < r1; ++r)
+            for (auto k = indptr[static_cast<std::size_t>(r)];
+                 k < indptr[static_cast<std::size_t>(r) + 1]; ++k)
+                if (values[static_cast<std::size_t>(k)] != 0.0f)
+                    ++cnt[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
+        std::uint64_t off = base_off;
+        for (std::int64_t c = 0; c < in; ++c) {
+            colptr_[base + static_cast<std::size_t>(c)] = off;
+            fill[static_cast<std::size_t>(c)] = off;
+            off += cnt[static_cast<std::size_t>(c)];
+        }
+        colptr_[base + static_cast<std::size_t>(in)] = off;
+        for (std::int64_t r = r0; r < r1; ++r)
+            for (auto k = indptr[static_cast<std::size_t>(r)];
+                 k < indptr[static_cast<std::size_t>(r) + 1]; ++k) {
+                const float v = values[static_cast<std::size_t>(k)];
+                if (v == 0.0f) continue;
+                auto& f = fill[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
+                syn[f] = {static_cast<std::uint32_t>(r - r0), v};
+                ++f;
+            }
+        base_off = off;
+    }
+    compact(syn);
 }
 
 float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
@@ -84,8 +183,23 @@ float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
     const std::size_t base = static_cast<std::size_t>(b * (in_ + 1));
     for (auto k = colptr_[base + static_cast<std::size_t>(c)];
          k < colptr_[base + static_cast<std::size_t>(c) + 1]; ++k)
-        if (rows_[k] == r - b * kBlock) return vals_[k];
+        if (rows_[k] == r - b * kBlock)
+            return codebook_.size() == 1 ? codebook_[0]
+                                         : (codes_.empty() ? vals_[k] : codebook_[codes_[k]]);
     return 0.0f;
+}
+
+template <class W>
+void ColumnWeights::deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit,
+                            W weight) const {
+    const std::uint16_t* rr = rows_.data();
+    if (unit && x > 0) {
+        for (auto k = k0; k < k1; ++k) yb[rr[k]] += weight(k);
+    } else if (unit) {
+        for (auto k = k0; k < k1; ++k) yb[rr[k]] -= weight(k);
+    } else {
+        for (auto k = k0; k < k1; ++k) yb[rr[k]] += x * weight(k);
+    }
 }
 
 void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std::int64_t r0,
@@ -107,14 +221,16 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
         const auto k0 = colptr_[base + static_cast<std::size_t>(c)];
         const auto k1 = colptr_[base + static_cast<std::size_t>(c) + 1];
         float* yb = y + b * kBlock;
-        const std::uint16_t* rr = rows_.data();
-        const float* vv = vals_.data();
-        if (unit && x > 0) {
-            for (auto k = k0; k < k1; ++k) yb[rr[k]] += vv[k];
-        } else if (unit) {
-            for (auto k = k0; k < k1; ++k) yb[rr[k]] -= vv[k];
+        if (codebook_.size() == 1) {
+            const float w = codebook_[0];
+            deliver(k0, k1, yb, x, unit, [w](std::uint64_t) { return w; });
+        } else if (!codes_.empty()) {
+            const std::uint8_t* cd = codes_.data();
+            const float* cb = codebook_.data();
+            deliver(k0, k1, yb, x, unit, [cd, cb](std::uint64_t k) { return cb[cd[k]]; });
         } else {
-            for (auto k = k0; k < k1; ++k) yb[rr[k]] += x * vv[k];
+            const float* v = vals_.data();
+            deliver(k0, k1, yb, x, unit, [v](std::uint64_t k) { return v[k]; });
         }
     }
 }
@@ -208,6 +324,10 @@ struct BlockScratch : NodeState {
 class LinearNode final : public Node {
   public:
     LinearNode(const NodeSpec& s, bool affine) : Node(s.name(), s.type()) {
+        if (!s.has("weight") && s.has("weight_csr_data")) {
+            load_csr(s, affine);
+            return;
+        }
         Shape dims;
         auto w = s.floats("weight", &dims);
         if (dims.size() != 2)
@@ -223,7 +343,40 @@ class LinearNode final : public Node {
                                    std::to_string(out_));
         }
         fold_batchnorm(s, "", out_, w, bias_);
+        weights_.set_codebook(s.options().weight_codebook);
         weights_.build(w, out_, in_);
+    }
+    // ternion extension: weights as compressed rows (weight_csr_indptr, weight_csr_indices,
+    // weight_csr_data, weight_shape = (out, in)); absent synapses are never stored.
+    void load_csr(const NodeSpec& s, bool affine) {
+        auto shape = s.ints("weight_shape");
+        if (shape.size() != 2 || shape[0] <= 0 || shape[1] <= 0)
+            s.fail("weight_shape", "expected (out, in) with positive sizes");
+        out_ = shape[0];
+        in_ = shape[1];
+        if (out_ > kMaxElements || in_ > kMaxElements) s.fail("weight_shape", "absurd size");
+        auto indptr = s.ints("weight_csr_indptr");
+        auto indices = s.ints("weight_csr_indices");
+        auto data = s.floats("weight_csr_data");
+        if (static_cast<std::int64_t>(indptr.size()) != out_ + 1 || indptr.front() != 0)
+            s.fail("weight_csr_indptr", "expected out + 1 offsets starting at 0");
+        for (std::size_t r = 0; r + 1 < indptr.size(); ++r)
+            if (indptr[r + 1] < indptr[r]) s.fail("weight_csr_indptr", "offsets must not decrease");
+        if (indptr.back() != static_cast<std::int64_t>(data.size()) ||
+            indices.size() != data.size())
+            s.fail("weight_csr_data",
+                   "indptr, indices and data disagree on the number of synapses");
+        for (auto c : indices)
+            if (c < 0 || c >= in_) s.fail("weight_csr_indices", "column index out of range");
+        if (affine || s.has("bias")) {
+            bias_ = s.floats("bias");
+            if (static_cast<std::int64_t>(bias_.size()) != out_)
+                s.fail("bias", "expected one value per output");
+        }
+        if (s.has("bn_weight") || s.has("bn_running_mean"))
+            s.fail("bn_weight", "BatchNorm folding needs dense weights");
+        weights_.set_codebook(s.options().weight_codebook);
+        weights_.build_csr(indptr, indices, data, out_, in_);
     }
     NodeCategory category() const override { return NodeCategory::synaptic; }
     Shape declared_in_shape() const override { return {in_}; }
@@ -269,8 +422,13 @@ class LinearNode final : public Node {
                             weights_.add_column(c, in.values[static_cast<std::size_t>(c)], false, y,
                                                 r0, r1);
                     } else {
-                        for (auto c : in.active)
-                            weights_.add_column(c, in.values[c], unit, y, r0, r1);
+                        const auto& act = in.active;
+                        const std::size_t na = act.size();
+                        for (std::size_t j = 0; j < na; ++j) {
+                            if (j + 8 < na) weights_.prefetch(act[j + 8], b, 0);
+                            if (j + 4 < na) weights_.prefetch(act[j + 4], b, 1);
+                            weights_.add_column(act[j], in.values[act[j]], unit, y, r0, r1);
+                        }
                     }
                     if (!bias_.empty())
                         for (std::int64_t r = r0; r < r1; ++r)
@@ -319,7 +477,7 @@ class LinearNode final : public Node {
             for (auto c : in.active)
                 touched += weights_.col_nnz(static_cast<std::int64_t>(c % in_));
             (unit ? ops.ac : ops.mac) += touched;
-            ops.weight_read_bytes += touched * (weights_.sparse() ? 6 : 4);
+            ops.weight_read_bytes += touched * weights_.bytes_per_synapse();
         }
     }
     std::uint64_t dense_macs_per_step() const override {
@@ -335,7 +493,11 @@ class LinearNode final : public Node {
     std::vector<std::pair<std::string, std::string>> summary() const override {
         return {{"weight", shape_str({out_, in_})},
                 {"bias", bias_.empty() ? "none" : "yes"},
-                {"storage", weights_.sparse() ? "compressed columns" : "dense columns"},
+                {"storage",
+                 std::string(weights_.sparse() ? "compressed columns" : "dense columns") +
+                     (weights_.sparse() && weights_.codebook_size()
+                          ? ", " + std::to_string(weights_.codebook_size()) + "-value codebook"
+                          : "")},
                 {"tokens", std::to_string(rows_)}};
     }
     const ColumnWeights& weights() const { return weights_; }

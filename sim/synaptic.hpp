@@ -20,17 +20,53 @@ void fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_
 // a spike at input c adds column c. Columns are split into row blocks for parallel delivery.
 class ColumnWeights {
   public:
-    static constexpr std::int64_t kBlock = 2048;  // rows per block (fits uint16 offsets)
+    // Rows per block: large enough that a column's synapses in one block form one contiguous
+    // run (latency, not bandwidth, bounds event delivery), small enough to split big layers.
+    static constexpr std::int64_t kBlock = 8192;
+    // `codebook`: store each synapse's weight as an index into the matrix's distinct values when
+    // there are at most 256 of them (no per-synapse weight at all when there is one). Lossless.
+    void set_codebook(bool on) { use_codebook_ = on; }
     void build(const std::vector<float>& w_out_in, std::int64_t out, std::int64_t in);
+    // From compressed rows (indptr [out+1], column indices and values): never densified when
+    // sparse, so a large network with few synapses loads in memory proportional to its synapses.
+    void build_csr(const std::vector<std::int64_t>& indptr,
+                   const std::vector<std::int64_t>& indices, const std::vector<float>& values,
+                   std::int64_t out, std::int64_t in);
     std::int64_t out() const { return out_; }
     std::int64_t in() const { return in_; }
     bool sparse() const { return sparse_; }
+    // Bytes read per delivered synapse (row index and weight or code), for memory pricing.
+    std::uint64_t bytes_per_synapse() const {
+        if (!sparse_) return 4;
+        return 2 + (!vals_.empty() ? 4 : (!codes_.empty() ? 1 : 0));
+    }
+    std::size_t codebook_size() const { return codebook_.size(); }
     std::uint64_t nnz() const { return nnz_; }
     std::uint32_t col_nnz(std::int64_t c) const { return col_nnz_[static_cast<std::size_t>(c)]; }
     // y[r0:r1) += s * W[r0:r1, c] (s = +1/-1) or x * W (analog), for the rows of one block.
     void add_column(std::int64_t c, float x, bool unit, float* y, std::int64_t r0,
                     std::int64_t r1) const;
     float at(std::int64_t r, std::int64_t c) const;
+    // Hints the memory system about a column a few events ahead: stage 0 fetches its offsets,
+    // stage 1 its first synapses (needs the offsets, fetched earlier by stage 0).
+    void prefetch(std::int64_t c, std::int64_t block, int stage) const {
+        if (!sparse_) {
+            if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + block * kBlock);
+            return;
+        }
+        const std::size_t at = static_cast<std::size_t>(block * (in_ + 1) + c);
+        if (stage == 0) {
+            __builtin_prefetch(colptr_.data() + at);
+        } else {
+            // The whole run of this column, one cache line at a time.
+            const auto k0 = colptr_[at], k1 = colptr_[at + 1];
+            for (auto k = k0; k < k1; k += 32) __builtin_prefetch(rows_.data() + k);
+            if (!vals_.empty())
+                for (auto k = k0; k < k1; k += 16) __builtin_prefetch(vals_.data() + k);
+            else if (!codes_.empty())
+                for (auto k = k0; k < k1; k += 64) __builtin_prefetch(codes_.data() + k);
+        }
+    }
 
   private:
     std::int64_t out_ = 0, in_ = 0;
@@ -38,10 +74,21 @@ class ColumnWeights {
     std::uint64_t nnz_ = 0;
     std::vector<std::uint32_t> col_nnz_;
     std::vector<float> dense_;  // column-major [in][out]
-    // Sparse: per block b, colptr_[b*(in+1) + c] .. into rows_/vals_ (block-local row offsets).
+    // Sparse: per block b, colptr_[b*(in+1) + c] .. indexes the block-local rows and the weights:
+    // per synapse (vals_), through a codebook (codes_ into codebook_), or one shared value.
+    struct Syn {
+        std::uint32_t row;
+        float w;
+    };
+    void compact(std::vector<Syn>& syn);
+    template <class W>
+    void deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit, W weight) const;
+    bool use_codebook_ = true;
     std::vector<std::uint64_t> colptr_;
     std::vector<std::uint16_t> rows_;
     std::vector<float> vals_;
+    std::vector<std::uint8_t> codes_;
+    std::vector<float> codebook_;
 };
 
 }  // namespace ternion

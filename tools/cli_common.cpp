@@ -13,7 +13,8 @@ void add_model_options(po::options_description& d) {
         "discretization", po::value<std::string>(),
         "euler | exact (default: file metadata, else euler)")(
         "reset", po::value<std::string>(),
-        "zero | subtract: reset of NIR neurons after a spike (default zero)");
+        "zero | subtract: reset of NIR neurons after a spike (default zero)")(
+        "no-weight-codebook", "store every sparse weight as a float (no shared-value codebook)");
 }
 
 UserLoadOptions model_options(const po::variables_map& vm) {
@@ -27,6 +28,7 @@ UserLoadOptions model_options(const po::variables_map& vm) {
     }
     if (vm.count("discretization")) o.discretization = vm["discretization"].as<std::string>();
     if (vm.count("reset")) o.reset = vm["reset"].as<std::string>();
+    o.weight_codebook = !vm.count("no-weight-codebook");
     return o;
 }
 

@@ -228,6 +228,12 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         }
         for (std::int64_t i = 0; i < N; ++i) {
             if (!popcount(&s.qm[sz(i * W)], W)) continue;
+            if (W == 1) {  // one word per token: branch-free, vectorisable
+                const std::uint64_t qi = s.qm[sz(i)];
+                for (std::int64_t j = 0; j < N; ++j)
+                    qk2 += (qi & s.km[sz(j)]) != 0 ? vcount[sz(j)] : 0;
+                continue;
+            }
             for (std::int64_t j = 0; j < N; ++j)
                 if (vcount[sz(j)] && any_and(&s.qm[sz(i * W)], &s.km[sz(j * W)], W))
                     qk2 += vcount[sz(j)];
@@ -235,8 +241,13 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         for (std::int64_t c = 0; c < dh; ++c) {
             if (!s.cnt[sz(c)]) continue;
             std::uint64_t row = 0;
-            for (std::int64_t c2 = 0; c2 < dh; ++c2)
-                row += any_and(&s.kt[sz(c * NW)], &s.vt[sz(c2 * NW)], NW) ? 1 : 0;
+            if (NW == 1) {
+                const std::uint64_t kc = s.kt[sz(c)];
+                for (std::int64_t c2 = 0; c2 < dh; ++c2) row += (kc & s.vt[sz(c2)]) != 0;
+            } else {
+                for (std::int64_t c2 = 0; c2 < dh; ++c2)
+                    row += any_and(&s.kt[sz(c * NW)], &s.vt[sz(c2 * NW)], NW) ? 1 : 0;
+            }
             kv2 += std::uint64_t{s.cnt[sz(c)]} * row;
         }
         const bool qk_first = assoc_ == SsaAssociation::qk_first ||

@@ -237,6 +237,34 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
 
 namespace {
 
+// Event cost of the active inputs of a synaptic layer, fan(i) = non-zero weights input i reaches.
+// A ternary input costs one AC per weight; a small integer input (coincident spikes, such as the
+// 2 of a spike-adding residual) costs |x| ACs per weight, as that many events would on
+// event-driven hardware; any other value is analog and costs one MAC per weight.
+template <class Fan>
+void count_events(const Activity& in, Fan fan, std::uint64_t bytes_per_weight, OpCounts& ops) {
+    std::uint64_t touched = 0, weighted = 0;
+    bool integral = true;
+    for (auto i : in.active) {
+        const std::uint64_t f = fan(i);
+        touched += f;
+        if (!in.ternary && integral) {
+            const float a = std::fabs(in.values[i]);
+            if (a == std::floor(a) && a <= 16.0f)
+                weighted += static_cast<std::uint64_t>(a) * f;
+            else
+                integral = false;
+        }
+    }
+    if (in.ternary)
+        ops.ac += touched;
+    else if (integral)
+        ops.ac += weighted;
+    else
+        ops.mac += touched;
+    ops.weight_read_bytes += touched * bytes_per_weight;
+}
+
 Shape shape_param(const NodeSpec& s, const std::string& p) {
     Shape dims;
     auto v = s.ints(p, &dims);
@@ -409,7 +437,6 @@ class LinearNode final : public Node {
         float* y = out.values.data();
         const bool dense = ctx.engine == Engine::dense;
         const bool unit = in.ternary && !dense;
-        std::uint64_t touched = 0;
         if (rows_ == 1) {
             // One token: split the output rows into blocks, each scanning all active inputs.
             ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
@@ -474,10 +501,12 @@ class LinearNode final : public Node {
             ops.mac += n;
             ops.weight_read_bytes += n * sizeof(float);
         } else {
-            for (auto c : in.active)
-                touched += weights_.col_nnz(static_cast<std::int64_t>(c % in_));
-            (unit ? ops.ac : ops.mac) += touched;
-            ops.weight_read_bytes += touched * weights_.bytes_per_synapse();
+            count_events(
+                in,
+                [&](std::uint32_t c) {
+                    return weights_.col_nnz(static_cast<std::int64_t>(c % in_));
+                },
+                weights_.bytes_per_synapse(), ops);
         }
     }
     std::uint64_t dense_macs_per_step() const override {
@@ -702,13 +731,11 @@ class ConvNode final : public Node {
             ops.weight_read_bytes += dense_macs_per_step() * sizeof(float);
         } else {
             const bool unit = in.ternary;
-            std::uint64_t touched = 0;
             for (auto idx : in.active) {
                 const std::int64_t ci = idx / (H_ * W_), rem = idx % (H_ * W_);
                 const std::int64_t iy = rem / W_, ix = rem % W_;
                 const std::int64_t g = ci / cin_g_, cl = ci % cin_g_;
                 const float x = in.values[idx];
-                touched += fanout_[idx];
                 for (std::int64_t co = g * cout_g; co < (g + 1) * cout_g; ++co) {
                     float* yc = y + co * OH_ * OW_;
                     for_targets(
@@ -722,8 +749,9 @@ class ConvNode final : public Node {
                         });
                 }
             }
-            (unit ? ops.ac : ops.mac) += touched;
-            ops.weight_read_bytes += touched * sizeof(float);
+            count_events(
+                in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float),
+                ops);
         }
         if (!bias_.empty())
             for (std::int64_t co = 0; co < cout_; ++co)

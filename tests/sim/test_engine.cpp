@@ -375,3 +375,31 @@ TEST_CASE("prediction is the argmax of the output summed over time") {
     auto o = run_file(m.path(), in.path());
     CHECK(o->result.predictions == std::vector<std::int64_t>{1, 0});
 }
+
+TEST_CASE("coincident spikes (integer inputs) cost |x| ACs per weight; analog inputs cost MACs") {
+    TempFile m, in, an;
+    // The same input reaches the Identity twice: a spike arrives there as the value 2.
+    ModelFile()
+        .node("input", "Input", {{"shape", P({3.0})}})
+        .node("sum", "ternion.Identity")
+        .node("fc", "Linear", {{"weight", P({1, 0, 2, 0, 3, 4}, {2, 3})}})
+        .node("output", "Output")
+        .edge("input", "sum")
+        .edge("input", "sum")
+        .edge("sum", "fc")
+        .edge("fc", "output")
+        .write(m.path());
+    write_spikes(in.path(), {1, 0, -1}, {1, 1, 3});
+    auto o = run_file(m.path(), in.path());
+    const auto& st = o->result.nodes[static_cast<std::size_t>(o->graph->find("fc"))];
+    // Inputs (2, 0, -2): column 0 has 1 non-zero weight, column 2 has 2: 2*1 + 2*2 = 6 ACs.
+    CHECK(output_of(*o, "fc", 0, 0) == std::vector<float>{-2.0f, -8.0f});
+    CHECK(st.ops.ac == 6);
+    CHECK(st.ops.mac == 0);
+    CHECK_FALSE(st.input_ternary);  // NeuroBench's rule would call this layer MAC
+    write_data(an.path(), {0.25f, 0.0f, 1.0f}, {1, 3});  // summed twice: (0.5, 0, 2)
+    auto a = run_file(m.path(), an.path(), Engine::event, 1, 1);
+    const auto& sa = a->result.nodes[static_cast<std::size_t>(a->graph->find("fc"))];
+    CHECK(sa.ops.mac == 3);  // 0.5 is analog: the whole layer input is priced as MACs
+    CHECK(sa.ops.ac == 0);
+}

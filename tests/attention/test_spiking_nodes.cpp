@@ -200,6 +200,58 @@ TEST_CASE("SDSA: column sum of Q.K masks V's channels; closed-form counts") {
     CHECK(s.ops.ac == 3 * 2 + 2);
 }
 
+TEST_CASE("SDSA equals a dense hand computation over several steps") {
+    std::mt19937 rng(14);
+    const std::int64_t N = 7, Din = 5, D = 6, T = 5;
+    auto q = rand_w(rng, D, Din, 0.8f, 1.6f), k = rand_w(rng, D, Din, 0.8f, 1.6f),
+         v = rand_w(rng, D, Din, 0.8f, 1.6f);
+    SdsaNode node("sdsa", Projection(q.w, q.b, D, Din), Projection(k.w, k.b, D, Din),
+                  Projection(v.w, v.b, D, Din), 3, LifParams{}, LifParams{2.0f, true, 2.0f, 0.0f});
+    node.bind({N, Din});
+    Stepper s(node);
+    std::vector<float> hq(N * D, 0), hk(N * D, 0), hv(N * D, 0), hm(D, 0);
+    auto lif = [](float& h, float x, float vth) {
+        h = h + (x - h) / 2.0f;
+        if (h >= vth) {
+            h = 0;
+            return 1.0f;
+        }
+        return 0.0f;
+    };
+    std::uint64_t spikes = 0, open = 0;
+    for (std::int64_t t = 0; t < T; ++t) {
+        std::vector<float> x(N * Din);
+        for (auto& e : x) e = (rng() % 2) ? 1.0f : 0.0f;
+        std::vector<float> Q(N * D), K(N * D), V(N * D);
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t o = 0; o < D; ++o) {
+                float a = q.b[o], b = k.b[o], c = v.b[o];
+                for (std::int64_t i = 0; i < Din; ++i) {
+                    a += x[n * Din + i] * q.w[o * Din + i];
+                    b += x[n * Din + i] * k.w[o * Din + i];
+                    c += x[n * Din + i] * v.w[o * Din + i];
+                }
+                Q[n * D + o] = lif(hq[n * D + o], a, 1.0f);
+                K[n * D + o] = lif(hk[n * D + o], b, 1.0f);
+                V[n * D + o] = lif(hv[n * D + o], c, 1.0f);
+            }
+        std::vector<float> expect(N * D);
+        for (std::int64_t c = 0; c < D; ++c) {
+            float col = 0;  // SUM over tokens of Q (.) K
+            for (std::int64_t n = 0; n < N; ++n) col += Q[n * D + c] * K[n * D + c];
+            const float m = lif(hm[c], col, 2.0f);
+            open += m != 0;
+            for (std::int64_t n = 0; n < N; ++n) expect[n * D + c] = m * V[n * D + c];
+        }
+        const auto& out = s.run(act(x), Engine::event, t);
+        CHECK(out.values == expect);
+        spikes += out.active.size();
+    }
+    CHECK(spikes > 0);
+    CHECK(open > 0);
+    CHECK(open < std::uint64_t(T * D));  // the mask closed some channels too
+}
+
 TEST_CASE("BSA hand-made ternary pattern: scores, Shiftmax exponents, outputs and counts") {
     const std::int64_t N = 4, D = 4;
     BsaNode node("bsa", identity(D), identity(D), identity(D), 1, TsnParams{0.5f, 1.0f},

@@ -109,13 +109,34 @@ std::unique_ptr<SpikingAttentionNode::State> SpikingAttentionNode::make_common_s
 }
 
 void SpikingAttentionNode::project(const Activity& in, State& s, const StepContext& ctx) const {
-    const std::uint64_t pairs =
-        ctx.engine == Engine::event
-            ? qkv_.apply_event(in.values.data(), in.active, tokens_, s.proj.data(), in.ternary)
-            : qkv_.apply_dense(in.values.data(), tokens_, s.proj.data());
+    if (ctx.engine == Engine::event)
+        qkv_.apply_event(in.values.data(), in.active, tokens_, s.proj.data(), in.ternary);
+    else
+        qkv_.apply_dense(in.values.data(), tokens_, s.proj.data());
     if (!ctx.ops) return;
-    (in.ternary ? ctx.ops->ac : ctx.ops->mac) += pairs;
-    ctx.ops->weight_read_bytes += 4 * pairs;
+    // The same rule as the core's synaptic layers: a spike costs one AC per non-zero weight it
+    // reaches, a small integer x (coincident spikes, e.g. the 2 of a SEW residual) |x| ACs,
+    // any other value one MAC.
+    std::uint64_t touched = 0, weighted = 0;
+    bool integral = true;
+    for (auto a : in.active) {
+        const std::uint64_t f = qkv_.row_nnz(static_cast<std::int64_t>(a) % dim_in_);
+        touched += f;
+        if (!in.ternary && integral) {
+            const float x = std::fabs(in.values[a]);
+            if (x == std::floor(x) && x <= 16.0f)
+                weighted += static_cast<std::uint64_t>(x) * f;
+            else
+                integral = false;
+        }
+    }
+    if (in.ternary)
+        ctx.ops->ac += touched;
+    else if (integral)
+        ctx.ops->ac += weighted;
+    else
+        ctx.ops->mac += touched;
+    ctx.ops->weight_read_bytes += 4 * touched;
 }
 
 std::uint64_t SpikingAttentionNode::emit(const std::vector<float>& vals, Activity& out) {

@@ -50,8 +50,8 @@ class SpikingAttentionNode : public Node {
         std::vector<std::uint32_t> cnt;
     };
     std::unique_ptr<State> make_common_state() const;
-    // Runs the fused projection; returns the (input, weight) pairs and books them as AC
-    // (spike input) or MAC (any other value) with 4 weight bytes each.
+    // Runs the fused projection and books its (input, weight) pairs: AC for spikes, |x| ACs
+    // for small integers x, MAC for analog values; 4 weight bytes each.
     void project(const Activity& in, State& s, const StepContext& ctx) const;
     // Writes out = spikes in `vals` (length N*D), ascending; returns the non-zero count.
     static std::uint64_t emit(const std::vector<float>& vals, Activity& out);

@@ -79,6 +79,7 @@ class Projection {
     std::int64_t out() const { return out_; }
     std::uint64_t nonzero_weights() const { return nnz_total_; }
     std::uint64_t weight_count() const { return static_cast<std::uint64_t>(in_ * out_); }
+    std::uint32_t row_nnz(std::int64_t i) const { return row_nnz_[static_cast<std::size_t>(i)]; }
 
     // acc [tokens][out] := bias + x W^T. Event form: only the listed non-zero inputs
     // (`active` ascending indices into x = [tokens][in]); dense form: every input. Both add

@@ -11,6 +11,33 @@ if(TERNION_SANITIZE)
                            -fno-sanitize-recover=all)
     target_link_options(ternion_options INTERFACE -fsanitize=${_san})
 endif()
+# Floating-point contraction (FMA) would change rounding between otherwise identical loops;
+# the engines' bit-for-bit agreement and the framework cross-checks rely on it being off.
+target_compile_options(ternion_options INTERFACE -ffp-contract=off)
+
+# One instruction-set level for every translation unit: mixing per-file -mavx2 with baseline
+# code breaks Eigen's aligned allocator across units. x86-64-v3 = AVX2 + FMA (2013 onwards);
+# TERNION_ARCH="" builds for the baseline.
+set(TERNION_ARCH "auto" CACHE STRING "Target ISA: auto (x86-64-v3 when the build machine runs it), a -march value, or empty")
+if(TERNION_ARCH STREQUAL "auto")
+    include(CheckCXXSourceRuns)
+    set(CMAKE_REQUIRED_FLAGS "-march=x86-64-v3")
+    check_cxx_source_runs("#include <immintrin.h>
+int main() { __m256 a = _mm256_set1_ps(1.0f); a = _mm256_fmadd_ps(a, a, a); return _mm256_cvtss_f32(a) == 2.0f ? 0 : 1; }"
+        TERNION_CAN_RUN_X86_64_V3)
+    unset(CMAKE_REQUIRED_FLAGS)
+    set(_arch "")
+    if(TERNION_CAN_RUN_X86_64_V3)
+        set(_arch "x86-64-v3")
+    endif()
+else()
+    set(_arch "${TERNION_ARCH}")
+endif()
+if(_arch)
+    target_compile_options(ternion_options INTERFACE -march=${_arch})
+    message(STATUS "ternion: compiling for -march=${_arch}")
+endif()
+
 # Eigen must not start threads of its own: oneTBB owns parallelism.
 target_compile_definitions(ternion_options INTERFACE EIGEN_DONT_PARALLELIZE
                            TERNION_VERSION="${PROJECT_VERSION}" TERNION_GIT_REV="${TERNION_GIT_REV}"

@@ -153,6 +153,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                 OpCounts step_ops;
                 ctx.ops = &step_ops;
                 ctx.aux = st.aux.data();
+                ctx.keep_attention = cfg.observer && cfg.observer->wants_attention(u, sample, t);
                 if (u == in_node) {
                     out.clear();
                     input.fill(sample, t, cfg.seed, out, step_ops);

@@ -33,6 +33,8 @@ class StepObserver {
   public:
     virtual ~StepObserver() = default;
     virtual bool wants(int node) const = 0;
+    // Whether node `node` should keep its attention maps at (sample, step).
+    virtual bool wants_attention(int node, std::int64_t sample, std::int64_t step) const { return false; }
     virtual void on_step(std::int64_t sample, std::int64_t step, int node, const Node& n,
                          const Activity& out, const NodeState* state, const OpCounts& ops) = 0;
 };

@@ -64,6 +64,9 @@ struct StepContext {
     std::uint64_t seed = 0;
     bool parallel_inner = false;  // the node may split its work across threads
     OpCounts* ops = nullptr;
+    // Set when a recorder wants this node's attention maps at this step: the node then keeps
+    // them in its state for attention_maps().
+    bool keep_attention = false;
     // Node-defined extra counters (see Node::aux_names), e.g. Q/K/V spikes inside attention.
     std::uint64_t* aux = nullptr;
 
@@ -79,6 +82,14 @@ struct StepContext {
             tbb::blocked_range<std::int64_t>(0, n, grain),
             [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
     }
+};
+
+// Attention maps of one node at one step, per head: `scores` before normalisation (BSA's integer
+// ternary products, SSA's Q.K^T counts, ANN logits) and `weights` after (Shiftmax / softmax
+// weights; SSA's scaled products). Row-major [heads, rows, cols].
+struct AttentionMaps {
+    std::int64_t heads = 0, rows = 0, cols = 0;
+    std::vector<float> scores, weights;
 };
 
 // Per-sample mutable state of a node (membrane potentials, delay lines, ...).
@@ -117,6 +128,10 @@ class Node {
     // One time step. `in` is the sum of the incoming edges; `out` is pre-sized to out_size().
     virtual void step(const Activity& in, NodeState* state, Activity& out,
                       const StepContext& ctx) const = 0;
+
+    // Attention maps of the last step (kept when StepContext::keep_attention was set); false
+    // for nodes without attention.
+    virtual bool attention_maps(const NodeState* state, AttentionMaps& out) const { return false; }
 
     // Membrane potential (or the node's main state) for tracing; false when there is none.
     virtual bool membrane(const NodeState* state, std::vector<float>& out) const { return false; }

@@ -154,6 +154,7 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
                             rep.discretization_source);
     o.reset = pick(user.reset, "reset", "zero", {"zero", "subtract"}, rep.reset_source);
     o.weight_codebook = user.weight_codebook;
+    o.threads = user.threads;
     rep.used = o;
     auto g = std::make_unique<Graph>();
     g->set_origin(path);

@@ -17,6 +17,7 @@ struct UserLoadOptions {
     std::optional<std::string> discretization;  // euler | exact
     std::optional<std::string> reset;           // zero | subtract
     bool weight_codebook = true;
+    int threads = 1;  // the run's thread count (only sizes parallel blocks)
 };
 
 struct LoadReport {

@@ -7,7 +7,8 @@ namespace ternion {
 
 namespace {
 
-constexpr std::int64_t kNeuronBlock = 4096;
+// Neurons per parallel block: small enough that mid-sized populations use every core.
+constexpr std::int64_t kNeuronBlock = 1024;
 
 struct NeuronState : NodeState {
     std::vector<float> v, i;  // membrane and (CubaLIF) synaptic current

@@ -22,6 +22,7 @@ struct LoadOptions {
     std::string discretization = "euler";  // "euler" | "exact"
     std::string reset = "zero";            // "zero" | "subtract"
     bool weight_codebook = true;           // lossless shared-value weight storage
+    int threads = 1;                       // worker threads: sizes row blocks of large layers
 };
 
 class NodeSpec {

@@ -59,7 +59,8 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
                     w[static_cast<std::size_t>(r * in + c)];
         return;
     }
-    const std::int64_t nb = (out + kBlock - 1) / kBlock;
+    choose_block();
+    const std::int64_t nb = nblocks(), kBlock = block_;
     colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
     std::vector<Syn> syn;
     syn.reserve(nnz_);
@@ -141,7 +142,8 @@ void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
     }
     sparse_ = true;
     dense_.clear();
-    const std::int64_t nb = (out + kBlock - 1) / kBlock;
+    choose_block();
+    const std::int64_t nb = nblocks(), kBlock = block_;
     colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
     std::vector<Syn> syn(nnz_, Syn{0, 0.0f});
     std::uint64_t base_off = 0;
@@ -179,6 +181,7 @@ void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
 
 float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
     if (!sparse_) return dense_[static_cast<std::size_t>(c * out_ + r)];
+    const std::int64_t kBlock = block_;
     const std::int64_t b = r / kBlock;
     const std::size_t base = static_cast<std::size_t>(b * (in_ + 1));
     for (auto k = colptr_[base + static_cast<std::size_t>(c)];
@@ -216,6 +219,7 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
         return;
     }
     // r0 is block aligned: deliver block by block.
+    const std::int64_t kBlock = block_;
     for (std::int64_t b = r0 / kBlock; b * kBlock < r1; ++b) {
         const std::size_t base = static_cast<std::size_t>(b * (in_ + 1));
         const auto k0 = colptr_[base + static_cast<std::size_t>(c)];
@@ -347,6 +351,7 @@ class PassNode final : public Node {
 
 struct BlockScratch : NodeState {
     std::vector<std::vector<std::uint32_t>> block_active;
+    std::vector<std::uint32_t> offsets, by_channel;  // active inputs bucketed by channel
 };
 
 class LinearNode final : public Node {
@@ -372,6 +377,7 @@ class LinearNode final : public Node {
         }
         fold_batchnorm(s, "", out_, w, bias_);
         weights_.set_codebook(s.options().weight_codebook);
+        weights_.set_blocks(s.options().threads);
         weights_.build(w, out_, in_);
     }
     // ternion extension: weights as compressed rows (weight_csr_indptr, weight_csr_indices,
@@ -404,6 +410,7 @@ class LinearNode final : public Node {
         if (s.has("bn_weight") || s.has("bn_running_mean"))
             s.fail("bn_weight", "BatchNorm folding needs dense weights");
         weights_.set_codebook(s.options().weight_codebook);
+        weights_.set_blocks(s.options().threads);
         weights_.build_csr(indptr, indices, data, out_, in_);
     }
     NodeCategory category() const override { return NodeCategory::synaptic; }
@@ -427,9 +434,7 @@ class LinearNode final : public Node {
         st->block_active.resize(static_cast<std::size_t>(nblocks()));
         return st;
     }
-    std::int64_t nblocks() const {
-        return (out_ + ColumnWeights::kBlock - 1) / ColumnWeights::kBlock;
-    }
+    std::int64_t nblocks() const { return weights_.nblocks(); }
 
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override {
@@ -441,8 +446,8 @@ class LinearNode final : public Node {
             // One token: split the output rows into blocks, each scanning all active inputs.
             ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
                 for (std::int64_t b = b0; b < b1; ++b) {
-                    const std::int64_t r0 = b * ColumnWeights::kBlock;
-                    const std::int64_t r1 = std::min(out_, r0 + ColumnWeights::kBlock);
+                    const std::int64_t r0 = b * weights_.block();
+                    const std::int64_t r1 = std::min(out_, r0 + weights_.block());
                     std::fill(y + r0, y + r1, 0.0f);
                     if (dense) {
                         for (std::int64_t c = 0; c < in_; ++c)
@@ -472,22 +477,43 @@ class LinearNode final : public Node {
         } else {
             // Several tokens: the weights apply to the last axis of each token.
             std::fill(out.values.begin(), out.values.end(), 0.0f);
-            auto it = in.active.begin();
-            for (std::int64_t t = 0; t < rows_; ++t) {
-                float* yt = y + t * out_;
-                if (dense) {
+            if (dense) {
+                for (std::int64_t t = 0; t < rows_; ++t)
                     for (std::int64_t c = 0; c < in_; ++c)
                         weights_.add_column(c, in.values[static_cast<std::size_t>(t * in_ + c)],
-                                            false, yt, 0, out_);
-                } else {
-                    const std::uint32_t end = static_cast<std::uint32_t>((t + 1) * in_);
-                    for (; it != in.active.end() && *it < end; ++it)
-                        weights_.add_column(*it - t * in_, in.values[*it], unit, yt, 0, out_);
-                }
-                if (!bias_.empty())
-                    for (std::int64_t r = 0; r < out_; ++r)
-                        yt[r] += bias_[static_cast<std::size_t>(r)];
+                                            false, y + t * out_, 0, out_);
+            } else {
+                // Channel-major: each weight column is read once per step and applied to every
+                // token where that channel is active. Every output still receives its terms in
+                // ascending channel order, exactly as the dense loop adds them.
+                auto& off = scratch.offsets;
+                auto& order = scratch.by_channel;
+                off.assign(static_cast<std::size_t>(in_ + 1), 0);
+                for (auto i : in.active) ++off[i % static_cast<std::uint32_t>(in_) + 1];
+                for (std::int64_t c = 0; c < in_; ++c)
+                    off[static_cast<std::size_t>(c + 1)] += off[static_cast<std::size_t>(c)];
+                order.resize(in.active.size());
+                for (auto i : in.active) order[off[i % static_cast<std::uint32_t>(in_)]++] = i;
+                // off[c] now ends bucket c; bucket c starts where bucket c-1 ends.
+                ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
+                    const std::int64_t r0 = b0 * weights_.block();
+                    const std::int64_t r1 = std::min(out_, b1 * weights_.block());
+                    std::uint32_t start = 0;
+                    for (std::int64_t c = 0; c < in_; ++c) {
+                        const std::uint32_t end = off[static_cast<std::size_t>(c)];
+                        for (std::uint32_t k = start; k < end; ++k) {
+                            const std::uint32_t i = order[k];
+                            const std::int64_t t = i / static_cast<std::uint32_t>(in_);
+                            weights_.add_column(c, in.values[i], unit, y + t * out_, r0, r1);
+                        }
+                        start = end;
+                    }
+                });
             }
+            if (!bias_.empty())
+                for (std::int64_t t = 0; t < rows_; ++t)
+                    for (std::int64_t r = 0; r < out_; ++r)
+                        y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
             out.active.clear();
             for (std::int64_t i = 0; i < rows_ * out_; ++i)
                 if (y[i] != 0.0f) out.active.push_back(static_cast<std::uint32_t>(i));

@@ -20,9 +20,13 @@ void fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_
 // a spike at input c adds column c. Columns are split into row blocks for parallel delivery.
 class ColumnWeights {
   public:
-    // Rows per block: large enough that a column's synapses in one block form one contiguous
-    // run (latency, not bandwidth, bounds event delivery), small enough to split big layers.
-    static constexpr std::int64_t kBlock = 8192;
+    // Rows per block: a column's synapses in one block form one contiguous run (latency, not
+    // bandwidth, bounds event delivery), so blocks are as large as possible: one per worker
+    // thread, at most 65535 rows (uint16 offsets). The partition never changes results.
+    static constexpr std::int64_t kMaxBlock = 65535;
+    void set_blocks(int parts) { parts_ = parts < 1 ? 1 : parts; }
+    std::int64_t block() const { return block_; }
+    std::int64_t nblocks() const { return (out_ + block_ - 1) / block_; }
     // `codebook`: store each synapse's weight as an index into the matrix's distinct values when
     // there are at most 256 of them (no per-synapse weight at all when there is one). Lossless.
     void set_codebook(bool on) { use_codebook_ = on; }
@@ -51,7 +55,7 @@ class ColumnWeights {
     // stage 1 its first synapses (needs the offsets, fetched earlier by stage 0).
     void prefetch(std::int64_t c, std::int64_t block, int stage) const {
         if (!sparse_) {
-            if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + block * kBlock);
+            if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + block * block_);
             return;
         }
         const std::size_t at = static_cast<std::size_t>(block * (in_ + 1) + c);
@@ -84,6 +88,13 @@ class ColumnWeights {
     template <class W>
     void deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit, W weight) const;
     bool use_codebook_ = true;
+    int parts_ = 1;
+    std::int64_t block_ = 1;
+    void choose_block() {
+        std::int64_t b = (out_ + parts_ - 1) / parts_;
+        b = (b + 63) / 64 * 64;  // whole cache lines of outputs per block
+        block_ = std::max<std::int64_t>(1, std::min(b, kMaxBlock));
+    }
     std::vector<std::uint64_t> colptr_;
     std::vector<std::uint16_t> rows_;
     std::vector<float> vals_;

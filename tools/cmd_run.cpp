@@ -121,7 +121,9 @@ int cmd_run(const Args& args) {
 
     auto t0 = std::chrono::steady_clock::now();
     LoadReport rep;
-    auto graph = load_model(model, model_options(vm), rep);
+    UserLoadOptions lo = model_options(vm);
+    lo.threads = threads;
+    auto graph = load_model(model, lo, rep);
     ModelHints hints = read_hints(model);
     InputOptions io;
     io.encoding =

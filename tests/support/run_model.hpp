@@ -44,6 +44,7 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
                                          Encoding enc = Encoding::direct, std::uint64_t seed = 0) {
     auto o = std::make_unique<Outcome>();
     LoadReport rep;
+    lo.threads = threads;  // blocks follow the thread count, as in `ternion run`
     o->graph = load_model(model, lo, rep);
     InputOptions io{enc, T};
     auto src = open_input(input, io);

@@ -38,8 +38,9 @@ double partial_correlation(const Eigen::MatrixXd& R, int x, int y, const std::ve
     if (z.size() == 1) {
         const int w = z[0];
         const double den = (1 - R(x, w) * R(x, w)) * (1 - R(y, w) * R(y, w));
-        // x or y is a copy of w: nothing left to correlate once w is known.
-        if (den <= 1e-24) return 0.0;
+        // x or y is a copy of w: a deterministic relation, outside what the test can judge;
+        // like the reference code's |rho| >= 1 case it counts as dependent.
+        if (den <= 1e-24) return 1.0;
         return (R(x, y) - R(x, w) * R(y, w)) / std::sqrt(den);
     }
     // Residual covariance of (x, y) after regressing on z; equals the precision-matrix form
@@ -56,7 +57,8 @@ double partial_correlation(const Eigen::MatrixXd& R, int x, int y, const std::ve
     Eigen::Matrix2d S;
     S << R(x, x), R(x, y), R(y, x), R(y, y);
     S -= Rz2.transpose() * sol;
-    if (S(0, 0) <= 1e-12 || S(1, 1) <= 1e-12) return 0.0;
+    if (S(0, 0) <= 1e-12 || S(1, 1) <= 1e-12) return 1.0;  // deterministic: dependent
+
     return S(0, 1) / std::sqrt(S(0, 0) * S(1, 1));
 }
 

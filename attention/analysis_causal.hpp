@@ -19,7 +19,8 @@ Eigen::MatrixXd attention_covariance(const Eigen::MatrixXd& A);
 Eigen::MatrixXd correlation(const Eigen::MatrixXd& C, std::vector<int>* degenerate = nullptr);
 
 // Partial correlation of x and y given z: closed forms for |z| <= 1, the precision matrix of
-// R[(x, y, z), (x, y, z)] above that (a pseudo-inverse when singular).
+// R[(x, y, z), (x, y, z)] above that (a pseudo-inverse when singular). When z determines x or
+// y exactly (copied attention rows) the result is 1: the pair then counts as dependent.
 double partial_correlation(const Eigen::MatrixXd& R, int x, int y, const std::vector<int>& z);
 
 // Two-sided p-value of the Fisher-z test of rho = 0 with `n` records and `k` conditioning

@@ -3,6 +3,7 @@
 #include <hdf5.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/error.hpp"
 #include "sim/h5io.hpp"
@@ -11,8 +12,13 @@ namespace ternion::analysis {
 
 namespace {
 
-std::string att_group(const std::string& node) {
-    return "/nodes/" + node + "/observables/attention";
+// NIR-style location first, then the /ternion/attention/<node> one of docs/traces.md.
+std::string att_group(const h5::Reader& r, const std::string& node) {
+    const std::string nir = "/nodes/" + node + "/observables/attention";
+    if (r.is_group(nir)) return nir;
+    const std::string tern = "/ternion/attention/" + node;
+    if (r.is_group(tern)) return tern;
+    return nir;
 }
 
 // Integer list stored as an attribute of `obj` (the Reader only reads scalar attributes).
@@ -80,19 +86,25 @@ std::int64_t RecordedAttention::step_pos(std::int64_t id, const std::string& opt
 std::vector<std::string> attention_nodes(const std::string& file) {
     h5::Reader r(file);
     std::vector<std::string> out;
-    if (!r.is_group("/nodes")) return out;
-    for (auto& n : r.children("/nodes")) {
-        const auto g = att_group(n);
-        if (r.exists(g + "/weights") || r.exists(g + "/scores")) out.push_back(n);
+    for (const char* root : {"/nodes", "/ternion/attention"}) {
+        if (!r.is_group(root)) continue;
+        for (auto& n : r.children(root)) {
+            const auto g = att_group(r, n);
+            if ((r.exists(g + "/weights") || r.exists(g + "/scores")) &&
+                std::find(out.begin(), out.end(), n) == out.end())
+                out.push_back(n);
+        }
     }
+    std::sort(out.begin(), out.end());
     return out;
 }
 
 RecordedAttention read_attention(const std::string& file, const std::string& node,
                                  const std::string& map) {
     h5::Reader r(file);
-    if (!r.is_group("/nodes")) r.fail("/nodes", "not a ternion trace (no /nodes group)");
-    if (!r.is_group("/nodes/" + node)) {
+    if (!r.is_group("/nodes") && !r.is_group("/ternion/attention"))
+        r.fail("/nodes", "not a ternion trace (no /nodes group)");
+    if (!r.is_group("/nodes/" + node) && !r.is_group("/ternion/attention/" + node)) {
         std::string have;
         for (auto& n : attention_nodes(file)) {
             if (!have.empty()) have += ", ";
@@ -101,7 +113,7 @@ RecordedAttention read_attention(const std::string& file, const std::string& nod
         r.fail("/nodes/" + node, "no such node in the trace (nodes with attention: " +
                                      (have.empty() ? std::string("none") : have) + ")");
     }
-    const auto grp = att_group(node);
+    const auto grp = att_group(r, node);
     if (!r.is_group(grp))
         r.fail(grp,
                "no attention maps recorded for this node (record them with `ternion run "
@@ -129,7 +141,21 @@ RecordedAttention read_attention(const std::string& file, const std::string& nod
     a.heads = inf.dims[2];
     a.rows = inf.dims[3];
     a.cols = inf.dims[4];
+    a.group = grp;
     a.data = r.read_floats(ds);
+    for (auto& v : a.data)
+        if (!std::isfinite(v)) {
+            v = 0.f;  // -inf logits mark keys a causal mask hides: they carry no attention
+            ++a.nonfinite;
+        }
+    a.present.assign(static_cast<std::size_t>(a.samples * a.steps), 1);
+    if (r.is_dataset(grp + "/present")) {
+        auto p = r.read_ints(grp + "/present");
+        if (static_cast<std::int64_t>(p.size()) != a.samples * a.steps)
+            r.fail(grp + "/present", "expected [samples, steps] = [" + std::to_string(a.samples) +
+                                         ", " + std::to_string(a.steps) + "]");
+        for (std::size_t i = 0; i < p.size(); ++i) a.present[i] = p[i] != 0;
+    }
     a.sample_ids = indices(r, grp, "samples", a.samples);
     a.step_ids = indices(r, grp, "steps", a.steps);
     for (const char* key : {"value_dim", "head_dim"})

@@ -1,6 +1,7 @@
 // Reads recorded attention maps back from a ternion trace (HDF5, NIR NIRGraphData layout) for
-// the analysis tools: /nodes/<node>/observables/attention/{weights,scores} float32
-// [samples, steps, heads, rows, cols] plus the recorded sample and step indices.
+// the analysis tools: {weights,scores} float32 [samples, steps, heads, rows, cols] plus the
+// recorded sample and step indices and an optional present [samples, steps] mask, found under
+// /nodes/<node>/observables/attention/ or /ternion/attention/<node>/ (docs/traces.md).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,8 +13,13 @@ struct RecordedAttention {
     std::string file, node, map;  // map: "weights" or "scores"
     std::int64_t samples = 0, steps = 0, heads = 0, rows = 0, cols = 0;
     std::vector<std::int64_t> sample_ids, step_ids;  // recorded indices (positions if absent)
-    std::vector<float> data;     // row-major [samples, steps, heads, rows, cols]
-    std::int64_t value_dim = 0;  // per-head value width if the trace says so (0: unknown)
+    std::vector<float> data;           // row-major [samples, steps, heads, rows, cols]
+    std::vector<std::int8_t> present;  // [samples, steps]: 1 where the node delivered maps
+    std::int64_t value_dim = 0;        // per-head value width if the trace says so (0: unknown)
+    std::int64_t nonfinite = 0;        // entries that were +-inf/NaN (masked keys), read as 0
+    std::string group;                 // where the maps were found
+
+    bool has(std::int64_t s, std::int64_t t) const { return present[size_t(s * steps + t)] != 0; }
 
     // The rows x cols map of (sample position, step position, head), row-major.
     const float* map_at(std::int64_t s, std::int64_t t, std::int64_t h) const {

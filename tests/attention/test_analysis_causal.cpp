@@ -64,6 +64,9 @@ TEST_CASE("fact 3: identical rows are perfectly correlated and always dependent"
     CHECK(t.pvalue(0, 1, {}) == 0.0);
     CHECK(t.pvalue(0, 1, {2}) == 0.0);
     CHECK(pc_search(t, 3).adjacent(0, 1));
+    // Uniform attention: every row identical, every pair dependent, a complete skeleton.
+    const auto g = pc_search(tester(Eigen::MatrixXd::Constant(4, 4, 0.25)), 4);
+    for (int i = 0; i < 4; ++i) CHECK(g.neighbours(i).size() == 3);
 }
 
 TEST_CASE("fact 4: the |Z| = 1 closed form equals the precision-matrix formula") {

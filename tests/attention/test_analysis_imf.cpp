@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <numeric>
 
 #include "attention/analysis_imf.hpp"
@@ -126,5 +127,24 @@ TEST_CASE("trace reader: NIRGraphData attention layout, index fallbacks, bad inp
     } catch (const ternion::InputError& e) {
         CHECK(std::string(e.what()).find("b0_attn") != std::string::npos);  // names the options
     }
+    // docs/traces.md location, a present mask and -inf logits.
+    const std::string p2 = (dir / "att2.h5").string();
+    {
+        h5::Writer w(p2);
+        w.group("/nodes");
+        const std::string g = "/ternion/attention/blk";
+        w.group(g);
+        std::vector<float> v(2 * 1 * 1 * 2 * 2, 0.5f);
+        v[1] = -std::numeric_limits<float>::infinity();
+        w.write(g + "/weights", v, {2, 1, 1, 2, 2});
+        w.write(g + "/present", std::vector<std::int8_t>{1, 0}, {2, 1});
+    }
+    CHECK(attention_nodes(p2) == std::vector<std::string>{"blk"});
+    const auto b = read_attention(p2, "blk");
+    CHECK(b.group == "/ternion/attention/blk");
+    CHECK(b.has(0, 0));
+    CHECK_FALSE(b.has(1, 0));
+    CHECK(b.nonfinite == 1);
+    CHECK(b.map_at(0, 0, 0)[1] == 0.f);
     std::filesystem::remove_all(dir);
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace ternion {
 
@@ -39,7 +40,7 @@ class NeuronBase : public Node {
         }
     }
     NodeCategory category() const override { return NodeCategory::neuron; }
-    bool is_spiking() const override { return true; }
+    bool is_spiking() const override { return !integrator_; }
     Shape declared_in_shape() const override { return param_shape_; }
     void bind(const Shape& in) override {
         if (n_params_ > 1 && numel(in) != n_params_)
@@ -92,10 +93,19 @@ class NeuronBase : public Node {
             }
         });
         out.active.clear();
-        for (auto& sp : st.block_spikes) out.active.insert(out.active.end(), sp.begin(), sp.end());
-        out.ternary = true;
         OpCounts& ops = *ctx.ops;
         const auto un = static_cast<std::uint64_t>(n);
+        if (integrator_) {
+            // I, LI, CubaLI: no threshold; the output is the membrane potential itself.
+            std::copy(st.v.begin(), st.v.end(), out.values.begin());
+            out.scan();
+            ops.neuron_update += un;
+            ops.state_read_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
+            ops.state_write_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
+            return;
+        }
+        for (auto& sp : st.block_spikes) out.active.insert(out.active.end(), sp.begin(), sp.end());
+        out.ternary = true;
         ops.neuron_update += un;
         ops.cmp += un;
         ops.spikes_out += out.active.size();
@@ -145,6 +155,7 @@ class NeuronBase : public Node {
     }
 
     int vars_;
+    bool integrator_ = false;  // I / LI / CubaLI: never fires
     Compare cmp_ = Compare::gt;
     ResetMode reset_ = ResetMode::to_value;
     bool cmp_set_ = false, reset_set_ = false;
@@ -185,11 +196,13 @@ void require_positive(const NodeSpec& s, const std::string& p, const std::vector
 
 class LifNode final : public NeuronBase {
   public:
-    LifNode(const NodeSpec& s, bool leaky) : NeuronBase(s, 1) {
+    LifNode(const NodeSpec& s, bool leaky, bool integrator = false) : NeuronBase(s, 1) {
         const auto& o = s.options();
         apply_defaults(o);
+        integrator_ = integrator;
         r_ = param(s, "r", leaky ? std::optional<float>() : std::optional<float>(1.0f));
-        th_ = param(s, "v_threshold", std::nullopt);
+        th_ = integrator ? std::vector<float>{std::numeric_limits<float>::infinity()}
+                         : param(s, "v_threshold", std::nullopt);
         vr_ = param(s, "v_reset", 0.0f);  // older files have no v_reset: NIR reads it as 0
         if (leaky) {
             tau_ = param(s, "tau", std::nullopt);
@@ -258,16 +271,18 @@ class LifNode final : public NeuronBase {
 
 class CubaLifNode final : public NeuronBase {
   public:
-    explicit CubaLifNode(const NodeSpec& s) : NeuronBase(s, 2) {
+    explicit CubaLifNode(const NodeSpec& s, bool integrator = false) : NeuronBase(s, 2) {
         const auto& o = s.options();
         apply_defaults(o);
+        integrator_ = integrator;
         ts_ = param(s, "tau_syn", std::nullopt);
         tm_ = param(s, "tau_mem", std::nullopt);
         require_positive(s, "tau_syn", ts_);
         require_positive(s, "tau_mem", tm_);
         r_ = param(s, "r", 1.0f);
         leak_ = param(s, "v_leak", 0.0f);
-        th_ = param(s, "v_threshold", std::nullopt);
+        th_ = integrator ? std::vector<float>{std::numeric_limits<float>::infinity()}
+                         : param(s, "v_threshold", std::nullopt);
         vr_ = param(s, "v_reset", 0.0f);
         win_ = param(s, "w_in", 1.0f);
         exact_ = o.discretization == "exact";
@@ -466,6 +481,15 @@ class ThresholdNode final : public NeuronBase {
 }  // namespace
 
 void register_neuron_nodes(NodeFactory& f) {
+    f.add(
+        "I", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, false, true); },
+        "integrator (NIR): v += r I; outputs v");
+    f.add(
+        "LI", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, true, true); },
+        "leaky integrator (NIR): tau, r, v_leak; outputs v");
+    f.add(
+        "CubaLI", [](const NodeSpec& s) { return std::make_unique<CubaLifNode>(s, true); },
+        "current-based leaky integrator (NIR): tau_syn, tau_mem, r, v_leak, w_in; outputs v");
     f.add(
         "IF", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, false); },
         "integrate-and-fire: v += r I; r, v_threshold, v_reset");

@@ -207,3 +207,30 @@ TEST_CASE("neuron counts: one update and one comparison per neuron per step") {
     CHECK(st.positive_out == 2);
     CHECK(st.negative_out == 2);
 }
+
+TEST_CASE("NIR integrators I, LI and CubaLI output their membrane potential") {
+    UserLoadOptions lo;
+    lo.dt = 1e-3;
+    // I: v += r x -> 0.5, 1.0, ..., never resets.
+    auto i = drive("I", {{"r", P(0.5)}}, {1.0f}, 4, lo);
+    CHECK(output_of(*i, "neuron", 0, 3) == std::vector<float>{2.0f});
+    // LI (Euler): v = 0.9 v + 0.1 r x -> 2 (1 - 0.9^(t+1)) with r = 2, x = 1.
+    auto li = drive("LI", {{"tau", P(0.01)}, {"r", P(2.0)}, {"v_leak", P(0.0)}}, {1.0f}, 10, lo);
+    CHECK(output_of(*li, "neuron", 0, 9)[0] ==
+          doctest::Approx(2.0 * (1 - std::pow(0.9, 10))).epsilon(1e-5));
+    CHECK_FALSE(li->graph->node(li->graph->find("neuron")).is_spiking());
+    // CubaLI: i = 0.9 i + x, v = 0.95 v + i (unit gains), no threshold however large v grows.
+    auto c = drive("CubaLI",
+                   {{"tau_syn", P(0.01)},
+                    {"tau_mem", P(0.02)},
+                    {"r", P(20.0)},
+                    {"w_in", P(10.0)},
+                    {"v_leak", P(0.0)}},
+                   {1.0f}, 30, lo);
+    double ic = 0, v = 0;
+    for (int t = 0; t < 30; ++t) {
+        ic = 0.9 * ic + 1.0;
+        v = 0.95 * v + ic;
+    }
+    CHECK(output_of(*c, "neuron", 0, 29)[0] == doctest::Approx(v).epsilon(1e-5));
+}

@@ -403,3 +403,27 @@ TEST_CASE("coincident spikes (integer inputs) cost |x| ACs per weight; analog in
     CHECK(sa.ops.mac == 3);  // 0.5 is analog: the whole layer input is priced as MACs
     CHECK(sa.ops.ac == 0);
 }
+
+TEST_CASE("Conv1d with stride and dilation by hand") {
+    TempFile m, in;
+    // One channel, kernel (1, -1, 2), dilation 2, stride 2, no padding, length 9:
+    // y[o] = x[2o] - x[2o + 2] + 2 x[2o + 4], o = 0..2.
+    ModelFile()
+        .node("input", "Input", {{"shape", P({1, 9})}})
+        .node("conv", "Conv1d",
+              {{"weight", P({1, -1, 2}, {1, 1, 3})},
+               {"stride", P(2.0)},
+               {"dilation", P(2.0)},
+               {"padding", P(0.0)}})
+        .node("output", "Output")
+        .edge("input", "conv")
+        .edge("conv", "output")
+        .write(m.path());
+    std::vector<std::int8_t> x{1, 0, 1, 1, -1, 0, 1, 0, 1};
+    write_spikes(in.path(), x, {1, 1, 1, 9});
+    for (auto eng : {Engine::event, Engine::dense}) {
+        auto o = run_file(m.path(), in.path(), eng);
+        // o=0: 1 - 1 + 2(-1) = -2; o=1: 1 - (-1) + 2(1) = 4; o=2: -1 - 1 + 2(1) = 0.
+        CHECK(output_of(*o, "conv", 0, 0) == std::vector<float>{-2.0f, 4.0f, 0.0f});
+    }
+}

@@ -34,7 +34,9 @@ class StepObserver {
     virtual ~StepObserver() = default;
     virtual bool wants(int node) const = 0;
     // Whether node `node` should keep its attention maps at (sample, step).
-    virtual bool wants_attention(int node, std::int64_t sample, std::int64_t step) const { return false; }
+    virtual bool wants_attention(int node, std::int64_t sample, std::int64_t step) const {
+        return false;
+    }
     virtual void on_step(std::int64_t sample, std::int64_t step, int node, const Node& n,
                          const Activity& out, const NodeState* state, const OpCounts& ops) = 0;
 };
@@ -48,6 +50,7 @@ struct RunConfig {
     std::int64_t num_samples = -1;  // -1: all
     bool progress = false;          // progress bar on stderr
     StepObserver* observer = nullptr;
+    bool count_ops = true;  // false only for measuring the cost of counting
 };
 
 struct NodeStats {

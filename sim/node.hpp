@@ -67,6 +67,9 @@ struct StepContext {
     // Set when a recorder wants this node's attention maps at this step: the node then keeps
     // them in its state for attention_maps().
     bool keep_attention = false;
+    // Off only to measure what counting costs (`ternion run --no-op-counts`): synaptic layers
+    // then skip their per-event counting.
+    bool count_ops = true;
     // Node-defined extra counters (see Node::aux_names), e.g. Q/K/V spikes inside attention.
     std::uint64_t* aux = nullptr;
 

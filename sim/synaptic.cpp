@@ -246,7 +246,9 @@ namespace {
 // 2 of a spike-adding residual) costs |x| ACs per weight, as that many events would on
 // event-driven hardware; any other value is analog and costs one MAC per weight.
 template <class Fan>
-void count_events(const Activity& in, Fan fan, std::uint64_t bytes_per_weight, OpCounts& ops) {
+void count_events(const Activity& in, Fan fan, std::uint64_t bytes_per_weight, OpCounts& ops,
+                  bool enabled = true) {
+    if (!enabled) return;
     std::uint64_t touched = 0, weighted = 0;
     bool integral = true;
     for (auto i : in.active) {
@@ -532,7 +534,7 @@ class LinearNode final : public Node {
                 [&](std::uint32_t c) {
                     return weights_.col_nnz(static_cast<std::int64_t>(c % in_));
                 },
-                weights_.bytes_per_synapse(), ops);
+                weights_.bytes_per_synapse(), ops, ctx.count_ops);
         }
     }
     std::uint64_t dense_macs_per_step() const override {
@@ -777,7 +779,7 @@ class ConvNode final : public Node {
             }
             count_events(
                 in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float),
-                ops);
+                ops, ctx.count_ops);
         }
         if (!bias_.empty())
             for (std::int64_t co = 0; co < cout_; ++co)

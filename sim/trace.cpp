@@ -1,103 +1,407 @@
 #include "trace.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "h5io.hpp"
 
 namespace ternion {
 
+namespace {
+
+constexpr std::int64_t kKinds = kOpFieldCount;
+
+std::vector<std::string> kind_names() {
+    std::vector<std::string> k;
+    OpCounts{}.for_each([&](std::string_view name, std::uint64_t) { k.emplace_back(name); });
+    return k;
+}
+
+std::int64_t attribute(const Node& n, const std::string& key) {
+    for (const auto& [k, v] : n.attributes())
+        if (k == key) return static_cast<std::int64_t>(v);
+    return 0;
+}
+
+// Writes one array dataset through a second handle on the file h5::Writer has open: chunks of
+// about 1 MiB along the leading axes, byte shuffle and gzip level 1. Traces are written after
+// the run, so this is on the user's clock: level 1 after shuffling compresses spikes, counts
+// and times nearly as well as the writer's default level 4 at a fraction of the time.
+void put(hid_t file, const std::string& path, const std::string& ds, hid_t type, const void* data,
+         const Shape& dims, std::size_t elem) {
+    std::vector<hsize_t> d(dims.begin(), dims.end());
+    h5::Handle space(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr), H5Sclose);
+    h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    const std::int64_t n = numel(dims);
+    if (n > 0) {
+        std::vector<hsize_t> chunk(d);
+        const std::size_t target = std::max<std::size_t>(1, (std::size_t{1} << 20) / elem);
+        std::size_t rest = 1;
+        for (std::size_t k = chunk.size(); k-- > 0;) {
+            if (rest * chunk[k] > target) chunk[k] = std::max<hsize_t>(1, target / rest);
+            rest *= chunk[k];
+        }
+        H5Pset_chunk(dcpl.id(), static_cast<int>(chunk.size()), chunk.data());
+        H5Pset_shuffle(dcpl.id());
+        H5Pset_deflate(dcpl.id(), 1);
+    }
+    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
+    H5Pset_create_intermediate_group(lcpl.id(), 1);
+    h5::Handle set(
+        H5Dcreate2(file, ds.c_str(), type, space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT),
+        H5Dclose);
+    if (!set) throw InputError(path, ds, "cannot create dataset");
+    if (n > 0 && H5Dwrite(set.id(), type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data) < 0)
+        throw InputError(path, ds, "write failed (disk full?)");
+}
+template <class T>
+void put(hid_t file, const std::string& path, const std::string& ds, hid_t type,
+         const std::vector<T>& v, const Shape& dims) {
+    put(file, path, ds, type, v.data(), dims, sizeof(T));
+}
+
+std::string gib(std::uint64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GiB", static_cast<double>(b) / (1024.0 * 1024 * 1024));
+    return buf;
+}
+
+}  // namespace
+
+std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option) {
+    std::vector<std::int64_t> r;
+    std::size_t pos = 0;
+    auto bad = [&](const std::string& item) {
+        throw OptionError(option, "'" + item + "' is not an index or a range a-b (e.g. 0,3,10-19)");
+    };
+    while (pos <= text.size()) {
+        std::size_t comma = text.find(',', pos);
+        std::string item =
+            text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+        pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
+        if (item.empty()) continue;
+        std::size_t dash = item.find('-', 1);
+        try {
+            std::size_t used = 0;
+            if (dash == std::string::npos) {
+                long long v = std::stoll(item, &used);
+                if (used != item.size() || v < 0) bad(item);
+                r.push_back(v);
+            } else {
+                std::string a = item.substr(0, dash), b = item.substr(dash + 1);
+                long long lo = std::stoll(a, &used);
+                if (used != a.size()) bad(item);
+                long long hi = std::stoll(b, &used);
+                if (used != b.size() || lo < 0 || hi < lo || hi - lo > 100000000) bad(item);
+                for (long long v = lo; v <= hi; ++v) r.push_back(v);
+            }
+        } catch (const std::logic_error&) {
+            bad(item);
+        }
+    }
+    if (r.empty()) throw OptionError(option, "lists no index");
+    std::sort(r.begin(), r.end());
+    r.erase(std::unique(r.begin(), r.end()), r.end());
+    return r;
+}
+
 TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t first,
                              std::int64_t samples, std::int64_t T)
     : g_(g), o_(o), first_(first), samples_(samples), T_(T) {
-    slot_.assign(static_cast<std::size_t>(g.size()), -1);
-    std::vector<int> chosen;
-    if (o.nodes.empty()) {
-        for (int u : g.order())
-            if (g.node(u).is_spiking()) chosen.push_back(u);
+    // Samples: rows of every [samples, ...] dataset, in ascending global order.
+    sample_rows_.assign(static_cast<std::size_t>(samples), -1);
+    if (o.samples.empty()) {
+        for (std::int64_t k = 0; k < samples; ++k) sample_ids_.push_back(first + k);
     } else {
+        for (auto s : o.samples) {
+            if (s < first || s >= first + samples)
+                throw OptionError("record-samples", "sample " + std::to_string(s) +
+                                                        " is not in this run [" +
+                                                        std::to_string(first) + ", " +
+                                                        std::to_string(first + samples) + ")");
+            sample_ids_.push_back(s);
+        }
+    }
+    for (std::size_t r = 0; r < sample_ids_.size(); ++r)
+        sample_rows_[static_cast<std::size_t>(sample_ids_[r] - first)] =
+            static_cast<std::int64_t>(r);
+    step_slots_.assign(static_cast<std::size_t>(T), -1);
+    if (o.steps.empty()) {
+        for (std::int64_t t = 0; t < T; ++t) step_ids_.push_back(t);
+    } else {
+        for (auto t : o.steps) {
+            if (t >= T)
+                throw OptionError("record-steps", "step " + std::to_string(t) +
+                                                      " is not below T = " + std::to_string(T));
+            step_ids_.push_back(t);
+        }
+    }
+    for (std::size_t k = 0; k < step_ids_.size(); ++k)
+        step_slots_[static_cast<std::size_t>(step_ids_[k])] = static_cast<std::int64_t>(k);
+
+    const auto S = static_cast<std::int64_t>(sample_ids_.size());
+    const auto TA = static_cast<std::int64_t>(step_ids_.size());
+    slot_.assign(static_cast<std::size_t>(g.size()), -1);
+    std::vector<Rec> chosen;
+    auto consider = [&](int u, bool explicit_node) {
+        const Node& nd = g.node(u);
+        Rec r;
+        r.node = u;
+        r.n = nd.out_size();
+        const bool spiking = nd.is_spiking();
+        r.spikes = o.spikes && (explicit_node || spiking);
+        r.membrane = o.membrane && (explicit_node || spiking);
+        r.ops = o.ops || o.energy;
+        r.attention = o.attention && nd.category() == NodeCategory::attention;
+        if (r.attention) {
+            r.heads = std::max<std::int64_t>(1, attribute(nd, "heads"));
+            r.rows = r.cols = attribute(nd, "tokens");
+            if (r.rows <= 0) r.attention = false;
+        }
+        if (r.spikes || r.membrane || r.ops || r.attention) chosen.push_back(std::move(r));
+    };
+    if (o.nodes.empty()) {
+        for (int u : g.order()) consider(u, false);
+    } else {
+        std::vector<int> seen;
         for (const auto& name : o.nodes) {
             int u = g.find(name);
             if (u < 0) throw OptionError("record-nodes", "no node named '" + name + "'");
-            chosen.push_back(u);
+            if (std::find(seen.begin(), seen.end(), u) != seen.end()) continue;
+            seen.push_back(u);
+            consider(u, true);
         }
     }
-    for (int u : chosen) {
-        const std::int64_t n = g.node(u).out_size();
-        const auto cells = static_cast<std::uint64_t>(samples * T * n);
-        if (o.spikes) bytes_ += cells;
-        if (o.membrane) bytes_ += cells * sizeof(float);
+    const auto cells = [&](std::int64_t n) { return static_cast<std::uint64_t>(S * T * n); };
+    for (const auto& r : chosen) {
+        if (r.spikes) bytes_ += cells(r.n);
+        if (r.membrane) bytes_ += cells(r.n) * sizeof(float);
+        if (r.ops) bytes_ += cells(kKinds) * sizeof(std::uint64_t) * (o.energy ? 2 : 1);
+        if (r.attention)
+            bytes_ +=
+                static_cast<std::uint64_t>(S * TA) *
+                (2 * static_cast<std::uint64_t>(r.heads * r.rows * r.cols) * sizeof(float) + 1);
     }
     if (bytes_ > o.max_bytes)
-        throw OptionError("max-trace-bytes", "the trace would take " + std::to_string(bytes_) +
-                                                 " bytes, over the limit of " +
-                                                 std::to_string(o.max_bytes) +
-                                                 " (record fewer nodes, samples or steps)");
-    for (int u : chosen) {
-        Rec r;
-        r.node = u;
-        r.n = g.node(u).out_size();
-        const auto cells = static_cast<std::size_t>(samples * T * r.n);
-        if (o.spikes) r.spikes.assign(cells, 0);
-        if (o.membrane) r.membrane.assign(cells, 0.0f);
-        slot_[static_cast<std::size_t>(u)] = static_cast<int>(recs_.size());
+        throw OptionError("max-trace-bytes",
+                          "the trace would take an estimated " + std::to_string(bytes_) +
+                              " bytes (" + gib(bytes_) + "), over the limit of " +
+                              std::to_string(o.max_bytes) + " bytes (" + gib(o.max_bytes) +
+                              "); record fewer nodes, samples or observables, or raise the limit");
+    for (auto& r : chosen) {
+        const auto c = static_cast<std::size_t>(cells(r.n));
+        if (r.spikes) r.spike_grid.assign(c, 0);
+        if (r.membrane) r.v.assign(c, 0.0f);
+        if (r.ops) r.counts.assign(static_cast<std::size_t>(cells(kKinds)), 0);
+        if (r.attention) {
+            const auto m = static_cast<std::size_t>(S * TA * r.heads * r.rows * r.cols);
+            r.scores.assign(m, 0.0f);
+            r.weights.assign(m, 0.0f);
+            r.have.assign(static_cast<std::size_t>(S * TA), 0);
+        }
+        slot_[static_cast<std::size_t>(r.node)] = static_cast<int>(recs_.size());
         recs_.push_back(std::move(r));
     }
+}
+
+std::int64_t TraceRecorder::row_of(std::int64_t sample) const {
+    const std::int64_t k = sample - first_;
+    if (k < 0 || k >= samples_) return -1;
+    return sample_rows_[static_cast<std::size_t>(k)];
+}
+
+std::int64_t TraceRecorder::step_slot(std::int64_t step) const {
+    if (step < 0 || step >= T_) return -1;
+    return step_slots_[static_cast<std::size_t>(step)];
 }
 
 bool TraceRecorder::wants(int node) const {
     return slot_[static_cast<std::size_t>(node)] >= 0;
 }
 
+bool TraceRecorder::wants_attention(int node, std::int64_t sample, std::int64_t step) const {
+    const int s = slot_[static_cast<std::size_t>(node)];
+    return s >= 0 && recs_[static_cast<std::size_t>(s)].attention && row_of(sample) >= 0 &&
+           step_slot(step) >= 0;
+}
+
 void TraceRecorder::on_step(std::int64_t sample, std::int64_t step, int node, const Node& n,
-                            const Activity& out, const NodeState* state, const OpCounts&) {
+                            const Activity& out, const NodeState* state, const OpCounts& ops) {
+    const std::int64_t row = row_of(sample);
+    if (row < 0) return;
+    // Each sample runs on one thread at a time, so rows are written by one thread only.
     Rec& r = recs_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(node)])];
-    const auto base = static_cast<std::size_t>(((sample - first_) * T_ + step) * r.n);
-    if (o_.spikes)
+    const auto base = static_cast<std::size_t>((row * T_ + step) * r.n);
+    if (r.spikes)
         for (auto i : out.active) {
             const float v = out.values[i];
-            r.spikes[base + i] = static_cast<std::int8_t>(v > 0 ? 1 : (v < 0 ? -1 : 0));
+            r.spike_grid[base + i] = static_cast<std::int8_t>(v > 0 ? 1 : (v < 0 ? -1 : 0));
         }
-    if (o_.membrane) {
-        std::vector<float> m;
-        if (state && n.membrane(state, m))
-            std::copy(m.begin(), m.end(), r.membrane.begin() + static_cast<std::ptrdiff_t>(base));
-        else
-            std::copy(out.values.begin(), out.values.end(),
-                      r.membrane.begin() + static_cast<std::ptrdiff_t>(base));
+    if (r.membrane) {
+        thread_local std::vector<float> m;
+        const std::vector<float>* src = &out.values;
+        if (state && n.membrane(state, m) && static_cast<std::int64_t>(m.size()) == r.n) src = &m;
+        std::copy(src->begin(), src->end(), r.v.begin() + static_cast<std::ptrdiff_t>(base));
+    }
+    if (r.ops) {
+        std::uint64_t* c = r.counts.data() + (row * T_ + step) * kKinds;
+        ops.for_each([&](std::string_view, std::uint64_t v) { *c++ = v; });
+    }
+    if (r.attention) {
+        const std::int64_t slot = step_slot(step);
+        if (slot < 0 || !state) return;
+        thread_local AttentionMaps maps;
+        if (!n.attention_maps(state, maps)) return;
+        const std::int64_t m = r.heads * r.rows * r.cols;
+        if (maps.heads != r.heads || maps.rows != r.rows || maps.cols != r.cols ||
+            static_cast<std::int64_t>(maps.scores.size()) != m ||
+            static_cast<std::int64_t>(maps.weights.size()) != m)
+            return;  // unexpected shape: left marked absent rather than guessed
+        const std::int64_t cell = row * static_cast<std::int64_t>(step_ids_.size()) + slot;
+        std::copy(maps.scores.begin(), maps.scores.end(), r.scores.begin() + cell * m);
+        std::copy(maps.weights.begin(), maps.weights.end(), r.weights.begin() + cell * m);
+        r.have[static_cast<std::size_t>(cell)] = 1;
     }
 }
 
 void TraceRecorder::write(const std::string& path,
-                          const std::vector<std::pair<std::string, std::string>>& meta) const {
+                          const std::vector<std::pair<std::string, std::string>>& meta,
+                          const TraceCost* cost) const {
+    const auto S = static_cast<std::int64_t>(sample_ids_.size());
+    const auto TA = static_cast<std::int64_t>(step_ids_.size());
+    const std::vector<std::string> kinds = kind_names();
     h5::write_atomically(path, [&](const std::string& tmp) {
         h5::Writer w(tmp);
+        // A second handle on the same open file, for the large datasets (see put()).
+        h5::Handle fh(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
+        if (!fh) throw InputError(tmp, "", "cannot reopen the trace being written");
+        const hid_t F = fh.id();
         w.attr("/", "__type__", std::string("NIRGraphData"));
         w.group("/nodes");
+        w.group("/ternion");
+        w.attr("/ternion", "timesteps", T_);
+        w.attr("/ternion", "dt", o_.dt);
+        w.write("/ternion/samples", sample_ids_, {S});
+        w.write_strings("/ternion/kinds", kinds, {kKinds});
+        if (o_.energy) {
+            std::vector<double> u(static_cast<std::size_t>(kKinds),
+                                  std::numeric_limits<double>::quiet_NaN());
+            for (std::size_t k = 0; k < u.size() && k < o_.unit_pj.size(); ++k)
+                u[k] = o_.unit_pj[k];
+            w.write("/ternion/unit_pj", u, {kKinds});
+        }
         for (const auto& r : recs_) {
             const Node& nd = g_.node(r.node);
-            const std::string base = "/nodes/" + nd.name();
-            w.group(base + "/observables");
-            w.attr(base, "__type__", std::string("NIRNodeData"));
-            const Shape dims{samples_, T_, r.n};
-            if (o_.spikes) {
-                const std::string obs = base + "/observables/spikes";
-                w.group(obs);
-                w.attr(obs, "__type__", std::string("TimeGriddedData"));
-                w.write(obs + "/data", r.spikes, dims);
-                w.attr(obs + "/data", "dt", o_.dt);
-                w.attr(obs, "dt", o_.dt);
+            if (r.spikes || r.membrane) {
+                const std::string base = "/nodes/" + nd.name();
+                w.group(base + "/observables");
+                w.attr(base, "__type__", std::string("NIRNodeData"));
+                const Shape dims{S, T_, r.n};
+                if (r.spikes) {
+                    const std::string obs = base + "/observables/spikes";
+                    w.group(obs);
+                    if (o_.spike_format == SpikeFormat::grid) {
+                        w.attr(obs, "__type__", std::string("TimeGriddedData"));
+                        put(F, tmp, obs + "/data", H5T_NATIVE_INT8, r.spike_grid, dims);
+                    } else {
+                        // Events in time order, then neuron order; rows padded to the
+                        // longest with idx -1, time +inf, value 0 (NIR's convention).
+                        std::vector<std::int64_t> count(static_cast<std::size_t>(S), 0);
+                        const auto per = static_cast<std::size_t>(T_ * r.n);
+                        for (std::int64_t s = 0; s < S; ++s)
+                            count[static_cast<std::size_t>(s)] = static_cast<std::int64_t>(
+                                per -
+                                static_cast<std::size_t>(std::count(
+                                    r.spike_grid.begin() + static_cast<std::ptrdiff_t>(s * per),
+                                    r.spike_grid.begin() +
+                                        static_cast<std::ptrdiff_t>((s + 1) * per),
+                                    std::int8_t{0})));
+                        const std::int64_t E =
+                            S ? *std::max_element(count.begin(), count.end()) : 0;
+                        const auto cellsE = static_cast<std::size_t>(S * E);
+                        std::vector<std::int32_t> idx(cellsE, -1);  // n < 2^31 (Shape checks)
+                        std::vector<double> time(cellsE, std::numeric_limits<double>::infinity());
+                        std::vector<std::int8_t> value(cellsE, 0);
+                        for (std::int64_t s = 0; s < S; ++s) {
+                            auto e = static_cast<std::size_t>(s * E);
+                            const std::int8_t* g = r.spike_grid.data() + s * T_ * r.n;
+                            for (std::int64_t t = 0; t < T_; ++t)
+                                for (std::int64_t i = 0; i < r.n; ++i)
+                                    if (const std::int8_t v = g[t * r.n + i]) {
+                                        idx[e] = static_cast<std::int32_t>(i);
+                                        time[e] = (static_cast<double>(t) + 0.5) * o_.dt;
+                                        value[e] = v;
+                                        ++e;
+                                    }
+                        }
+                        w.attr(obs, "__type__", std::string("ValuedEventData"));
+                        put(F, tmp, obs + "/idx", H5T_NATIVE_INT32, idx, {S, E});
+                        put(F, tmp, obs + "/time", H5T_NATIVE_DOUBLE, time, {S, E});
+                        put(F, tmp, obs + "/value", H5T_NATIVE_INT8, value, {S, E});
+                        w.attr(obs, "n_neurons", r.n);
+                        w.attr(obs, "t_max", static_cast<double>(T_) * o_.dt);
+                        w.attr(obs, "time_shift", 0.5 * o_.dt);
+                    }
+                    w.attr(obs, "dt", o_.dt);
+                }
+                if (r.membrane) {
+                    const std::string obs = base + "/observables/v";
+                    w.group(obs);
+                    w.attr(obs, "__type__", std::string("TimeGriddedData"));
+                    put(F, tmp, obs + "/data", H5T_NATIVE_FLOAT, r.v, dims);
+                    w.attr(obs, "dt", o_.dt);
+                }
             }
-            if (o_.membrane) {
-                const std::string obs = base + "/observables/v";
-                w.group(obs);
-                w.attr(obs, "__type__", std::string("TimeGriddedData"));
-                w.write(obs + "/data", r.membrane, dims);
-                w.attr(obs + "/data", "dt", o_.dt);
-                w.attr(obs, "dt", o_.dt);
+            if (r.ops && o_.ops) {
+                const std::string ds = "/ternion/ops/" + nd.name();
+                put(F, tmp, ds, H5T_NATIVE_UINT64, r.counts, {S, T_, kKinds});
+                w.attr(ds, "type", nd.type());
+                w.attr(ds, "category", std::string(category_name(nd.category())));
             }
+            if (r.ops && o_.energy) {
+                const std::string grp = "/ternion/energy/" + nd.name();
+                std::vector<double> e(r.counts.size());
+                for (std::size_t c = 0; c < e.size(); ++c) {
+                    const auto k = c % static_cast<std::size_t>(kKinds);
+                    const double p = k < o_.unit_pj.size() ? o_.unit_pj[k] : 0.0;
+                    e[c] = std::isnan(p) ? 0.0 : static_cast<double>(r.counts[c]) * p;
+                }
+                put(F, tmp, grp + "/per_step_pj", H5T_NATIVE_DOUBLE, e, {S, T_, kKinds});
+                w.attr(grp, "type", nd.type());
+                if (cost)
+                    for (const auto& nc : cost->nodes)
+                        if (nc.name == nd.name()) {
+                            w.write(grp + "/total_pj", nc.energy_pj,
+                                    {static_cast<std::int64_t>(nc.energy_pj.size())});
+                            w.attr(grp, "ann_pj_per_inference", nc.ann_pj_per_inference);
+                            w.attr(grp, "ann_macs_per_inference", nc.ann_macs_per_inference);
+                        }
+            }
+            if (r.attention) {
+                const std::string grp = "/ternion/attention/" + nd.name();
+                const Shape dims{S, TA, r.heads, r.rows, r.cols};
+                put(F, tmp, grp + "/scores", H5T_NATIVE_FLOAT, r.scores, dims);
+                put(F, tmp, grp + "/weights", H5T_NATIVE_FLOAT, r.weights, dims);
+                w.write(grp + "/present", r.have, {S, TA});
+                w.write(grp + "/samples", sample_ids_, {S});
+                w.write(grp + "/steps", step_ids_, {TA});
+                w.attr(grp, "type", nd.type());
+                w.attr(grp, "heads", r.heads);
+                w.attr(grp, "rows", r.rows);
+                w.attr(grp, "cols", r.cols);
+            }
+        }
+        if (o_.energy && cost) {
+            w.group("/ternion/energy");
+            w.attr("/ternion/energy", "profile", cost->profile);
+            w.attr("/ternion/energy", "count_mode", cost->count_mode);
+            w.attr("/ternion/energy", "per_inference_pj", cost->per_inference_pj);
+            w.attr("/ternion/energy", "ann_pj_per_inference", cost->ann_pj_per_inference);
         }
         w.group("/ternion/metadata");
         for (const auto& [k, v] : meta) w.attr("/ternion/metadata", k, v);
+        fh.reset();
         w.close();
     });
 }

@@ -1,46 +1,97 @@
-// Records what a run produced (spikes, membrane potentials) and writes it as HDF5 in NIR's
-// NIRGraphData layout: /nodes/<name>/observables/<obs>/data [samples, T, neurons] with
-// attribute dt. Memory is reserved before the run and bounded by a byte budget.
+// Records what a run produced and writes it as HDF5 in NIR's NIRGraphData layout plus
+// ternion's own groups (docs/traces.md is the precise layout):
+//   /nodes/<name>/observables/spikes  ValuedEventData (idx, time, value) or TimeGriddedData
+//   /nodes/<name>/observables/v       TimeGriddedData membrane potentials
+//   /ternion/ops, /ternion/energy     operation counts and energy per node per step
+//   /ternion/attention                attention maps of chosen nodes, samples and steps
+//   /ternion/metadata                 how the run was made (attributes)
+// Everything is held in memory reserved before the run, so its size is known up front and
+// bounded by a byte budget; the file is written after the run, atomically.
 #pragma once
-#include <set>
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine.hpp"
 
 namespace ternion {
 
+enum class SpikeFormat { events, grid };
+
 struct TraceOptions {
     bool spikes = true;
     bool membrane = false;
-    std::vector<std::string> nodes;  // empty: every spiking node
+    bool ops = false;
+    bool energy = false;
+    bool attention = false;
+    SpikeFormat spike_format = SpikeFormat::events;
+    // Empty: spikes and membrane of every spiking node, ops and energy of every node,
+    // attention of every attention node. Otherwise each observable for the listed nodes that
+    // have it.
+    std::vector<std::string> nodes;
+    std::vector<std::int64_t> samples;  // global sample indices; empty: all of the run
+    std::vector<std::int64_t> steps;    // attention steps; empty: all
     std::uint64_t max_bytes = std::uint64_t{2} << 30;
     double dt = 1e-3;
+    // pJ per counted unit of each OpCounts kind (field order), NaN when the profile does not
+    // price it; needed for energy.
+    std::vector<double> unit_pj;
 };
+
+// What the cost model said about one node (totals over all samples, under the count mode).
+struct TraceNodeCost {
+    std::string name;
+    std::vector<double> energy_pj;  // per kind, field order
+    double ann_pj_per_inference = 0.0, ann_macs_per_inference = 0.0;
+};
+struct TraceCost {
+    std::string profile, count_mode;
+    double per_inference_pj = 0.0, ann_pj_per_inference = 0.0;
+    std::vector<TraceNodeCost> nodes;
+};
+
+// Parses "0,3,10-19" into sorted unique indices; throws OptionError(option) on bad text.
+std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option);
 
 class TraceRecorder final : public StepObserver {
   public:
     // Chooses the nodes, estimates the size and refuses (OptionError) above the budget.
     TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t first_sample,
                   std::int64_t samples, std::int64_t timesteps);
+    // Bytes held in memory for the trace; also the uncompressed size of the grid datasets.
     std::uint64_t estimated_bytes() const { return bytes_; }
     bool wants(int node) const override;
+    bool wants_attention(int node, std::int64_t sample, std::int64_t step) const override;
     void on_step(std::int64_t sample, std::int64_t step, int node, const Node& n,
                  const Activity& out, const NodeState* state, const OpCounts& ops) override;
     // Writes the file atomically; `meta` goes to /ternion/metadata as string attributes.
     void write(const std::string& path,
-               const std::vector<std::pair<std::string, std::string>>& meta) const;
+               const std::vector<std::pair<std::string, std::string>>& meta,
+               const TraceCost* cost = nullptr) const;
 
   private:
     struct Rec {
         int node = -1;
         std::int64_t n = 0;
-        std::vector<std::int8_t> spikes;
-        std::vector<float> membrane;
+        bool spikes = false, membrane = false, ops = false, attention = false;
+        std::vector<std::int8_t> spike_grid;  // [S, T, n]
+        std::vector<float> v;                 // [S, T, n]
+        std::vector<std::uint64_t> counts;    // [S, T, kinds]
+        std::int64_t heads = 0, rows = 0, cols = 0;
+        std::vector<float> scores, weights;  // [S, steps, heads, rows, cols]
+        std::vector<std::int8_t> have;       // [S, steps]: maps were delivered
     };
+    std::int64_t row_of(std::int64_t sample) const;
+    std::int64_t step_slot(std::int64_t step) const;
+
     const Graph& g_;
     TraceOptions o_;
     std::int64_t first_, samples_, T_;
+    std::vector<std::int64_t> sample_rows_;  // global sample - first -> row, or -1
+    std::vector<std::int64_t> sample_ids_;   // row -> global sample
+    std::vector<std::int64_t> step_slots_;   // step -> attention slot, or -1
+    std::vector<std::int64_t> step_ids_;
     std::vector<int> slot_;  // node -> index in recs_, or -1
     std::vector<Rec> recs_;
     std::uint64_t bytes_ = 0;

@@ -1,8 +1,13 @@
 // `ternion run`: simulate a model on an input file and report spikes, operation counts,
 // accuracy and (through hw/) energy per inference.
+#include <openssl/evp.h>
+
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -53,6 +58,32 @@ ModelHints read_hints(const std::string& path) {
     return h;
 }
 
+// SHA-256 of a file, hex, through OpenSSL's EVP (Debian's libssl-dev): the trace names the
+// exact model it came from. Streams in 1 MiB blocks.
+std::string file_sha256(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw InputError(path, "", "cannot open to hash");
+    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+        throw InternalError("EVP_DigestInit_ex(sha256) failed");
+    std::vector<char> buf(1 << 20);
+    while (f) {
+        f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        if (f.gcount() > 0)
+            EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(f.gcount()));
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx.get(), md, &len);
+    static const char* hex = "0123456789abcdef";
+    std::string r;
+    for (unsigned int i = 0; i < len; ++i) {
+        r += hex[md[i] >> 4];
+        r += hex[md[i] & 15];
+    }
+    return r;
+}
+
 }  // namespace
 
 int cmd_run(const Args& args) {
@@ -77,11 +108,18 @@ int cmd_run(const Args& args) {
         "trace", po::value<std::string>(),
         "write recorded observables to this HDF5 file (NIRGraphData layout)")(
         "record", po::value<std::string>()->default_value("spikes"),
-        "what to record: spikes[,membrane]")(
+        "what to record, comma-separated: spikes, membrane, ops, energy, attention, all")(
         "record-nodes", po::value<std::string>(),
-        "comma-separated node names to record (default: spiking nodes)")(
+        "comma-separated node names to record (default: spiking nodes for spikes/membrane, "
+        "every node for ops/energy, attention nodes for attention)")(
+        "record-samples", po::value<std::string>(),
+        "global sample indices to record, e.g. 0,3,10-19 (default: every sample of the run)")(
+        "record-steps", po::value<std::string>(),
+        "time steps whose attention maps are recorded, e.g. 0-3 (default: all)")(
+        "spike-format", po::value<std::string>()->default_value("events"),
+        "spikes as events (NIR ValuedEventData, polarity in `value`) or grid (TimeGriddedData)")(
         "max-trace-bytes", po::value<std::uint64_t>()->default_value(std::uint64_t{2} << 30),
-        "refuse traces larger than this")(
+        "refuse traces whose estimated size is above this (default 2 GiB)")(
         "profile", po::value<std::string>()->default_value("horowitz45-fp32"),
         "hardware profile: a name (`ternion profiles`) or a JSON file")(
         "count", po::value<std::string>()->default_value("exact"),
@@ -165,16 +203,32 @@ int cmd_run(const Args& args) {
         TraceOptions to;
         to.spikes = to.membrane = false;
         for (auto& w : split_csv(vm["record"].as<std::string>())) {
-            if (w == "spikes")
-                to.spikes = true;
-            else if (w == "membrane")
-                to.membrane = true;
-            else
-                throw OptionError("record", "unknown observable '" + w + "' (spikes, membrane)");
+            const bool all = w == "all";
+            if (all || w == "spikes") to.spikes = true;
+            if (all || w == "membrane") to.membrane = true;
+            if (all || w == "ops") to.ops = true;
+            if (all || w == "energy") to.energy = true;
+            if (all || w == "attention") to.attention = true;
+            if (!all && w != "spikes" && w != "membrane" && w != "ops" && w != "energy" &&
+                w != "attention")
+                throw OptionError("record",
+                                  "unknown observable '" + w +
+                                      "' (spikes, membrane, ops, energy, attention, all)");
         }
+        const std::string fmt = vm["spike-format"].as<std::string>();
+        if (fmt != "events" && fmt != "grid")
+            throw OptionError("spike-format", "must be events or grid");
+        to.spike_format = fmt == "grid" ? SpikeFormat::grid : SpikeFormat::events;
         if (vm.count("record-nodes")) to.nodes = split_csv(vm["record-nodes"].as<std::string>());
+        if (vm.count("record-samples"))
+            to.samples = parse_index_list(vm["record-samples"].as<std::string>(), "record-samples");
+        if (vm.count("record-steps"))
+            to.steps = parse_index_list(vm["record-steps"].as<std::string>(), "record-steps");
         to.max_bytes = vm["max-trace-bytes"].as<std::uint64_t>();
         to.dt = rep.used.dt;
+        // Unit prices of the profile, so per-step energy is each step's counts times these.
+        for (int k = 0; k < hw::kKinds; ++k)
+            to.unit_pj.push_back(profile.price(k).value_or(std::nan("")));
         rec = std::make_unique<TraceRecorder>(*graph, to, cfg.first_sample, nsamples, T);
         cfg.observer = rec.get();
     }
@@ -214,13 +268,25 @@ int cmd_run(const Args& args) {
             {"seed", std::to_string(cfg.seed)},
             {"encoding", encoding_name(io.encoding)},
             {"version", TERNION_VERSION},
-            {"git_revision", TERNION_GIT_REV}};
+            {"git_revision", *TERNION_GIT_REV ? TERNION_GIT_REV : "unknown"}};
         std::string cmdline = "ternion run";
         for (auto& a : args) cmdline += " " + a;
         meta.emplace_back("command_line", cmdline);
         meta.emplace_back("profile", profile.name);
         meta.emplace_back("count_mode", hw::count_mode_name(popt.mode));
-        rec->write(trace_path, meta);
+        meta.emplace_back("model_sha256", file_sha256(model));
+        meta.emplace_back("input_sha256", file_sha256(input));
+        meta.emplace_back("samples", std::to_string(res.samples));
+        meta.emplace_back("first_sample", std::to_string(cfg.first_sample));
+        TraceCost tc;
+        tc.profile = profile.name;
+        tc.count_mode = hw::count_mode_name(popt.mode);
+        tc.per_inference_pj = cost.per_inference_pj;
+        tc.ann_pj_per_inference = cost.ann_pj_per_inference;
+        for (const auto& l : cost.layers)
+            tc.nodes.push_back({l.name, std::vector<double>(l.energy_pj.begin(), l.energy_pj.end()),
+                                l.ann_pj, l.ann_macs});
+        rec->write(trace_path, meta, &tc);
     }
 
     if (json) {

@@ -80,9 +80,19 @@ def spikes_file(fname, s, labels=None):
 
 
 def trace_spikes(fname, node):
+    """[samples, T, neurons] spikes of a trace, from a time grid or (valued) events."""
     with h5py.File(fname, "r") as f:
         assert f.attrs["__type__"] == "NIRGraphData"
-        return f[f"nodes/{node}/observables/spikes/data"][()]
+        o = f[f"nodes/{node}/observables/spikes"]
+        if "data" in o:
+            return o["data"][()]
+        idx, t, dt = o["idx"][()], o["time"][()], float(o.attrs["dt"])
+        val = o["value"][()] if "value" in o else np.ones_like(idx)
+        g = np.zeros((idx.shape[0], int(round(o.attrs["t_max"] / dt)), int(o.attrs["n_neurons"])), np.int8)
+        for k in range(idx.shape[0]):
+            m = idx[k] >= 0
+            g[k, np.floor(t[k][m] / dt).astype(int), idx[k][m]] = val[k][m]
+        return g
 
 
 @test

@@ -1,0 +1,198 @@
+// Trace recorder tests: what the recorder writes (events, grids, op counts, energy) read back
+// with the HDF5 reader and compared with an independent capture of the same run.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "sim/h5io.hpp"
+#include "sim/trace.hpp"
+#include "tests/support/model_file.hpp"
+#include "tests/support/run_model.hpp"
+
+using namespace ternion;
+using namespace ternion::test;
+
+namespace {
+
+// Input spikes of both polarities through a Scale into ternary neurons: -1 spikes guaranteed.
+struct TernaryModel {
+    TempFile model, input;
+    std::int64_t n = 24, T = 9, S = 5;
+    TernaryModel() {
+        ModelFile()
+            .node("input", "Input", {{"shape", P({double(n)})}})
+            .node("scale", "Scale", {{"scale", P(0.9)}})
+            .node("neuron", "ternion.TernaryLIF", {{"decay", P(0.7)}, {"v_threshold", P(0.8)}})
+            .node("output", "Output")
+            .edge("input", "scale")
+            .edge("scale", "neuron")
+            .edge("neuron", "output")
+            .write(model.path());
+        std::vector<std::int8_t> s(static_cast<std::size_t>(S * T * n));
+        std::uint64_t h = 99;
+        for (auto& x : s) {
+            h = h * 6364136223846793005ull + 1442695040888963407ull;
+            x = static_cast<std::int8_t>(static_cast<int>((h >> 33) % 3) - 1);
+        }
+        write_spikes(input.path(), s, {S, T, n});
+    }
+};
+
+struct Recorded {
+    std::unique_ptr<Graph> graph;
+    RunResult result;
+};
+
+Recorded record(const TernaryModel& m, const TraceOptions& o, const std::string& out, int threads) {
+    Recorded r;
+    LoadReport rep;
+    UserLoadOptions lo;
+    lo.threads = threads;
+    r.graph = load_model(m.model.path(), lo, rep);
+    auto src = open_input(m.input.path(), InputOptions{Encoding::direct, 0});
+    TraceRecorder rec(*r.graph, o, 0, m.S, m.T);
+    RunConfig cfg;
+    cfg.threads = threads;
+    cfg.observer = &rec;
+    r.result = run(*r.graph, *src, cfg);
+    rec.write(out, {{"k", "v"}});
+    return r;
+}
+
+}  // namespace
+
+TEST_CASE("index lists: singles, ranges, sorted and unique; bad text names the option") {
+    CHECK(parse_index_list("3,0-2,2", "x") == std::vector<std::int64_t>{0, 1, 2, 3});
+    CHECK(parse_index_list("7", "x") == std::vector<std::int64_t>{7});
+    for (const char* bad : {"a", "1-", "3-1", "-2", "1.5", "", ","}) {
+        bool threw = false;
+        try {
+            parse_index_list(bad, "record-samples");
+        } catch (const OptionError& e) {
+            threw = std::string(e.what()).find("--record-samples") != std::string::npos;
+        }
+        CHECK_MESSAGE(threw, bad);
+    }
+}
+
+TEST_CASE("spike events decode to the captured spikes; op counts sum to the run's") {
+    TernaryModel m;
+    auto ref = run_file(m.model.path(), m.input.path());
+    const int u = ref->graph->find("neuron");
+    TempFile tr;
+    TraceOptions o;
+    o.ops = true;
+    o.energy = true;
+    o.unit_pj.assign(kOpFieldCount, std::nan(""));
+    o.unit_pj[0] = 0.9;  // ac
+    o.unit_pj[6] = 0.5;  // neuron_update
+    auto rec = record(m, o, tr.path(), 3);
+
+    h5::Reader rd(tr.path());
+    CHECK(rd.attr_string("/", "__type__") == "NIRGraphData");
+    const std::string g = "/nodes/neuron/observables/spikes";
+    CHECK(rd.attr_string(g, "__type__") == "ValuedEventData");
+    CHECK(rd.attr_double(g, "n_neurons") == doctest::Approx(double(m.n)));
+    CHECK(rd.attr_double(g, "t_max") == doctest::Approx(m.T * 1e-3));
+    h5::DatasetInfo di;
+    auto idx = rd.read_ints(g + "/idx", &di);
+    auto time = rd.read_doubles(g + "/time");
+    auto val = rd.read_ints(g + "/value");
+    REQUIRE(di.dims.size() == 2);
+    CHECK(di.dims[0] == m.S);
+    const std::int64_t E = di.dims[1];
+    std::int64_t neg = 0, events = 0;
+    for (std::int64_t s = 0; s < m.S; ++s) {
+        std::vector<float> grid(static_cast<std::size_t>(m.T * m.n), 0.0f);
+        for (std::int64_t e = 0; e < E; ++e) {
+            const auto k = static_cast<std::size_t>(s * E + e);
+            if (idx[k] < 0) {
+                CHECK(std::isinf(time[k]));
+                continue;
+            }
+            const auto t = static_cast<std::int64_t>(std::floor(time[k] / 1e-3));
+            grid[static_cast<std::size_t>(t * m.n + idx[k])] = static_cast<float>(val[k]);
+            neg += val[k] < 0;
+            ++events;
+        }
+        for (std::int64_t t = 0; t < m.T; ++t) {
+            const auto& v = ref->capture.values.at({s, t, u});
+            CHECK(std::equal(v.begin(), v.end(), grid.begin() + t * m.n));
+        }
+    }
+    CHECK(neg > 0);
+    const auto& st = rec.result.nodes[static_cast<std::size_t>(u)];
+    CHECK(static_cast<std::uint64_t>(events) == st.nonzero_out);
+
+    // Op counts: the per-step sums are the run's totals, for every node and kind.
+    auto kinds = rd.read_strings("/ternion/kinds");
+    REQUIRE(kinds.size() == static_cast<std::size_t>(kOpFieldCount));
+    for (int v = 0; v < rec.graph->size(); ++v) {
+        const std::string ds = "/ternion/ops/" + rec.graph->node(v).name();
+        auto c = rd.read_ints(ds, &di);
+        CHECK(di.dims == Shape{m.S, m.T, kOpFieldCount});
+        std::vector<std::uint64_t> sum(kinds.size(), 0);
+        for (std::size_t i = 0; i < c.size(); ++i)
+            sum[i % kinds.size()] += static_cast<std::uint64_t>(c[i]);
+        std::size_t k = 0;
+        rec.result.nodes[static_cast<std::size_t>(v)].ops.for_each(
+            [&](std::string_view name, std::uint64_t x) {
+                CHECK(kinds[k] == name);
+                CHECK(sum[k] == x);
+                ++k;
+            });
+        // Energy: counts x unit price, unpriced kinds as zero.
+        auto e = rd.read_doubles("/ternion/energy/" + rec.graph->node(v).name() + "/per_step_pj");
+        double want = 0.9 * double(rec.result.nodes[static_cast<std::size_t>(v)].ops.ac) +
+                      0.5 * double(rec.result.nodes[static_cast<std::size_t>(v)].ops.neuron_update);
+        double got = 0;
+        for (double x : e) got += x;
+        CHECK(got == doctest::Approx(want).epsilon(1e-12));
+    }
+}
+
+TEST_CASE("grid format and membrane: the captured values, rows of the chosen samples only") {
+    TernaryModel m;
+    auto ref = run_file(m.model.path(), m.input.path());
+    const int u = ref->graph->find("neuron");
+    TempFile tr;
+    TraceOptions o;
+    o.spike_format = SpikeFormat::grid;
+    o.membrane = true;
+    o.samples = {1, 4};
+    record(m, o, tr.path(), 2);
+    h5::Reader rd(tr.path());
+    h5::DatasetInfo di;
+    auto grid = rd.read_int8("/nodes/neuron/observables/spikes/data", &di);
+    CHECK(di.dims == Shape{2, m.T, m.n});
+    auto v = rd.read_floats("/nodes/neuron/observables/v/data");
+    CHECK(rd.read_ints("/ternion/samples") == std::vector<std::int64_t>{1, 4});
+    for (std::int64_t row = 0; row < 2; ++row)
+        for (std::int64_t t = 0; t < m.T; ++t) {
+            const std::int64_t s = row == 0 ? 1 : 4;
+            const auto& want = ref->capture.values.at({s, t, u});
+            const auto& mem = ref->capture.membrane.at({s, t, u});
+            for (std::int64_t i = 0; i < m.n; ++i) {
+                const auto k = static_cast<std::size_t>((row * m.T + t) * m.n + i);
+                CHECK(grid[k] == static_cast<std::int8_t>(want[static_cast<std::size_t>(i)]));
+                CHECK(v[k] == mem[static_cast<std::size_t>(i)]);
+            }
+        }
+}
+
+TEST_CASE("the size is estimated before the run and refused over the budget") {
+    TernaryModel m;
+    LoadReport rep;
+    auto g = load_model(m.model.path(), {}, rep);
+    TraceOptions o;
+    o.membrane = true;
+    TraceRecorder ok(*g, o, 0, m.S, m.T);
+    // Spiking nodes: the ternary neuron only; 1 byte of spikes + 4 of membrane per cell.
+    CHECK(ok.estimated_bytes() == static_cast<std::uint64_t>(m.S * m.T * m.n * 5));
+    o.max_bytes = ok.estimated_bytes() - 1;
+    CHECK_THROWS_AS(TraceRecorder(*g, o, 0, m.S, m.T), OptionError);
+    o.max_bytes = ok.estimated_bytes();
+    CHECK_NOTHROW(TraceRecorder(*g, o, 0, m.S, m.T));
+    o.samples = {m.S};  // outside the run
+    CHECK_THROWS_AS(TraceRecorder(*g, o, 0, m.S, m.T), OptionError);
+}

@@ -114,6 +114,15 @@ class Attention {
     // results do not depend on it.
     void forward(const float* x, const float* t, std::int64_t n, float* y, OpCounts* ops,
                  bool parallel = false) const;
+    // Attention maps of the forward pass over x, for traces: per head [heads, n, n] row-major,
+    // `scores` the scaled logits (-inf where a causal mask hides a key) and `weights` the
+    // softmax. Recomputed from x, so forward() stays as fast; false for kinds without an
+    // explicit n x n map (CAT, linear, Primal, time kinds, NPT).
+    virtual bool maps(const float* x, const float* t, std::int64_t n, std::vector<float>& scores,
+                      std::vector<float>& weights) const {
+        (void)x, (void)t, (void)n, (void)scores, (void)weights;
+        return false;
+    }
 
   protected:
     Attention(std::string kind, std::int64_t in, std::int64_t out, std::int64_t heads)

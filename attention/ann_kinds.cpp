@@ -3,6 +3,7 @@
 #include <Eigen/Dense>
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "attention/ann_internal.hpp"
@@ -72,6 +73,36 @@ class SoftmaxKind final : public Attention {
     SoftmaxKind(Mhsa m) : Attention("softmax", m.dim, m.dim, m.heads), m_(std::move(m)) {}
     std::uint64_t param_count() const override { return m_.params(); }
     OpCounts op_counts(std::int64_t n) const override { return m_.ops(n); }
+
+    bool maps(const float* x, const float*, std::int64_t n, std::vector<float>& scores,
+              std::vector<float>& weights) const override {
+        const MatR X = Eigen::Map<const MatR>(x, n, in_dim());
+        MatR Q, K;
+        m_.q.apply(X, Q, false);
+        m_.k.apply(X, K, false);
+        const std::int64_t H = heads(), dh = in_dim() / H;
+        const float scale = inv_sqrt(dh);
+        scores.resize(static_cast<std::size_t>(H * n * n));
+        weights.resize(scores.size());
+        for (std::int64_t h = 0; h < H; ++h) {
+            Eigen::Map<MatR> S(scores.data() + h * n * n, n, n),
+                W(weights.data() + h * n * n, n, n);
+            // Same expression as mhsa_core, so the maps are the ones forward() used.
+            S.noalias() = (scale * Q.middleCols(h * dh, dh)) * K.middleCols(h * dh, dh).transpose();
+            if (m_.causal)
+                for (std::int64_t r = 0; r < n; ++r)
+                    for (std::int64_t j = r + 1; j < n; ++j)
+                        S(r, j) = -std::numeric_limits<float>::infinity();
+            const Eigen::VectorXf mx = S.rowwise().maxCoeff();
+            W = (S.array().colwise() - mx.array()).exp();
+            if (m_.causal)
+                for (std::int64_t r = 0; r < n; ++r)
+                    for (std::int64_t j = r + 1; j < n; ++j) W(r, j) = 0.0f;
+            const Eigen::VectorXf inv = W.rowwise().sum().cwiseInverse();
+            W = inv.asDiagonal() * W;
+        }
+        return true;
+    }
 
   protected:
     void run(const MatR& x, const float*, MatR& y, bool par) const override { m_.run(x, y, par); }

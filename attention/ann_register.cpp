@@ -65,7 +65,24 @@ class AnnAttentionNode final : public Node {
         out_shape_ = {n, a_->out_dim()};
     }
 
-    void step(const Activity& in, NodeState*, Activity& out,
+    // Holds the input of a step whose attention maps a trace wants; attention_maps()
+    // recomputes them from it.
+    struct State : NodeState {
+        std::vector<float> x, t;
+        bool kept = false;
+    };
+    std::unique_ptr<NodeState> make_state() const override { return std::make_unique<State>(); }
+    bool attention_maps(const NodeState* state, AttentionMaps& m) const override {
+        auto* s = dynamic_cast<const State*>(state);
+        if (!s || !s->kept ||
+            !a_->maps(s->x.data(), s->t.empty() ? nullptr : s->t.data(), n_, m.scores, m.weights))
+            return false;
+        m.heads = a_->heads();
+        m.rows = m.cols = n_;
+        return true;
+    }
+
+    void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override {
         const float* x = in.values.data();
         std::vector<float> xs, ts;
@@ -78,6 +95,13 @@ class AnnAttentionNode final : public Node {
                 ts[i] = x[i * (d + 1) + d];
             }
             x = xs.data();
+        }
+        if (auto* s = static_cast<State*>(state)) {
+            s->kept = ctx.keep_attention;
+            if (s->kept) {
+                s->x.assign(x, x + n_ * a_->in_dim());
+                s->t = ts;
+            }
         }
         out.values.resize(static_cast<std::size_t>(n_ * a_->out_dim()));
         a_->forward(x, ts.empty() ? nullptr : ts.data(), n_, out.values.data(), ctx.ops,

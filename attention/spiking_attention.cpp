@@ -93,6 +93,16 @@ bool SpikingAttentionNode::membrane(const NodeState* state, std::vector<float>& 
     return true;
 }
 
+bool SpikingAttentionNode::attention_maps(const NodeState* state, AttentionMaps& out) const {
+    auto* s = dynamic_cast<const State*>(state);
+    if (!s || !s->att_kept) return false;
+    out.heads = heads_;
+    out.rows = out.cols = tokens_;
+    out.scores = s->att_scores;
+    out.weights = s->att_weights;
+    return true;
+}
+
 std::unique_ptr<SpikingAttentionNode::State> SpikingAttentionNode::make_common_state() const {
     auto s = std::make_unique<State>();
     const auto nd = sz(tokens_ * dim_);
@@ -217,6 +227,11 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
 
     const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
     std::uint64_t acs = 0;
+    s.att_kept = ctx.keep_attention;
+    if (s.att_kept) {
+        s.att_scores.assign(sz(H * N * N), 0.0f);
+        s.att_weights.assign(sz(H * N * N), 0.0f);
+    }
     for (std::int64_t h = 0; h < H; ++h) {
         const std::int64_t c0 = h * dh;
         // Bit masks: channels of each token (rows) and tokens of each channel (columns).
@@ -240,6 +255,16 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
                 if (s.v[i] != 0.0f)
                     s.vm[sz(n * W + c / 64)] |= bit, s.vt[sz(c * NW + n / 64)] |= tbit;
             }
+        if (s.att_kept)  // for traces: Q.K^T counts of this head, and times the scale
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j) {
+                    std::uint64_t c = 0;
+                    for (std::int64_t w = 0; w < W; ++w)
+                        c += static_cast<std::uint64_t>(
+                            std::popcount(s.qm[sz(i * W + w)] & s.km[sz(j * W + w)]));
+                    s.att_scores[sz((h * N + i) * N + j)] = static_cast<float>(c);
+                    s.att_weights[sz((h * N + i) * N + j)] = static_cast<float>(c) * scale_;
+                }
         // Accumulates of each association for these spikes.
         for (std::int64_t c = 0; c < dh; ++c) qk1 += std::uint64_t{s.cnt[sz(c)]} * kcnt[sz(c)];
         std::vector<std::uint64_t> vcount(sz(N));
@@ -449,6 +474,11 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
 
     std::uint64_t tmp = 0;
     std::int32_t* S = s.s.data();
+    s.att_kept = ctx.keep_attention;
+    if (s.att_kept) {
+        s.att_scores.assign(sz(H * N * N), 0.0f);
+        s.att_weights.assign(sz(H * N * N), 0.0f);
+    }
     // Per channel lists of the tokens with a non-zero query / key (CSR in s.cnt).
     std::uint32_t* qstart = s.cnt.data();
     std::uint32_t* kstart = qstart + dh + 1;
@@ -507,6 +537,11 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
         for (std::int64_t i = 0; i < N; ++i) {
             std::int32_t* e = s.expo.data() + i * N;
             spiking::shiftmax_exponents(S + i * N, N, e);
+            if (s.att_kept)  // for traces: integer scores and Shiftmax weights of this row
+                for (std::int64_t j = 0; j < N; ++j) {
+                    s.att_scores[sz((h * N + i) * N + j)] = static_cast<float>(S[i * N + j]);
+                    s.att_weights[sz((h * N + i) * N + j)] = std::ldexp(1.0f, -e[j]);
+                }
             std::fill(row.begin(), row.end(), 0.0f);
             for (std::int64_t j = 0; j < N; ++j) {
                 const float w = std::ldexp(1.0f, -e[j]);

@@ -34,6 +34,8 @@ class SpikingAttentionNode : public Node {
     std::vector<std::pair<std::string, double>> attributes() const override;
     std::vector<std::pair<std::string, std::string>> summary() const override;
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
+    // The maps kept by the last step when a trace asked (BSA, SSA; SDSA has no token map).
+    bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
 
     std::int64_t tokens() const { return tokens_; }
     std::int64_t dim() const { return dim_; }
@@ -48,6 +50,9 @@ class SpikingAttentionNode : public Node {
         std::vector<std::int32_t> expo;       // Shiftmax exponents
         std::vector<std::uint64_t> qm, km, vm, kt, vt;  // bit masks (SSA)
         std::vector<std::uint32_t> cnt;
+        // [H][N][N] scores and weights of the last step, kept only when ctx.keep_attention.
+        std::vector<float> att_scores, att_weights;
+        bool att_kept = false;
     };
     std::unique_ptr<State> make_common_state() const;
     // Runs the fused projection and books its (input, weight) pairs: AC for spikes, |x| ACs

@@ -125,7 +125,8 @@ int cmd_run(const Args& args) {
         "count", po::value<std::string>()->default_value("exact"),
         "counting convention: exact | neurobench | paper")(
         "paper-encoding-once", "paper mode: bill the encoding layer's MACs once, not every step")(
-        "no-progress", "no progress bar");
+        "no-progress", "no progress bar")(
+        "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting");
     add_model_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
@@ -186,6 +187,7 @@ int cmd_run(const Args& args) {
     cfg.first_sample = vm["first"].as<std::int64_t>();
     cfg.num_samples = vm.count("samples") ? vm["samples"].as<std::int64_t>() : -1;
     cfg.progress = !vm.count("no-progress");
+    cfg.count_ops = !vm.count("no-op-counts");
     if (cfg.first_sample < 0 || cfg.first_sample >= src->num_samples())
         throw OptionError("first", "must lie in [0, " + std::to_string(src->num_samples()) + ")");
     if (cfg.num_samples > src->num_samples() - cfg.first_sample ||
@@ -253,7 +255,10 @@ int cmd_run(const Args& args) {
         ann_mac += l.dense_macs_per_step * static_cast<std::uint64_t>(T);
     }
     const double S = static_cast<double>(res.samples);
+    auto tp = std::chrono::steady_clock::now();
     hw::CostReport cost = hw::price(record, profile, popt);
+    const double price_s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - tp).count();
 
     if (rec) {
         std::vector<std::pair<std::string, std::string>> meta{
@@ -329,6 +334,7 @@ int cmd_run(const Args& args) {
         j["per_inference"] = {{"ops", ops_json(total, S)}};
         j["ann_equivalent"] = {{"mac", static_cast<double>(ann_mac)}};
         j["timing"] = {{"load_s", load_s},
+                       {"price_s", price_s},
                        {"simulate_s", res.simulate_s},
                        {"samples_per_s", res.simulate_s > 0 ? S / res.simulate_s : 0.0}};
         if (rec) j["trace"] = {{"file", trace_path}, {"bytes_in_memory", rec->estimated_bytes()}};

@@ -170,7 +170,7 @@ void mhsa_core(const MatR& Q, const MatR& K, const MatR& V, std::int64_t heads, 
     const std::int64_t ntiles = (n + tile - 1) / tile;
     for_range(heads * ntiles, 1, parallel, [&](std::int64_t b, std::int64_t e) {
         std::vector<float> buf(static_cast<std::size_t>(tile * m));
-        Eigen::VectorXf mx, inv;
+        Eigen::VectorXf inv;
         for (std::int64_t task = b; task < e; ++task) {
             const std::int64_t h = task / ntiles, i0 = (task % ntiles) * tile;
             const std::int64_t rows = std::min(tile, n - i0);
@@ -182,8 +182,12 @@ void mhsa_core(const MatR& Q, const MatR& K, const MatR& V, std::int64_t heads, 
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t j = i0 + r + 1; j < keys; ++j)
                         S(r, j) = -std::numeric_limits<float>::infinity();
-            mx = S.rowwise().maxCoeff();
-            S = (S.array().colwise() - mx.array()).exp();
+            // Row by row: a contiguous row of the row-major tile with a scalar shift keeps
+            // Eigen's vectorised exp; the column-broadcast form falls back to scalar std::exp.
+            for (std::int64_t r = 0; r < rows; ++r) {
+                auto row = S.row(r).array();
+                row = (row - row.maxCoeff()).exp();
+            }
             if (causal)  // exp(-inf) may come back as a tiny number from the vectorised exp
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t j = i0 + r + 1; j < keys; ++j) S(r, j) = 0.0f;
@@ -235,16 +239,23 @@ OpCounts layer_norm_ops(std::int64_t n, std::int64_t w) {
 namespace {
 
 // Convolves every channel of v (column-major [n, c]) with z through a real FFT of length L:
-// circular when L == n, linear (first n outputs) when L >= 2n - 1.
-void fft_convolve(RealFft& plan, const float* z, const float* v, float* y, std::int64_t n,
-                  std::int64_t channels) {
+// circular when L == n, linear (first n outputs) when L >= 2n - 1. Power-of-two lengths take
+// the batched eight-lane kernel (conv); other lengths one kissfft / Bluestein pass per channel.
+void fft_convolve(RealFft& plan, ChannelConvolver* conv, const float* z, const float* v, float* y,
+                  std::int64_t n, std::int64_t channels) {
     const std::int64_t L = plan.size(), H = plan.spectrum_size();
-    std::vector<float> pad(static_cast<std::size_t>(L), 0.0f), out(static_cast<std::size_t>(L));
-    std::vector<cfloat> zf(static_cast<std::size_t>(H)), vf(static_cast<std::size_t>(H));
+    std::vector<float> pad(static_cast<std::size_t>(L), 0.0f);
+    std::vector<cfloat> zf(static_cast<std::size_t>(H));
     std::copy(z, z + n, pad.begin());
     plan.forward(pad.data(), zf.data());
     const float inv_l = 1.0f / static_cast<float>(L);  // the inverse transform is unscaled
     for (auto& s : zf) s *= inv_l;
+    if (conv) {
+        conv->convolve(zf.data(), v, y, n, channels);
+        return;
+    }
+    std::vector<float> out(static_cast<std::size_t>(L));
+    std::vector<cfloat> vf(static_cast<std::size_t>(H));
     for (std::int64_t c = 0; c < channels; ++c) {
         std::copy(v + c * n, v + (c + 1) * n, pad.begin());
         plan.forward(pad.data(), vf.data());
@@ -254,12 +265,16 @@ void fft_convolve(RealFft& plan, const float* z, const float* v, float* y, std::
     }
 }
 
+std::unique_ptr<ChannelConvolver> make_convolver(std::int64_t L) {
+    return ChannelConvolver::supports(L) ? std::make_unique<ChannelConvolver>(L) : nullptr;
+}
+
 }  // namespace
 
 void circular_convolve(const float* z, const float* v, float* y, std::int64_t n,
                        std::int64_t channels) {
     RealFft plan(n);
-    fft_convolve(plan, z, v, y, n, channels);
+    fft_convolve(plan, make_convolver(n).get(), z, v, y, n, channels);
 }
 
 std::int64_t causal_fft_length(std::int64_t n) {
@@ -268,8 +283,9 @@ std::int64_t causal_fft_length(std::int64_t n) {
 
 void causal_convolve(const float* z, const float* v, float* y, std::int64_t n,
                      std::int64_t channels) {
-    RealFft plan(causal_fft_length(n));
-    fft_convolve(plan, z, v, y, n, channels);
+    const std::int64_t L = causal_fft_length(n);
+    RealFft plan(L);
+    fft_convolve(plan, make_convolver(L).get(), z, v, y, n, channels);
 }
 
 // Used by the CAT kinds: head h mixes channels [h c, (h+1) c) of V with column h of zs.
@@ -286,6 +302,7 @@ void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y
     const RealFft proto(L);
     for_range(H * blocks, 1, parallel, [&](std::int64_t b, std::int64_t e) {
         RealFft plan(proto);
+        auto conv = make_convolver(L);
         Eigen::VectorXf z(n);
         for (std::int64_t task = b; task < e; ++task) {
             const std::int64_t h = task / blocks, c0 = (task % blocks) * per;
@@ -293,7 +310,7 @@ void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y
             if (cn <= 0) continue;
             z = zs.col(h);
             const std::int64_t col = h * c + c0;
-            fft_convolve(plan, z.data(), V.data() + col * n, Y.data() + col * n, n, cn);
+            fft_convolve(plan, conv.get(), z.data(), V.data() + col * n, Y.data() + col * n, n, cn);
         }
     });
 }

@@ -45,6 +45,34 @@ class RealFft {
     std::unique_ptr<Impl> impl_;
 };
 
+// Circular convolution of many real channels with one real kernel at a power-of-two length
+// L, eight lanes at a time. Why a kernel of our own: kissfft transforms one channel at a time
+// with scalar complex arithmetic, while CAT transforms D channels of the same length. Here
+// channel pairs ride in the real and imaginary parts of one complex signal (z is real, so
+// conv(z, a + i b) = conv(z, a) + i conv(z, b): no half-spectrum split needed), and eight such
+// complex signals share every butterfly of a radix-4 Stockham FFT (one AVX2 register per
+// butterfly leg). Not thread-safe (scratch buffers): one per thread.
+class ChannelConvolver {
+  public:
+    static bool supports(std::int64_t L) { return L >= 2 && (L & (L - 1)) == 0; }
+    explicit ChannelConvolver(std::int64_t L);
+    ChannelConvolver(const ChannelConvolver& o);
+    ChannelConvolver& operator=(const ChannelConvolver&) = delete;
+    ~ChannelConvolver();
+
+    std::int64_t size() const { return L_; }
+    // zf: the half spectrum (L/2 + 1 values) of the kernel, already scaled by 1/L.
+    // v, y: column-major [n, channels] with n <= L (zero-padded to L; the first n outputs
+    // are written). L == n gives the circular convolution, L >= 2n - 1 the linear one.
+    void convolve(const cfloat* zf, const float* v, float* y, std::int64_t n,
+                  std::int64_t channels);
+
+  private:
+    struct Impl;
+    std::int64_t L_;
+    std::unique_ptr<Impl> impl_;
+};
+
 // macs_per_transform() of a RealFft of length n, without building the plan.
 std::uint64_t real_fft_macs(std::int64_t n);
 

@@ -40,5 +40,5 @@ endif()
 
 # Eigen must not start threads of its own: oneTBB owns parallelism.
 target_compile_definitions(ternion_options INTERFACE EIGEN_DONT_PARALLELIZE
-                           TERNION_VERSION="${PROJECT_VERSION}" TERNION_GIT_REV="${TERNION_GIT_REV}"
+                           TERNION_VERSION="${PROJECT_VERSION}"
                            TERNION_SOURCE_DIR="${CMAKE_SOURCE_DIR}")

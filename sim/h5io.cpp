@@ -270,6 +270,7 @@ std::optional<std::string> Reader::attr_string(const std::string& obj,
     if (H5Tis_variable_str(ftype.id()) > 0) {
         Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
         H5Tset_size(mtype.id(), H5T_VARIABLE);
+        H5Tset_cset(mtype.id(), H5Tget_cset(ftype.id()));  // UTF-8 attributes need a matching cset
         char* s = nullptr;
         if (H5Aread(a.id(), mtype.id(), &s) < 0) return std::nullopt;
         std::string r = s ? s : "";

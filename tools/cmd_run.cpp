@@ -16,6 +16,7 @@
 #include "sim/h5io.hpp"
 #include "sim/layer_record.hpp"
 #include "sim/trace.hpp"
+#include "ternion_git_revision.hpp"
 #include "tools/cli_common.hpp"
 
 namespace ternion::cli {

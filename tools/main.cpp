@@ -8,6 +8,7 @@
 
 #include "sim/error.hpp"
 #include "sim/h5io.hpp"
+#include "ternion_git_revision.hpp"
 #include "tools/commands.hpp"
 
 namespace {

@@ -164,13 +164,15 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                     if (!in.ternary) st.input_ternary = false;
                     nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
                 }
-                for (auto i : out.active) {
-                    float v = out.values[i];
-                    if (v > 0)
-                        ++st.positive_out;
-                    else if (v < 0)
-                        ++st.negative_out;
-                }
+                // Polarity tallies matter for spikes only; currents would cost a pass per step.
+                if (nd.is_spiking())
+                    for (auto i : out.active) {
+                        const float v = out.values[i];
+                        if (v > 0)
+                            ++st.positive_out;
+                        else if (v < 0)
+                            ++st.negative_out;
+                    }
                 st.nonzero_out += out.active.size();
                 st.ops += step_ops;
                 if (cfg.observer && cfg.observer->wants(u))

@@ -352,6 +352,29 @@ def interrupted_or_killed_runs_keep_the_old_trace():
                 for f in tmps:
                     os.remove(os.path.join(d, f))
     assert interrupted >= 5, interrupted
+    # Deterministically in the write phase: SIGKILL the moment the temporary file appears
+    # (fixed delays alone depend on the machine's speed, e.g. under sanitizers).
+    for _ in range(3):
+        if killed_while_writing:
+            break
+        proc = long_run(target)
+        deadline = time.time() + 300
+        tmps = []
+        while proc.poll() is None and time.time() < deadline and not tmps:
+            tmps = [f for f in os.listdir(d) if f.startswith(".keep.h5.tmp-")]
+            time.sleep(0.001)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=60)
+        if proc.returncode == 0:  # the write finished between two polls: try again
+            before = open(target, "rb").read()
+            continue
+        assert open(target, "rb").read() == before, "killed while writing"
+        assert tmps, "the run ended before writing"
+        killed_while_writing += 1
+        for f in os.listdir(d):
+            if f.startswith(".keep.h5.tmp-"):
+                os.remove(os.path.join(d, f))
     assert killed_while_writing >= 1, "no SIGKILL landed in the write phase"
 
 

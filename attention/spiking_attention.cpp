@@ -16,6 +16,20 @@ std::size_t sz(std::int64_t n) {
     return static_cast<std::size_t>(n);
 }
 
+// Dense reference of one head's score matrix S = Q_h K_h^T over token-major [N, D] spike
+// tensors (head channels c0 .. c0 + dh): shared by SSA's and BSA's dense engines.
+template <class T>
+void dense_scores(const T* q, const T* k, std::int64_t N, std::int64_t D, std::int64_t c0,
+                  std::int64_t dh, std::int32_t* S) {
+    for (std::int64_t i = 0; i < N; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+            std::int32_t a = 0;
+            for (std::int64_t c = 0; c < dh; ++c)
+                a += static_cast<std::int32_t>(q[sz(i * D + c0 + c)] * k[sz(j * D + c0 + c)]);
+            S[i * N + j] = a;
+        }
+}
+
 // Calls f(bit index) for every set bit of a multi-word mask, ascending.
 template <class F>
 void for_bits(const std::uint64_t* m, std::int64_t words, F&& f) {
@@ -306,14 +320,7 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         std::int32_t* Y = s.yi.data();
         std::fill(s.yi.begin(), s.yi.end(), 0);
         if (ctx.engine == Engine::dense) {
-            for (std::int64_t i = 0; i < N; ++i)
-                for (std::int64_t j = 0; j < N; ++j) {
-                    std::int32_t a = 0;
-                    for (std::int64_t c = 0; c < dh; ++c)
-                        a += static_cast<std::int32_t>(s.q[sz(i * D + c0 + c)] *
-                                                       s.k[sz(j * D + c0 + c)]);
-                    S[i * N + j] = a;
-                }
+            dense_scores(s.q.data(), s.k.data(), N, D, c0, dh, S);
             for (std::int64_t i = 0; i < N; ++i)
                 for (std::int64_t j = 0; j < N; ++j)
                     for (std::int64_t c = 0; c < dh; ++c)
@@ -489,14 +496,7 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
         const std::int64_t c0 = h * dh;
         std::fill(S, S + N * N, 0);
         if (ctx.engine == Engine::dense) {
-            for (std::int64_t i = 0; i < N; ++i)
-                for (std::int64_t j = 0; j < N; ++j) {
-                    std::int32_t a = 0;
-                    for (std::int64_t c = 0; c < dh; ++c)
-                        a += static_cast<std::int32_t>(s.q[sz(i * D + c0 + c)] *
-                                                       s.k[sz(j * D + c0 + c)]);
-                    S[i * N + j] = a;
-                }
+            dense_scores(s.q.data(), s.k.data(), N, D, c0, dh, S);
             for (std::int64_t c = 0; c < dh; ++c) {
                 std::uint64_t a = 0, b = 0;
                 for (std::int64_t n = 0; n < N; ++n) {

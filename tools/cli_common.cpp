@@ -1,5 +1,6 @@
 #include "tools/cli_common.hpp"
 
+#include <iostream>
 #include <thread>
 
 #include "sim/error.hpp"
@@ -40,6 +41,12 @@ po::variables_map parse(const Args& args, const po::options_description& desc,
     po::store(parser.run(), vm);
     po::notify(vm);
     return vm;
+}
+
+bool show_help(const po::variables_map& vm, const po::options_description& desc) {
+    if (!vm.count("help")) return false;
+    std::cout << desc << "\n";
+    return true;
 }
 
 int default_threads() {

@@ -19,6 +19,9 @@ UserLoadOptions model_options(const po::variables_map& vm);
 po::variables_map parse(const Args& args, const po::options_description& desc,
                         const po::positional_options_description* pos = nullptr);
 
+// Prints `desc` and returns true when --help was given (the caller then exits 0).
+bool show_help(const po::variables_map& vm, const po::options_description& desc);
+
 // Default worker count: every core of the machine.
 int default_threads();
 

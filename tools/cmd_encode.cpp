@@ -19,10 +19,7 @@ int cmd_encode(const Args& args) {
         "timesteps,T", po::value<std::int64_t>(), "steps per sample")(
         "seed", po::value<std::uint64_t>()->default_value(0), "random seed");
     auto vm = parse(args, d);
-    if (vm.count("help")) {
-        std::cout << d << "\n";
-        return 0;
-    }
+    if (show_help(vm, d)) return 0;
     if (!vm.count("input")) throw OptionError("input", "is required");
     if (!vm.count("output")) throw OptionError("output", "is required");
     if (!vm.count("timesteps")) throw OptionError("timesteps", "is required");

@@ -15,10 +15,7 @@ int cmd_info(const Args& args) {
     po::positional_options_description pos;
     pos.add("model", 1);
     auto vm = parse(args, d, &pos);
-    if (vm.count("help")) {
-        std::cout << d << "\n";
-        return 0;
-    }
+    if (show_help(vm, d)) return 0;
     if (vm.count("types")) {
         for (auto& [t, desc] : default_factory().types())
             std::printf("%-26s %s\n", t.c_str(), desc.c_str());

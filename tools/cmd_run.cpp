@@ -132,10 +132,7 @@ int cmd_run(const Args& args) {
     po::positional_options_description pos;
     pos.add("model", 1);
     auto vm = parse(args, d, &pos);
-    if (vm.count("help")) {
-        std::cout << d << "\n";
-        return 0;
-    }
+    if (show_help(vm, d)) return 0;
     const bool json = vm.count("json") > 0;
     std::string model =
         vm.count("model") ? vm["model"].as<std::string>() : bundled_path("bsa_digits.h5");

@@ -120,10 +120,7 @@ int cmd_trace(const Args& args) {
     po::positional_options_description pos;
     pos.add("action", 1).add("file", 1);
     auto vm = parse(args, d, &pos);
-    if (vm.count("help")) {
-        std::cout << d << "\n";
-        return 0;
-    }
+    if (show_help(vm, d)) return 0;
     if (!vm.count("action") || vm["action"].as<std::string>() != "info")
         throw OptionError("action", "expected `ternion trace info FILE`");
     if (!vm.count("file")) throw OptionError("file", "is required: `ternion trace info FILE`");

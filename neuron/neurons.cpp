@@ -13,7 +13,8 @@ constexpr std::int64_t kNeuronBlock = 1024;
 
 struct NeuronState : NodeState {
     std::vector<float> v, i;  // membrane and (CubaLIF) synaptic current
-    std::vector<std::vector<std::uint32_t>> block_spikes;
+    std::vector<BlockIndices> block_spikes;
+    std::int64_t block = 0;  // neurons per block of the last step
 };
 
 // Shared frame: per-neuron parameter arrays, threshold/reset settings, block-parallel stepping.
@@ -53,8 +54,6 @@ class NeuronBase : public Node {
         auto st = std::make_unique<NeuronState>();
         st->v.assign(static_cast<std::size_t>(in_size()), initial_v());
         if (vars_ > 1) st->i.assign(static_cast<std::size_t>(in_size()), 0.0f);
-        st->block_spikes.resize(
-            static_cast<std::size_t>((in_size() + kNeuronBlock - 1) / kNeuronBlock));
         return st;
     }
     bool membrane(const NodeState* s, std::vector<float>& out) const override {
@@ -72,7 +71,7 @@ class NeuronBase : public Node {
   protected:
     // Per neuron: update state from input x and return the spike (-1, 0 or +1).
     virtual void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0,
-                              std::int64_t b1, std::vector<std::uint32_t>& spikes) const = 0;
+                              std::int64_t b1, BlockIndices& spikes) const = 0;
     virtual void broadcast(std::int64_t n) = 0;
     virtual float initial_v() const { return 0.0f; }
     virtual std::vector<std::pair<std::string, std::string>> params_summary() const { return {}; }
@@ -81,15 +80,25 @@ class NeuronBase : public Node {
               const StepContext& ctx) const override {
         auto& st = static_cast<NeuronState&>(*state);
         const std::int64_t n = in_size();
-        const std::int64_t nb = (n + kNeuronBlock - 1) / kNeuronBlock;
-        // Spiking outputs are sparse: zero only last step's spikes.
-        for (auto k : out.active) out.values[k] = 0.0f;
+        // With a thread team, one block per member, split like the synaptic layers' rows so
+        // each member updates the inputs it just computed; otherwise fixed-size blocks.
+        const std::int64_t bs = ctx.team ? row_part_size(n, ctx.team->size()) : kNeuronBlock;
+        const std::int64_t nb = (n + bs - 1) / bs;
+        // Spiking outputs are sparse: zero only last step's spikes, each block its own.
+        const bool same_blocks = st.block == bs;
+        if (!same_blocks) {
+            for (auto k : out.active) out.values[k] = 0.0f;
+            st.block_spikes.assign(static_cast<std::size_t>(nb), {});
+            st.block = bs;
+        }
         ctx.for_blocks(nb, 1, [&](std::int64_t b0, std::int64_t b1) {
             for (std::int64_t b = b0; b < b1; ++b) {
                 auto& sp = st.block_spikes[static_cast<std::size_t>(b)];
+                if (same_blocks && !integrator_)
+                    for (auto k : sp) out.values[k] = 0.0f;
                 sp.clear();
-                update_block(st, in.values.data(), out.values.data(), b * kNeuronBlock,
-                             std::min(n, (b + 1) * kNeuronBlock), sp);
+                update_block(st, in.values.data(), out.values.data(), b * bs,
+                             std::min(n, (b + 1) * bs), sp);
             }
         });
         out.active.clear();
@@ -145,7 +154,7 @@ class NeuronBase : public Node {
     bool fires(float v, float th) const { return cmp_ == Compare::ge ? v >= th : v > th; }
     // Threshold scan after integration: spike, then reset to v_reset or subtract v_threshold.
     void fire_and_reset(float* v, const float* th, const float* vr, float* out, std::int64_t b0,
-                        std::int64_t b1, std::vector<std::uint32_t>& spikes) const {
+                        std::int64_t b1, BlockIndices& spikes) const {
         for (std::int64_t k = b0; k < b1; ++k)
             if (fires(v[k], th[k])) {
                 out[k] = 1.0f;
@@ -238,7 +247,7 @@ class LifNode final : public NeuronBase {
         has_leak_ = std::any_of(c_.begin(), c_.end(), [](float v) { return v != 0.0f; });
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
-                      std::vector<std::uint32_t>& spikes) const override {
+                      BlockIndices& spikes) const override {
         float* v = st.v.data();
         const float *a = a_.data(), *g = g_.data(), *c = c_.data();
         // Integrate (branch-free, vectorised), then look for threshold crossings.
@@ -310,7 +319,7 @@ class CubaLifNode final : public NeuronBase {
     }
     // The membrane integrates the updated current (snnTorch's Synaptic order).
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
-                      std::vector<std::uint32_t>& spikes) const override {
+                      BlockIndices& spikes) const override {
         float* v = st.v.data();
         float* cur = st.i.data();
         for (std::int64_t k = b0; k < b1; ++k) {
@@ -369,7 +378,7 @@ class SjLifNode final : public NeuronBase {
     void broadcast(std::int64_t n) override { expand(th_, n); }
     float initial_v() const override { return vr_; }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
-                      std::vector<std::uint32_t>& spikes) const override {
+                      BlockIndices& spikes) const override {
         float* v = st.v.data();
         const float vr = vr_, tau = tau_, kk = k_;
         // Integrate in SpikingJelly's operation order (branch-free, vectorised), then fire.
@@ -428,7 +437,7 @@ class TernaryLifNode final : public NeuronBase {
         expand(th_, n);
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
-                      std::vector<std::uint32_t>& spikes) const override {
+                      BlockIndices& spikes) const override {
         float* h = st.v.data();
         for (std::int64_t k = b0; k < b1; ++k) {
             const auto u = static_cast<std::size_t>(k);
@@ -463,7 +472,7 @@ class ThresholdNode final : public NeuronBase {
     }
     void broadcast(std::int64_t n) override { expand(th_, n); }
     void update_block(NeuronState&, const float* x, float* out, std::int64_t b0, std::int64_t b1,
-                      std::vector<std::uint32_t>& spikes) const override {
+                      BlockIndices& spikes) const override {
         for (std::int64_t k = b0; k < b1; ++k)
             if (fires(x[k], th_[static_cast<std::size_t>(k)])) {
                 out[k] = 1.0f;

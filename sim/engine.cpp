@@ -107,6 +107,10 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
     Progress progress(count, cfg.progress && count > 1);
     const std::int64_t T = res.timesteps;
 
+    // One sample on several threads: a persistent team runs each step's blocks.
+    std::unique_ptr<ThreadTeam> team;
+    if (count == 1 && cfg.threads > 1) team = std::make_unique<ThreadTeam>(cfg.threads);
+
     auto t0 = std::chrono::steady_clock::now();
     auto run_sample = [&](std::int64_t k) {
         const std::int64_t sample = first + k;
@@ -128,6 +132,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         ctx.timesteps = T;
         ctx.seed = cfg.seed;
         ctx.parallel_inner = cfg.threads > 1;
+        ctx.team = team.get();
         ctx.count_ops = cfg.count_ops;
         // Delayed edges at t = 0 carry the source applied to zero activity (an Affine's bias).
         for (int u : g.delayed_sources()) {

@@ -5,6 +5,7 @@
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,6 +15,7 @@
 #include "error.hpp"
 #include "op_counts.hpp"
 #include "shape.hpp"
+#include "thread_team.hpp"
 
 namespace ternion {
 
@@ -55,6 +57,20 @@ struct Activity {
     std::int64_t size() const { return static_cast<std::int64_t>(values.size()); }
 };
 
+// Indices one block of work found (active outputs, spikes), each on cache lines of its own:
+// neighbouring blocks run on different threads, and shared lines would bounce between them.
+struct alignas(64) BlockIndices : std::vector<std::uint32_t> {
+    bool ternary = true;  // every value at these indices is -1 or +1 (where a block tracks it)
+};
+
+// Rows per part when n rows are split into `parts` parts of whole cache lines (64 floats).
+// Synaptic layers and neurons split the same way, so each thread keeps the rows it wrote in the
+// previous node of the chain in its own cache.
+inline std::int64_t row_part_size(std::int64_t n, std::int64_t parts) {
+    const std::int64_t b = (n + parts - 1) / (parts < 1 ? 1 : parts);
+    return std::max<std::int64_t>(64, (b + 63) / 64 * 64);
+}
+
 // Everything a node may need while stepping. `ops` accumulates this node's counts.
 struct StepContext {
     Engine engine = Engine::event;
@@ -63,6 +79,9 @@ struct StepContext {
     std::int64_t timesteps = 1;  // T
     std::uint64_t seed = 0;
     bool parallel_inner = false;  // the node may split its work across threads
+    // When set (one sample on several threads), blocks go to this persistent team instead of
+    // the task pool: a step's parallel sections are microseconds apart.
+    ThreadTeam* team = nullptr;
     OpCounts* ops = nullptr;
     // Set when a recorder wants this node's attention maps at this step: the node then keeps
     // them in its state for attention_maps().
@@ -79,6 +98,10 @@ struct StepContext {
     void for_blocks(std::int64_t n, std::int64_t grain, F&& f) const {
         if (!parallel_inner || n <= grain) {
             f(std::int64_t{0}, n);
+            return;
+        }
+        if (team) {
+            team->for_parts(n, f);
             return;
         }
         tbb::parallel_for(

@@ -352,7 +352,7 @@ class PassNode final : public Node {
 // ------------------------------------------------------------------ Affine / Linear
 
 struct BlockScratch : NodeState {
-    std::vector<std::vector<std::uint32_t>> block_active;
+    std::vector<BlockIndices> block_active;
     std::vector<std::uint32_t> offsets, by_channel;  // active inputs bucketed by channel
 };
 
@@ -469,13 +469,21 @@ class LinearNode final : public Node {
                             y[r] += bias_[static_cast<std::size_t>(r)];
                     auto& act = scratch.block_active[static_cast<std::size_t>(b)];
                     act.clear();
+                    bool tern = true;
                     for (std::int64_t r = r0; r < r1; ++r)
-                        if (y[r] != 0.0f) act.push_back(static_cast<std::uint32_t>(r));
+                        if (y[r] != 0.0f) {
+                            act.push_back(static_cast<std::uint32_t>(r));
+                            tern = tern && (y[r] == 1.0f || y[r] == -1.0f);
+                        }
+                    act.ternary = tern;
                 }
             });
             out.active.clear();
-            for (auto& a : scratch.block_active)
+            out.ternary = true;
+            for (auto& a : scratch.block_active) {
                 out.active.insert(out.active.end(), a.begin(), a.end());
+                out.ternary = out.ternary && a.ternary;
+            }
         } else {
             // Several tokens: the weights apply to the last axis of each token.
             std::fill(out.values.begin(), out.values.end(), 0.0f);
@@ -520,8 +528,10 @@ class LinearNode final : public Node {
             for (std::int64_t i = 0; i < rows_ * out_; ++i)
                 if (y[i] != 0.0f) out.active.push_back(static_cast<std::uint32_t>(i));
         }
-        out.ternary = std::all_of(out.active.begin(), out.active.end(),
-                                  [y](std::uint32_t i) { return y[i] == 1.0f || y[i] == -1.0f; });
+        if (rows_ != 1)
+            out.ternary = std::all_of(out.active.begin(), out.active.end(), [y](std::uint32_t i) {
+                return y[i] == 1.0f || y[i] == -1.0f;
+            });
         // Counts from events and shapes: each non-zero input touches its column's weights.
         OpCounts& ops = *ctx.ops;
         if (dense) {

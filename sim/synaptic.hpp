@@ -90,11 +90,7 @@ class ColumnWeights {
     bool use_codebook_ = true;
     int parts_ = 1;
     std::int64_t block_ = 1;
-    void choose_block() {
-        std::int64_t b = (out_ + parts_ - 1) / parts_;
-        b = (b + 63) / 64 * 64;  // whole cache lines of outputs per block
-        block_ = std::max<std::int64_t>(1, std::min(b, kMaxBlock));
-    }
+    void choose_block() { block_ = std::min(row_part_size(out_, parts_), kMaxBlock); }
     std::vector<std::uint64_t> colptr_;
     std::vector<std::uint16_t> rows_;
     std::vector<float> vals_;

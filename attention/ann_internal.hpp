@@ -3,6 +3,7 @@
 #pragma once
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <string>
 
@@ -18,8 +19,12 @@ void for_range(std::int64_t n, std::int64_t grain, bool parallel, F&& f) {
         f(std::int64_t{0}, n);
         return;
     }
-    tbb::parallel_for(tbb::blocked_range<std::int64_t>(0, n, grain),
-                      [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+    // Isolated: inside a multi-sample run, a waiting thread must not pick up another sample.
+    tbb::this_task_arena::isolate([&] {
+        tbb::parallel_for(
+            tbb::blocked_range<std::int64_t>(0, n, grain),
+            [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+    });
 }
 
 // y = x W + b with W [in, out].

@@ -113,7 +113,7 @@ class NeuronBase : public Node {
             ops.state_write_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
             return;
         }
-        for (auto& sp : st.block_spikes) out.active.insert(out.active.end(), sp.begin(), sp.end());
+        ctx.concat_blocks(st.block_spikes, out.active);
         out.ternary = true;
         ops.neuron_update += un;
         ops.cmp += un;

@@ -4,6 +4,7 @@
 #pragma once
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -92,6 +93,33 @@ struct StepContext {
     // Node-defined extra counters (see Node::aux_names), e.g. Q/K/V spikes inside attention.
     std::uint64_t* aux = nullptr;
 
+    // out = the blocks' indices one after another. Long lists are copied by the team, each
+    // member its own blocks: a single thread copying them would be the serial part of a step.
+    void concat_blocks(const std::vector<BlockIndices>& blocks,
+                       std::vector<std::uint32_t>& out) const {
+        std::size_t total = 0;
+        for (const auto& b : blocks) total += b.size();
+        out.resize(total);
+        if (!team || total < 16384) {
+            std::size_t at = 0;
+            for (const auto& b : blocks) {
+                std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
+                at += b.size();
+            }
+            return;
+        }
+        team->for_parts(static_cast<std::int64_t>(blocks.size()), [&](std::int64_t b0,
+                                                                      std::int64_t b1) {
+            std::size_t at = 0;
+            for (std::int64_t b = 0; b < b0; ++b) at += blocks[static_cast<std::size_t>(b)].size();
+            for (std::int64_t b = b0; b < b1; ++b) {
+                const auto& blk = blocks[static_cast<std::size_t>(b)];
+                std::copy(blk.begin(), blk.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
+                at += blk.size();
+            }
+        });
+    }
+
     // Calls f(begin, end) over blocks of [0, n). Blocks write disjoint outputs, so results do
     // not depend on how many threads run them.
     template <class F>
@@ -104,9 +132,13 @@ struct StepContext {
             team->for_parts(n, f);
             return;
         }
-        tbb::parallel_for(
-            tbb::blocked_range<std::int64_t>(0, n, grain),
-            [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+        // Isolated: while this thread waits for its blocks it must not pick up another sample's
+        // task, which would reuse this thread's workspace under the waiting sample.
+        tbb::this_task_arena::isolate([&] {
+            tbb::parallel_for(
+                tbb::blocked_range<std::int64_t>(0, n, grain),
+                [&](const tbb::blocked_range<std::int64_t>& r) { f(r.begin(), r.end()); });
+        });
     }
 };
 

@@ -45,6 +45,7 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
     double density = out * in > 0 ? static_cast<double>(nnz_) / static_cast<double>(out * in) : 1;
     // Below a quarter non-zero, index+value (6 bytes) beats a dense column (4 bytes/row).
     sparse_ = density < 0.25;
+    choose_block();
     dense_.clear();
     colptr_.clear();
     rows_.clear();
@@ -59,7 +60,6 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
                     w[static_cast<std::size_t>(r * in + c)];
         return;
     }
-    choose_block();
     const std::int64_t nb = nblocks(), kBlock = block_;
     colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
     std::vector<Syn> syn;
@@ -241,34 +241,145 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
 
 namespace {
 
+// Several tokens through dense weights, event-driven (see LinearNode::step). For rows [r0, r1)
+// of every token t: y[t, r] = (sum over the active channels c of t, ascending, of x * W[r, c])
+// + bias[r], with the running sum held in registers 64 rows at a time, so each active input
+// costs one weight load and one add per 8 rows. Channels go in chunks whose weights stay in L1
+// while all tokens pass; y is read and written once per chunk. The order of additions is
+// exactly the dense loop's (terms in ascending channel order from 0, then the bias), so results
+// stay bit-identical with the dense engine. Also records, per token and 64-row group, which
+// outputs are non-zero (`nz`) and which of those are not +-1 (`nt`).
+struct TokenEvents {
+    std::vector<std::uint32_t> begin;  // per token: start in `chan` (tokens + 1 entries)
+    std::vector<std::uint32_t> chan;   // active channels, token-major, ascending
+    std::vector<float> x;              // their values
+};
+
+typedef float v8f __attribute__((vector_size(32), aligned(4)));
+
+template <bool Unit>
+void token_rows_kernel(const float* __restrict W, std::int64_t in, std::int64_t out,
+                       const std::uint32_t* __restrict begin, const std::uint32_t* __restrict chan,
+                       const float* __restrict xs, const float* __restrict bias,
+                       float* __restrict y, std::int64_t ntok, std::int64_t r0, std::int64_t r1,
+                       std::uint64_t* __restrict nz, std::uint64_t* __restrict nt,
+                       std::int64_t groups, std::uint32_t* __restrict cursor) {
+    constexpr int V = 8;               // 8-float vectors held in registers
+    constexpr std::int64_t R = 8 * V;  // rows per group; r0 is a multiple of 64 (row blocks are)
+    // Channels per chunk: the chunk's weights for R rows (16 KiB) stay in L1 while every token
+    // passes through them; each token's sum continues from y, chunk after chunk.
+    constexpr std::int64_t chunk = 16384 / (R * 4);
+    for (std::int64_t s0 = r0; s0 < r1; s0 += R) {
+        const std::int64_t g = s0 / 64;
+        const std::int64_t len = std::min<std::int64_t>(R, r1 - s0);
+        if (len < R) {  // a last, partial group: the same sums, element by element
+            for (std::int64_t t = 0; t < ntok; ++t) {
+                float* yt = y + t * out + s0;
+                for (std::int64_t r = 0; r < len; ++r) yt[r] = 0.0f;
+                for (std::uint32_t k = begin[t]; k < begin[t + 1]; ++k) {
+                    const float* col = W + chan[k] * out + s0;
+                    const float xv = xs[k];
+                    for (std::int64_t r = 0; r < len; ++r) {
+                        if (Unit)
+                            yt[r] = xv > 0 ? yt[r] + col[r] : yt[r] - col[r];
+                        else
+                            yt[r] += xv * col[r];
+                    }
+                }
+                if (bias)
+                    for (std::int64_t r = 0; r < len; ++r) yt[r] += bias[s0 + r];
+            }
+        } else {
+            for (std::int64_t t = 0; t < ntok; ++t) cursor[t] = begin[t];
+            const float* Ws = W + s0;
+            for (std::int64_t c0 = 0; c0 < in; c0 += chunk) {
+                const auto c1 = static_cast<std::uint32_t>(std::min(in, c0 + chunk));
+                const bool first = c0 == 0, last = c1 == in;
+                for (std::int64_t t = 0; t < ntok; ++t) {
+                    std::uint32_t k = cursor[t];
+                    const std::uint32_t kend = begin[t + 1];
+                    v8f* yt = reinterpret_cast<v8f*>(y + t * out + s0);
+                    v8f acc[V];
+                    if (first)
+                        for (int j = 0; j < V; ++j) acc[j] = v8f{};
+                    else
+                        for (int j = 0; j < V; ++j) acc[j] = yt[j];
+                    for (; k < kend && chan[k] < c1; ++k) {
+                        const v8f* col = reinterpret_cast<const v8f*>(Ws + chan[k] * out);
+                        if (Unit) {
+                            if (xs[k] > 0)
+                                for (int j = 0; j < V; ++j) acc[j] += col[j];
+                            else
+                                for (int j = 0; j < V; ++j) acc[j] -= col[j];
+                        } else {
+                            const float xv = xs[k];
+                            for (int j = 0; j < V; ++j) acc[j] += xv * col[j];
+                        }
+                    }
+                    cursor[t] = k;
+                    if (last && bias)
+                        for (int j = 0; j < V; ++j)
+                            acc[j] += *reinterpret_cast<const v8f*>(bias + s0 + 8 * j);
+                    for (int j = 0; j < V; ++j) yt[j] = acc[j];
+                }
+            }
+        }
+        for (std::int64_t t = 0; t < ntok; ++t) {
+            const float* yt = y + t * out + s0;
+            std::uint64_t mz = 0, mt = 0;
+            for (std::int64_t r = 0; r < len; ++r) {
+                mz |= static_cast<std::uint64_t>(yt[r] != 0.0f) << r;
+                mt |= static_cast<std::uint64_t>(yt[r] != 0.0f && yt[r] != 1.0f && yt[r] != -1.0f)
+                      << r;
+            }
+            nz[t * groups + g] = mz;
+            nt[t * groups + g] = mt;
+        }
+    }
+}
+
+}  // namespace
+
+namespace {
+
 // Event cost of the active inputs of a synaptic layer, fan(i) = non-zero weights input i reaches.
 // A ternary input costs one AC per weight; a small integer input (coincident spikes, such as the
 // 2 of a spike-adding residual) costs |x| ACs per weight, as that many events would on
 // event-driven hardware; any other value is analog and costs one MAC per weight.
-template <class Fan>
-void count_events(const Activity& in, Fan fan, std::uint64_t bytes_per_weight, OpCounts& ops,
-                  bool enabled = true) {
-    if (!enabled) return;
+// The n active inputs are given by fan(k) and value(k), k in [0, n).
+template <class Fan, class Value>
+void count_events_n(std::size_t n, bool ternary, Fan fan, Value value,
+                    std::uint64_t bytes_per_weight, OpCounts& ops) {
     std::uint64_t touched = 0, weighted = 0;
     bool integral = true;
-    for (auto i : in.active) {
-        const std::uint64_t f = fan(i);
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::uint64_t f = fan(k);
         touched += f;
-        if (!in.ternary && integral) {
-            const float a = std::fabs(in.values[i]);
+        if (!ternary && integral) {
+            const float a = std::fabs(value(k));
             if (a == std::floor(a) && a <= 16.0f)
                 weighted += static_cast<std::uint64_t>(a) * f;
             else
                 integral = false;
         }
     }
-    if (in.ternary)
+    if (ternary)
         ops.ac += touched;
     else if (integral)
         ops.ac += weighted;
     else
         ops.mac += touched;
     ops.weight_read_bytes += touched * bytes_per_weight;
+}
+
+template <class Fan>
+void count_events(const Activity& in, Fan fan, std::uint64_t bytes_per_weight, OpCounts& ops,
+                  bool enabled = true) {
+    if (!enabled) return;
+    const auto* act = in.active.data();
+    count_events_n(
+        in.active.size(), in.ternary, [&](std::size_t k) { return fan(act[k]); },
+        [&](std::size_t k) { return in.values[act[k]]; }, bytes_per_weight, ops);
 }
 
 Shape shape_param(const NodeSpec& s, const std::string& p) {
@@ -354,6 +465,9 @@ class PassNode final : public Node {
 struct BlockScratch : NodeState {
     std::vector<BlockIndices> block_active;
     std::vector<std::uint32_t> offsets, by_channel;  // active inputs bucketed by channel
+    TokenEvents events;                              // active inputs by token (dense weights)
+    std::vector<std::uint64_t> nz, nt;               // per token and 64-row group
+    std::vector<BlockIndices> cursor;                // per block: kernel scratch
 };
 
 class LinearNode final : public Node {
@@ -478,20 +592,19 @@ class LinearNode final : public Node {
                     act.ternary = tern;
                 }
             });
-            out.active.clear();
+            ctx.concat_blocks(scratch.block_active, out.active);
             out.ternary = true;
-            for (auto& a : scratch.block_active) {
-                out.active.insert(out.active.end(), a.begin(), a.end());
-                out.ternary = out.ternary && a.ternary;
-            }
+            for (auto& a : scratch.block_active) out.ternary = out.ternary && a.ternary;
         } else {
             // Several tokens: the weights apply to the last axis of each token.
-            std::fill(out.values.begin(), out.values.end(), 0.0f);
+            if (dense || weights_.sparse()) std::fill(out.values.begin(), out.values.end(), 0.0f);
             if (dense) {
                 for (std::int64_t t = 0; t < rows_; ++t)
                     for (std::int64_t c = 0; c < in_; ++c)
                         weights_.add_column(c, in.values[static_cast<std::size_t>(t * in_ + c)],
                                             false, y + t * out_, 0, out_);
+            } else if (!weights_.sparse()) {
+                step_tokens_dense(in, scratch, out, ctx, unit);
             } else {
                 // Channel-major: each weight column is read once per step and applied to every
                 // token where that channel is active. Every output still receives its terms in
@@ -520,15 +633,17 @@ class LinearNode final : public Node {
                     }
                 });
             }
-            if (!bias_.empty())
-                for (std::int64_t t = 0; t < rows_; ++t)
-                    for (std::int64_t r = 0; r < out_; ++r)
-                        y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
-            out.active.clear();
-            for (std::int64_t i = 0; i < rows_ * out_; ++i)
-                if (y[i] != 0.0f) out.active.push_back(static_cast<std::uint32_t>(i));
+            if (dense || weights_.sparse()) {
+                if (!bias_.empty())
+                    for (std::int64_t t = 0; t < rows_; ++t)
+                        for (std::int64_t r = 0; r < out_; ++r)
+                            y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
+                out.active.clear();
+                for (std::int64_t i = 0; i < rows_ * out_; ++i)
+                    if (y[i] != 0.0f) out.active.push_back(static_cast<std::uint32_t>(i));
+            }
         }
-        if (rows_ != 1)
+        if (rows_ != 1 && (dense || weights_.sparse()))
             out.ternary = std::all_of(out.active.begin(), out.active.end(), [y](std::uint32_t i) {
                 return y[i] == 1.0f || y[i] == -1.0f;
             });
@@ -538,6 +653,14 @@ class LinearNode final : public Node {
             const std::uint64_t n = static_cast<std::uint64_t>(rows_ * in_ * out_);
             ops.mac += n;
             ops.weight_read_bytes += n * sizeof(float);
+        } else if (rows_ != 1 && !weights_.sparse()) {
+            if (ctx.count_ops) {
+                const auto& ev = scratch.events;
+                count_events_n(
+                    ev.chan.size(), in.ternary,
+                    [&](std::size_t k) { return weights_.col_nnz(ev.chan[k]); },
+                    [&](std::size_t k) { return ev.x[k]; }, weights_.bytes_per_synapse(), ops);
+            }
         } else {
             count_events(
                 in,
@@ -547,6 +670,61 @@ class LinearNode final : public Node {
                 weights_.bytes_per_synapse(), ops, ctx.count_ops);
         }
     }
+    // Event-driven, several tokens, dense weights: token_rows_kernel over row blocks; also
+    // sets out.active and out.ternary from the kernel's masks.
+    void step_tokens_dense(const Activity& in, BlockScratch& sc, Activity& out,
+                           const StepContext& ctx, bool unit) const {
+        auto& ev = sc.events;
+        ev.begin.assign(static_cast<std::size_t>(rows_ + 1), 0);
+        ev.chan.resize(in.active.size());
+        ev.x.resize(in.active.size());
+        // in.active is token-major and ascending (i = t * in + c): walk tokens alongside, no
+        // division per event.
+        const auto nin = static_cast<std::uint32_t>(in_);
+        std::uint32_t t = 0, base = 0;
+        const std::size_t na = in.active.size();
+        for (std::size_t k = 0; k < na; ++k) {
+            const std::uint32_t i = in.active[k];
+            while (i >= base + nin) {
+                ev.begin[++t] = static_cast<std::uint32_t>(k);
+                base += nin;
+            }
+            ev.chan[k] = i - base;
+            ev.x[k] = in.values[i];
+        }
+        while (t < static_cast<std::uint32_t>(rows_))
+            ev.begin[++t] = static_cast<std::uint32_t>(na);
+        const std::int64_t groups = (out_ + 63) / 64;
+        sc.nz.resize(static_cast<std::size_t>(rows_ * groups));
+        sc.nt.resize(static_cast<std::size_t>(rows_ * groups));
+        const float* bias = bias_.empty() ? nullptr : bias_.data();
+        float* y = out.values.data();
+        sc.cursor.resize(static_cast<std::size_t>(nblocks()));
+        ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
+            const std::int64_t r0 = b0 * weights_.block();
+            const std::int64_t r1 = std::min(out_, b1 * weights_.block());
+            auto& cur = sc.cursor[static_cast<std::size_t>(b0)];
+            cur.resize(static_cast<std::size_t>(rows_));
+            const auto kernel = unit ? token_rows_kernel<true> : token_rows_kernel<false>;
+            kernel(weights_.dense_column(0), in_, out_, ev.begin.data(), ev.chan.data(),
+                   ev.x.data(), bias, y, rows_, r0, r1, sc.nz.data(), sc.nt.data(), groups,
+                   cur.data());
+        });
+        out.active.clear();
+        bool tern = true;
+        for (std::int64_t tk = 0; tk < rows_; ++tk)
+            for (std::int64_t g = 0; g < groups; ++g) {
+                std::uint64_t m = sc.nz[static_cast<std::size_t>(tk * groups + g)];
+                tern = tern && sc.nt[static_cast<std::size_t>(tk * groups + g)] == 0;
+                const auto at = static_cast<std::uint32_t>(tk * out_ + g * 64);
+                while (m) {
+                    out.active.push_back(at + static_cast<std::uint32_t>(__builtin_ctzll(m)));
+                    m &= m - 1;
+                }
+            }
+        out.ternary = tern;
+    }
+
     std::uint64_t dense_macs_per_step() const override {
         return static_cast<std::uint64_t>(rows_ * in_ * out_);
     }

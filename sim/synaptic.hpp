@@ -22,8 +22,8 @@ class ColumnWeights {
   public:
     // Rows per block: a column's synapses in one block form one contiguous run (latency, not
     // bandwidth, bounds event delivery), so blocks are as large as possible: one per worker
-    // thread, at most 65535 rows (uint16 offsets). The partition never changes results.
-    static constexpr std::int64_t kMaxBlock = 65535;
+    // thread, at most 65472 rows (uint16 offsets, whole 64-row groups). The partition never changes results.
+    static constexpr std::int64_t kMaxBlock = 65472;  // 1023 cache lines of rows
     void set_blocks(int parts) { parts_ = parts < 1 ? 1 : parts; }
     std::int64_t block() const { return block_; }
     std::int64_t nblocks() const { return (out_ + block_ - 1) / block_; }
@@ -51,6 +51,10 @@ class ColumnWeights {
     void add_column(std::int64_t c, float x, bool unit, float* y, std::int64_t r0,
                     std::int64_t r1) const;
     float at(std::int64_t r, std::int64_t c) const;
+    // Dense storage only: the column of input c (out() floats), else nullptr.
+    const float* dense_column(std::int64_t c) const {
+        return sparse_ ? nullptr : dense_.data() + c * out_;
+    }
     // Hints the memory system about a column a few events ahead: stage 0 fetches its offsets,
     // stage 1 its first synapses (needs the offsets, fetched earlier by stage 0).
     void prefetch(std::int64_t c, std::int64_t block, int stage) const {

@@ -146,7 +146,7 @@ void check_same(const Outcome& a, const Outcome& b, bool compare_ops) {
     for (int u = 0; u < a.graph->size(); ++u) {
         const auto& x = a.result.nodes[static_cast<std::size_t>(u)];
         const auto& y = b.result.nodes[static_cast<std::size_t>(u)];
-        CHECK(x.nonzero_out == y.nonzero_out);
+        CHECK_MESSAGE(x.nonzero_out == y.nonzero_out, a.graph->node(u).name());
         if (compare_ops) CHECK(x.ops == y.ops);
     }
     CHECK(a.result.predictions == b.result.predictions);
@@ -426,4 +426,65 @@ TEST_CASE("Conv1d with stride and dilation by hand") {
         // o=0: 1 - 1 + 2(-1) = -2; o=1: 1 - (-1) + 2(1) = 4; o=2: -1 - 1 + 2(1) = 0.
         CHECK(output_of(*o, "conv", 0, 0) == std::vector<float>{-2.0f, 4.0f, 0.0f});
     }
+}
+
+TEST_CASE("multi-token Linear on dense weights: register kernel equals the dense engine") {
+    // Sizes exercise every path of the kernel: 200 inputs span several 64-channel chunks,
+    // 150 outputs are two full 64-row groups and a partial one; inputs arrive as +-1 spikes,
+    // as integers (+-2 from a residual of the input with itself) and as analog values.
+    const std::int64_t tokens = 5, in = 200, out = 150;
+    std::mt19937_64 rng(11);
+    TempFile model, spikes, analog;
+    auto w1 = random_weights(rng, out * in, 0.9, 1.0);
+    ModelFile()
+        .node("input", "Input", {{"shape", P({double(tokens), double(in)})}})
+        .node("fa", "Affine",
+              {{"weight", P(w1, {out, in})}, {"bias", P(random_weights(rng, out, 1.0, 0.3))}})
+        .node("twice", "ternion.Identity")
+        .node("fb", "Linear", {{"weight", P(random_weights(rng, out * in, 0.9, 1.0), {out, in})}})
+        .node("lif_a", "ternion.SJLIF", {{"tau", P(2.0)}, {"v_threshold", P(0.5)}})
+        .node("lif_b", "ternion.SJLIF", {{"tau", P(2.0)}, {"v_threshold", P(0.5)}})
+        .node("join", "ternion.Identity")
+        .node("output", "Output")
+        .edge("input", "fa")
+        .edge("input", "twice")
+        .edge("input", "twice")
+        .edge("twice", "fb")
+        .edge("fa", "lif_a")
+        .edge("fb", "lif_b")
+        .edge("lif_a", "join")
+        .edge("lif_b", "join")
+        .edge("join", "output")
+        .write(model.path());
+    const std::int64_t samples = 2, T = 6;
+    auto sp = random_spikes(rng, samples * T * tokens * in, 0.2, true);
+    write_spikes(spikes.path(), sp, {samples, T, tokens, in});
+    std::vector<float> a(static_cast<std::size_t>(samples * tokens * in));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& x : a) x = u(rng) < 0.5f ? u(rng) : 0.0f;
+    write_data(analog.path(), a, {samples, tokens, in});
+    UserLoadOptions lo;
+    lo.dt = 1e-3;
+    for (const auto& input : {spikes.path(), analog.path()}) {
+        const std::int64_t steps = input == analog.path() ? T : 0;
+        auto de = run_file(model.path(), input, Engine::dense, 1, steps, lo);
+        auto ev1 = run_file(model.path(), input, Engine::event, 1, steps, lo);
+        check_same(*ev1, *de, false);
+        for (int th : {2, 3})
+            check_same(*ev1, *run_file(model.path(), input, Engine::event, th, steps, lo), true);
+        CHECK(ev1->result.nodes[static_cast<std::size_t>(ev1->graph->find("lif_a"))].nonzero_out >
+              0);
+    }
+    // Counts: every +-1 input costs its column's non-zero weights (fa); every +-2 input twice
+    // that (fb sees the residual sum): closed forms from the input file itself.
+    std::vector<std::uint64_t> nnz(static_cast<std::size_t>(in), 0);
+    for (std::int64_t r = 0; r < out; ++r)
+        for (std::int64_t c = 0; c < in; ++c)
+            if (w1[static_cast<std::size_t>(r * in + c)] != 0.0) ++nnz[static_cast<std::size_t>(c)];
+    std::uint64_t expect = 0;
+    for (std::size_t i = 0; i < sp.size(); ++i)
+        if (sp[i] != 0) expect += nnz[i % static_cast<std::size_t>(in)];
+    auto ev = run_file(model.path(), spikes.path(), Engine::event, 2, 0, lo);
+    CHECK(ev->result.nodes[static_cast<std::size_t>(ev->graph->find("fa"))].ops.ac == expect);
+    CHECK(ev->result.nodes[static_cast<std::size_t>(ev->graph->find("fa"))].ops.mac == 0);
 }

@@ -1,5 +1,7 @@
 #include "attention/spiking_kernels.hpp"
 
+#include "sim/token_kernel.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -22,33 +24,6 @@ TERNION_CLONES void row_axpy(float* __restrict a, float x, const float* __restri
                              std::int64_t n) {
     for (std::int64_t j = 0; j < n; ++j) a[j] += x * w[j];
 }
-
-// One column block of the event form: every event's weight row segment is added into its
-// token's accumulators. Inlined row loops, so the clone vectorises the whole block.
-TERNION_CLONES void block_events(float* __restrict acc, std::int64_t stride,
-                                 const float* __restrict wt, std::int64_t len, std::int64_t in,
-                                 const std::uint32_t* start, const std::uint32_t* tok,
-                                 const float* x, bool ternary) {
-    for (std::int64_t i = 0; i < in; ++i) {
-        const float* w = wt + i * stride;
-        for (std::uint32_t e = start[i]; e < start[i + 1]; ++e) {
-            const std::int64_t n = tok[e];
-            float* a = acc + n * stride;
-            const float v = x[n * in + i];
-            if (ternary && v > 0.0f) {
-                for (std::int64_t j = 0; j < len; ++j) a[j] += w[j];
-            } else if (ternary) {
-                for (std::int64_t j = 0; j < len; ++j) a[j] -= w[j];
-            } else {
-                for (std::int64_t j = 0; j < len; ++j) a[j] += v * w[j];
-            }
-        }
-    }
-}
-
-// Columns per block: a block of accumulators for 64 tokens stays in L1/L2 while the weight
-// rows of every active input stream past it once.
-constexpr std::int64_t kColBlock = 64;
 
 TERNION_CLONES void lif_row_di(float* __restrict h, const float* __restrict x, float* __restrict s,
                                std::int64_t n, float tau, float vth, float vr) {
@@ -166,21 +141,15 @@ Projection Projection::concat(const std::vector<const Projection*>& parts) {
 
 std::uint64_t Projection::apply_event(const float* x, const std::vector<std::uint32_t>& active,
                                       std::int64_t tokens, float* acc, bool ternary) const {
-    for (std::int64_t n = 0; n < tokens; ++n) std::copy(bias_.begin(), bias_.end(), acc + n * out_);
-    // Group the events by input channel (tokens ascending within each): each weight row is then
-    // read once per step however many tokens fired on it.
-    std::vector<std::uint32_t> start(static_cast<std::size_t>(in_ + 1), 0);
-    for (auto a : active) ++start[a % in_ + 1];
-    for (std::int64_t i = 0; i < in_; ++i) start[i + 1] += start[i];
-    std::vector<std::uint32_t> tok(active.size()), fill(start.begin(), start.end() - 1);
+    // Per-thread scratch: a Projection is shared by every sample running in parallel.
+    thread_local TokenEvents ev;
+    thread_local TokenCursor cursor;
+    ev.build(active, x, in_, tokens);
     std::uint64_t pairs = 0;
-    for (auto a : active) {
-        tok[fill[a % in_]++] = static_cast<std::uint32_t>(a / in_);
-        pairs += row_nnz_[a % in_];
-    }
-    for (std::int64_t c0 = 0; c0 < out_; c0 += kColBlock)
-        block_events(acc + c0, out_, wt_.data() + c0, std::min(kColBlock, out_ - c0), in_,
-                     start.data(), tok.data(), x, ternary);
+    for (auto c : ev.chan) pairs += row_nnz_[c];
+    // acc = bias + the terms in ascending input order, as apply_dense adds them.
+    token_rows(wt_.data(), in_, out_, ev, bias_.data(), BiasOrder::first, ternary, acc, 0, out_,
+               nullptr, nullptr, cursor);
     return pairs;
 }
 

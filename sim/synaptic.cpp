@@ -1,5 +1,7 @@
 #include "synaptic.hpp"
 
+#include "token_kernel.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -238,107 +240,6 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
         }
     }
 }
-
-namespace {
-
-// Several tokens through dense weights, event-driven (see LinearNode::step). For rows [r0, r1)
-// of every token t: y[t, r] = (sum over the active channels c of t, ascending, of x * W[r, c])
-// + bias[r], with the running sum held in registers 64 rows at a time, so each active input
-// costs one weight load and one add per 8 rows. Channels go in chunks whose weights stay in L1
-// while all tokens pass; y is read and written once per chunk. The order of additions is
-// exactly the dense loop's (terms in ascending channel order from 0, then the bias), so results
-// stay bit-identical with the dense engine. Also records, per token and 64-row group, which
-// outputs are non-zero (`nz`) and which of those are not +-1 (`nt`).
-struct TokenEvents {
-    std::vector<std::uint32_t> begin;  // per token: start in `chan` (tokens + 1 entries)
-    std::vector<std::uint32_t> chan;   // active channels, token-major, ascending
-    std::vector<float> x;              // their values
-};
-
-typedef float v8f __attribute__((vector_size(32), aligned(4)));
-
-template <bool Unit>
-void token_rows_kernel(const float* __restrict W, std::int64_t in, std::int64_t out,
-                       const std::uint32_t* __restrict begin, const std::uint32_t* __restrict chan,
-                       const float* __restrict xs, const float* __restrict bias,
-                       float* __restrict y, std::int64_t ntok, std::int64_t r0, std::int64_t r1,
-                       std::uint64_t* __restrict nz, std::uint64_t* __restrict nt,
-                       std::int64_t groups, std::uint32_t* __restrict cursor) {
-    constexpr int V = 8;               // 8-float vectors held in registers
-    constexpr std::int64_t R = 8 * V;  // rows per group; r0 is a multiple of 64 (row blocks are)
-    // Channels per chunk: the chunk's weights for R rows (16 KiB) stay in L1 while every token
-    // passes through them; each token's sum continues from y, chunk after chunk.
-    constexpr std::int64_t chunk = 16384 / (R * 4);
-    for (std::int64_t s0 = r0; s0 < r1; s0 += R) {
-        const std::int64_t g = s0 / 64;
-        const std::int64_t len = std::min<std::int64_t>(R, r1 - s0);
-        if (len < R) {  // a last, partial group: the same sums, element by element
-            for (std::int64_t t = 0; t < ntok; ++t) {
-                float* yt = y + t * out + s0;
-                for (std::int64_t r = 0; r < len; ++r) yt[r] = 0.0f;
-                for (std::uint32_t k = begin[t]; k < begin[t + 1]; ++k) {
-                    const float* col = W + chan[k] * out + s0;
-                    const float xv = xs[k];
-                    for (std::int64_t r = 0; r < len; ++r) {
-                        if (Unit)
-                            yt[r] = xv > 0 ? yt[r] + col[r] : yt[r] - col[r];
-                        else
-                            yt[r] += xv * col[r];
-                    }
-                }
-                if (bias)
-                    for (std::int64_t r = 0; r < len; ++r) yt[r] += bias[s0 + r];
-            }
-        } else {
-            for (std::int64_t t = 0; t < ntok; ++t) cursor[t] = begin[t];
-            const float* Ws = W + s0;
-            for (std::int64_t c0 = 0; c0 < in; c0 += chunk) {
-                const auto c1 = static_cast<std::uint32_t>(std::min(in, c0 + chunk));
-                const bool first = c0 == 0, last = c1 == in;
-                for (std::int64_t t = 0; t < ntok; ++t) {
-                    std::uint32_t k = cursor[t];
-                    const std::uint32_t kend = begin[t + 1];
-                    v8f* yt = reinterpret_cast<v8f*>(y + t * out + s0);
-                    v8f acc[V];
-                    if (first)
-                        for (int j = 0; j < V; ++j) acc[j] = v8f{};
-                    else
-                        for (int j = 0; j < V; ++j) acc[j] = yt[j];
-                    for (; k < kend && chan[k] < c1; ++k) {
-                        const v8f* col = reinterpret_cast<const v8f*>(Ws + chan[k] * out);
-                        if (Unit) {
-                            if (xs[k] > 0)
-                                for (int j = 0; j < V; ++j) acc[j] += col[j];
-                            else
-                                for (int j = 0; j < V; ++j) acc[j] -= col[j];
-                        } else {
-                            const float xv = xs[k];
-                            for (int j = 0; j < V; ++j) acc[j] += xv * col[j];
-                        }
-                    }
-                    cursor[t] = k;
-                    if (last && bias)
-                        for (int j = 0; j < V; ++j)
-                            acc[j] += *reinterpret_cast<const v8f*>(bias + s0 + 8 * j);
-                    for (int j = 0; j < V; ++j) yt[j] = acc[j];
-                }
-            }
-        }
-        for (std::int64_t t = 0; t < ntok; ++t) {
-            const float* yt = y + t * out + s0;
-            std::uint64_t mz = 0, mt = 0;
-            for (std::int64_t r = 0; r < len; ++r) {
-                mz |= static_cast<std::uint64_t>(yt[r] != 0.0f) << r;
-                mt |= static_cast<std::uint64_t>(yt[r] != 0.0f && yt[r] != 1.0f && yt[r] != -1.0f)
-                      << r;
-            }
-            nz[t * groups + g] = mz;
-            nt[t * groups + g] = mt;
-        }
-    }
-}
-
-}  // namespace
 
 namespace {
 
@@ -675,25 +576,7 @@ class LinearNode final : public Node {
     void step_tokens_dense(const Activity& in, BlockScratch& sc, Activity& out,
                            const StepContext& ctx, bool unit) const {
         auto& ev = sc.events;
-        ev.begin.assign(static_cast<std::size_t>(rows_ + 1), 0);
-        ev.chan.resize(in.active.size());
-        ev.x.resize(in.active.size());
-        // in.active is token-major and ascending (i = t * in + c): walk tokens alongside, no
-        // division per event.
-        const auto nin = static_cast<std::uint32_t>(in_);
-        std::uint32_t t = 0, base = 0;
-        const std::size_t na = in.active.size();
-        for (std::size_t k = 0; k < na; ++k) {
-            const std::uint32_t i = in.active[k];
-            while (i >= base + nin) {
-                ev.begin[++t] = static_cast<std::uint32_t>(k);
-                base += nin;
-            }
-            ev.chan[k] = i - base;
-            ev.x[k] = in.values[i];
-        }
-        while (t < static_cast<std::uint32_t>(rows_))
-            ev.begin[++t] = static_cast<std::uint32_t>(na);
+        ev.build(in.active, in.values.data(), in_, rows_);
         const std::int64_t groups = (out_ + 63) / 64;
         sc.nz.resize(static_cast<std::size_t>(rows_ * groups));
         sc.nt.resize(static_cast<std::size_t>(rows_ * groups));
@@ -703,12 +586,8 @@ class LinearNode final : public Node {
         ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
             const std::int64_t r0 = b0 * weights_.block();
             const std::int64_t r1 = std::min(out_, b1 * weights_.block());
-            auto& cur = sc.cursor[static_cast<std::size_t>(b0)];
-            cur.resize(static_cast<std::size_t>(rows_));
-            const auto kernel = unit ? token_rows_kernel<true> : token_rows_kernel<false>;
-            kernel(weights_.dense_column(0), in_, out_, ev.begin.data(), ev.chan.data(),
-                   ev.x.data(), bias, y, rows_, r0, r1, sc.nz.data(), sc.nt.data(), groups,
-                   cur.data());
+            token_rows(weights_.dense_column(0), in_, out_, ev, bias, BiasOrder::last, unit, y, r0,
+                       r1, sc.nz.data(), sc.nt.data(), sc.cursor[static_cast<std::size_t>(b0)]);
         });
         out.active.clear();
         bool tern = true;

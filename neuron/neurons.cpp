@@ -1,6 +1,7 @@
 #include "neuron/neurons.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -153,14 +154,34 @@ class NeuronBase : public Node {
     }
     bool fires(float v, float th) const { return cmp_ == Compare::ge ? v >= th : v > th; }
     // Threshold scan after integration: spike, then reset to v_reset or subtract v_threshold.
+    // Branch-free: a third of neurons may fire, and a mispredicted branch per neuron would cost
+    // more than the update itself. `out` holds zeros on entry (last step's spikes were cleared).
+    template <class Th, class Vr>
+    void fire_and_reset_with(float* v, Th th, Vr vr, float* out, std::int64_t b0, std::int64_t b1,
+                             BlockIndices& spikes) const {
+        spikes.resize(static_cast<std::size_t>(b1 - b0));
+        std::uint32_t* sp = spikes.data();
+        std::size_t n = 0;
+        const bool ge = cmp_ == Compare::ge, sub = reset_ == ResetMode::subtract;
+        for (std::int64_t k = b0; k < b1; ++k) {
+            const float t = th(k), vk = v[k];
+            const bool f = ge ? vk >= t : vk > t;
+            // Selects by bit masks: compilers turn ?: on floats into branches here.
+            const std::uint32_t m = 0u - static_cast<std::uint32_t>(f);
+            const float after = sub ? vk - t : vr(k);
+            v[k] = std::bit_cast<float>((std::bit_cast<std::uint32_t>(after) & m) |
+                                        (std::bit_cast<std::uint32_t>(vk) & ~m));
+            out[k] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(1.0f) & m);
+            sp[n] = static_cast<std::uint32_t>(k);
+            n += f;
+        }
+        spikes.resize(n);
+    }
     void fire_and_reset(float* v, const float* th, const float* vr, float* out, std::int64_t b0,
                         std::int64_t b1, BlockIndices& spikes) const {
-        for (std::int64_t k = b0; k < b1; ++k)
-            if (fires(v[k], th[k])) {
-                out[k] = 1.0f;
-                spikes.push_back(static_cast<std::uint32_t>(k));
-                v[k] = reset_ == ResetMode::subtract ? v[k] - th[k] : vr[k];
-            }
+        fire_and_reset_with(
+            v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t k) { return vr[k]; }, out,
+            b0, b1, spikes);
     }
 
     int vars_;
@@ -390,14 +411,10 @@ class SjLifNode final : public NeuronBase {
             for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] + (x[k] - (v[k] - vr)) / tau;
         else
             for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] - (v[k] - vr) / tau + x[k];
-        for (std::int64_t k = b0; k < b1; ++k) {
-            const float th = th_[static_cast<std::size_t>(k)];
-            if (fires(v[k], th)) {
-                out[k] = 1.0f;
-                spikes.push_back(static_cast<std::uint32_t>(k));
-                v[k] = reset_ == ResetMode::subtract ? v[k] - th : vr;
-            }
-        }
+        const float* th = th_.data();
+        fire_and_reset_with(
+            v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t) { return vr; }, out, b0,
+            b1, spikes);
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         std::vector<std::pair<std::string, std::string>> r;

@@ -44,16 +44,20 @@ struct Activity {
         ternary = true;
     }
     // Rebuild `active` and `ternary` from `values`.
+    // Branch-free: whether an entry is zero is data, not a pattern a predictor could learn.
     void scan() {
-        active.clear();
-        ternary = true;
+        active.resize(values.size());
+        std::uint32_t* a = active.data();
+        std::size_t n = 0;
+        bool other = false;
         for (std::size_t i = 0; i < values.size(); ++i) {
-            float v = values[i];
-            if (v != 0.0f) {
-                active.push_back(static_cast<std::uint32_t>(i));
-                if (v != 1.0f && v != -1.0f) ternary = false;
-            }
+            const float v = values[i];
+            a[n] = static_cast<std::uint32_t>(i);
+            n += v != 0.0f;
+            other |= v != 0.0f && v != 1.0f && v != -1.0f;
         }
+        active.resize(n);
+        ternary = !other;
     }
     std::int64_t size() const { return static_cast<std::int64_t>(values.size()); }
 };

@@ -75,6 +75,7 @@ class NeuronBase : public Node {
                               std::int64_t b1, BlockIndices& spikes) const = 0;
     virtual void broadcast(std::int64_t n) = 0;
     virtual float initial_v() const { return 0.0f; }
+    virtual bool emits_negative() const { return false; }
     virtual std::vector<std::pair<std::string, std::string>> params_summary() const { return {}; }
 
     void step(const Activity& in, NodeState* state, Activity& out,
@@ -92,16 +93,20 @@ class NeuronBase : public Node {
             st.block_spikes.assign(static_cast<std::size_t>(nb), {});
             st.block = bs;
         }
-        ctx.for_blocks(nb, 1, [&](std::int64_t b0, std::int64_t b1) {
-            for (std::int64_t b = b0; b < b1; ++b) {
-                auto& sp = st.block_spikes[static_cast<std::size_t>(b)];
-                if (same_blocks && !integrator_)
-                    for (auto k : sp) out.values[k] = 0.0f;
-                sp.clear();
-                update_block(st, in.values.data(), out.values.data(), b * bs,
-                             std::min(n, (b + 1) * bs), sp);
-            }
-        });
+        // Captures by value (see LinearNode::step): members on other cores read no stack here.
+        const float* x = in.values.data();
+        float* o = out.values.data();
+        NeuronState* sp_state = &st;
+        ctx.for_blocks(
+            nb, 1, [this, sp_state, x, o, bs, n, same_blocks](std::int64_t b0, std::int64_t b1) {
+                for (std::int64_t b = b0; b < b1; ++b) {
+                    auto& sp = sp_state->block_spikes[static_cast<std::size_t>(b)];
+                    if (same_blocks && !integrator_)
+                        for (auto k : sp) o[k] = 0.0f;
+                    sp.clear();
+                    update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
+                }
+            });
         out.active.clear();
         OpCounts& ops = *ctx.ops;
         const auto un = static_cast<std::uint64_t>(n);
@@ -116,6 +121,7 @@ class NeuronBase : public Node {
         }
         ctx.concat_blocks(st.block_spikes, out.active);
         out.ternary = true;
+        out.all_ones = !emits_negative();
         ops.neuron_update += un;
         ops.cmp += un;
         ops.spikes_out += out.active.size();
@@ -159,23 +165,24 @@ class NeuronBase : public Node {
     template <class Th, class Vr>
     void fire_and_reset_with(float* v, Th th, Vr vr, float* out, std::int64_t b0, std::int64_t b1,
                              BlockIndices& spikes) const {
-        spikes.resize(static_cast<std::size_t>(b1 - b0));
-        std::uint32_t* sp = spikes.data();
-        std::size_t n = 0;
         const bool ge = cmp_ == Compare::ge, sub = reset_ == ResetMode::subtract;
-        for (std::int64_t k = b0; k < b1; ++k) {
-            const float t = th(k), vk = v[k];
-            const bool f = ge ? vk >= t : vk > t;
-            // Selects by bit masks: compilers turn ?: on floats into branches here.
-            const std::uint32_t m = 0u - static_cast<std::uint32_t>(f);
-            const float after = sub ? vk - t : vr(k);
-            v[k] = std::bit_cast<float>((std::bit_cast<std::uint32_t>(after) & m) |
-                                        (std::bit_cast<std::uint32_t>(vk) & ~m));
-            out[k] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(1.0f) & m);
-            sp[n] = static_cast<std::uint32_t>(k);
-            n += f;
-        }
-        spikes.resize(n);
+        spikes.resize(static_cast<std::size_t>(b1 - b0));
+        spikes.resize(collect_indices(
+            b0, b1,
+            [&](std::int64_t k) {
+                const float t = th(k), vk = v[k];
+                const bool f = ge ? vk >= t : vk > t;
+                // Select by bit masks: compilers turn ?: on floats into branches here.
+                const std::uint32_t m = 0u - static_cast<std::uint32_t>(f);
+                const float after = sub ? vk - t : vr(k);
+                v[k] = std::bit_cast<float>((std::bit_cast<std::uint32_t>(after) & m) |
+                                            (std::bit_cast<std::uint32_t>(vk) & ~m));
+                return f;
+            },
+            spikes.data()));
+        // Only the spikes: other threads read these entries, and writing the whole range
+        // would pull every cache line of it back here each step.
+        for (auto k : spikes) out[k] = 1.0f;
     }
     void fire_and_reset(float* v, const float* th, const float* vr, float* out, std::int64_t b0,
                         std::int64_t b1, BlockIndices& spikes) const {
@@ -449,6 +456,7 @@ class TernaryLifNode final : public NeuronBase {
             if (d < 0 || d > 1) s.fail("decay", "must lie in [0, 1]");
         require_positive(s, "v_threshold", th_);
     }
+    bool emits_negative() const override { return true; }
     void broadcast(std::int64_t n) override {
         expand(decay_, n);
         expand(th_, n);

@@ -36,7 +36,7 @@ const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
         const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
         const Activity& a = e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
                                       : ws.out[static_cast<std::size_t>(e.src)];
-        for (auto i : a.active) s.values[i] += a.values[i];
+        for (auto i : a.active) s.values[i] += a.value_at(i);
     }
     s.scan();
     return s;
@@ -170,7 +170,9 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                     nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
                 }
                 // Polarity tallies matter for spikes only; currents would cost a pass per step.
-                if (nd.is_spiking())
+                if (nd.is_spiking() && out.all_ones)
+                    st.positive_out += out.active.size();
+                else if (nd.is_spiking())
                     for (auto i : out.active) {
                         const float v = out.values[i];
                         if (v > 0)

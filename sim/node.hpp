@@ -31,36 +31,68 @@ struct Activity {
     std::vector<float> values;
     std::vector<std::uint32_t> active;
     bool ternary = true;
+    // Set only by producers that know every active value is +1 (binary spiking neurons), so
+    // consumers can skip reading `values`: on several threads those lines belong to the thread
+    // that fired, and each read would pull one across. False is always safe.
+    bool all_ones = false;
 
     void resize(std::int64_t n) {
         values.assign(static_cast<std::size_t>(n), 0.0f);
         active.clear();
         ternary = true;
+        all_ones = false;
     }
     // Zero only what is non-zero: cheap when activity is sparse.
     void clear() {
         for (auto i : active) values[i] = 0.0f;
         active.clear();
         ternary = true;
+        all_ones = false;
     }
+    float value_at(std::uint32_t i) const { return all_ones ? 1.0f : values[i]; }
     // Rebuild `active` and `ternary` from `values`.
-    // Branch-free: whether an entry is zero is data, not a pattern a predictor could learn.
-    void scan() {
-        active.resize(values.size());
-        std::uint32_t* a = active.data();
-        std::size_t n = 0;
-        bool other = false;
-        for (std::size_t i = 0; i < values.size(); ++i) {
-            const float v = values[i];
-            a[n] = static_cast<std::uint32_t>(i);
-            n += v != 0.0f;
-            other |= v != 0.0f && v != 1.0f && v != -1.0f;
-        }
-        active.resize(n);
-        ternary = !other;
-    }
+    void scan();
     std::int64_t size() const { return static_cast<std::int64_t>(values.size()); }
 };
+
+// Writes the indices i in [b0, b1) where flag(i) holds to out (room for b1 - b0) and returns
+// their count. Flags are computed 256 at a time into bytes (a loop compilers vectorise), then
+// read 8 at a time: an all-clear word costs one test, so work follows the number of hits
+// without a mispredicted branch per element, whether hits are rare, common or nearly all.
+template <class Flag>
+std::size_t collect_indices(std::int64_t b0, std::int64_t b1, Flag flag, std::uint32_t* out) {
+    std::size_t n = 0;
+    alignas(64) std::uint8_t f[256];
+    for (std::int64_t c0 = b0; c0 < b1; c0 += 256) {
+        const std::int64_t len = std::min<std::int64_t>(256, b1 - c0);
+        for (std::int64_t i = 0; i < len; ++i) f[i] = flag(c0 + i) ? 1 : 0;
+        std::int64_t i = 0;
+        for (; i + 8 <= len; i += 8) {
+            std::uint64_t w;
+            __builtin_memcpy(&w, f + i, 8);
+            while (w) {
+                out[n++] = static_cast<std::uint32_t>(c0 + i + (__builtin_ctzll(w) >> 3));
+                w &= w - 1;
+            }
+        }
+        for (; i < len; ++i) {
+            out[n] = static_cast<std::uint32_t>(c0 + i);
+            n += f[i];
+        }
+    }
+    return n;
+}
+
+inline void Activity::scan() {
+    active.resize(values.size());
+    const float* v = values.data();
+    active.resize(collect_indices(
+        0, size(), [v](std::int64_t i) { return v[i] != 0.0f; }, active.data()));
+    bool other = false;
+    for (auto i : active) other |= v[i] != 1.0f && v[i] != -1.0f;
+    ternary = !other;
+    all_ones = false;
+}
 
 // Indices one block of work found (active outputs, spikes), each on cache lines of its own:
 // neighbouring blocks run on different threads, and shared lines would bounce between them.
@@ -97,14 +129,15 @@ struct StepContext {
     // Node-defined extra counters (see Node::aux_names), e.g. Q/K/V spikes inside attention.
     std::uint64_t* aux = nullptr;
 
-    // out = the blocks' indices one after another. Long lists are copied by the team, each
-    // member its own blocks: a single thread copying them would be the serial part of a step.
+    // out = the blocks' indices one after another. With a team, each member copies its own
+    // blocks: the lists stay in the cache of the thread that wrote them, instead of crossing to
+    // one copying thread every step (and back when the member rewrites them).
     void concat_blocks(const std::vector<BlockIndices>& blocks,
                        std::vector<std::uint32_t>& out) const {
         std::size_t total = 0;
         for (const auto& b : blocks) total += b.size();
         out.resize(total);
-        if (!team || total < 16384) {
+        if (!team || total < 64) {
             std::size_t at = 0;
             for (const auto& b : blocks) {
                 std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(at));

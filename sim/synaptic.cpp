@@ -316,9 +316,10 @@ std::array<std::int64_t, 2> pair_param(const NodeSpec& s, const std::string& p, 
 
 void copy_activity(const Activity& in, Activity& out) {
     out.clear();
-    for (auto i : in.active) out.values[i] = in.values[i];
+    for (auto i : in.active) out.values[i] = in.value_at(i);
     out.active = in.active;
     out.ternary = in.ternary;
+    out.all_ones = in.all_ones;
 }
 
 // ------------------------------------------------------------------ Input / Output / Identity
@@ -460,39 +461,49 @@ class LinearNode final : public Node {
         const bool dense = ctx.engine == Engine::dense;
         const bool unit = in.ternary && !dense;
         if (rows_ == 1) {
+            // The active inputs' values, packed: blocks on other threads then read one short
+            // array instead of a cache line of `in` per event, lines this thread just wrote.
+            auto& packed = scratch.events.x;
+            packed.resize(in.active.size());
+            for (std::size_t j = 0; j < in.active.size(); ++j)
+                packed[j] = in.value_at(in.active[j]);
+            const float* xs = packed.data();
+            const std::uint32_t* act_in = in.active.data();
+            const std::size_t na = in.active.size();
+            const float* xin = in.values.data();
             // One token: split the output rows into blocks, each scanning all active inputs.
-            ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
-                for (std::int64_t b = b0; b < b1; ++b) {
-                    const std::int64_t r0 = b * weights_.block();
-                    const std::int64_t r1 = std::min(out_, r0 + weights_.block());
-                    std::fill(y + r0, y + r1, 0.0f);
-                    if (dense) {
-                        for (std::int64_t c = 0; c < in_; ++c)
-                            weights_.add_column(c, in.values[static_cast<std::size_t>(c)], false, y,
-                                                r0, r1);
-                    } else {
-                        const auto& act = in.active;
-                        const std::size_t na = act.size();
-                        for (std::size_t j = 0; j < na; ++j) {
-                            if (j + 8 < na) weights_.prefetch(act[j + 8], b, 0);
-                            if (j + 4 < na) weights_.prefetch(act[j + 4], b, 1);
-                            weights_.add_column(act[j], in.values[act[j]], unit, y, r0, r1);
+            // Captures by value: a member on another core must not keep reading this frame,
+            // whose cache lines this thread keeps writing.
+            ctx.for_blocks(
+                nblocks(), 1,
+                [this, &scratch, y, xs, xin, act_in, na, dense, unit](std::int64_t b0,
+                                                                      std::int64_t b1) {
+                    for (std::int64_t b = b0; b < b1; ++b) {
+                        const std::int64_t r0 = b * weights_.block();
+                        const std::int64_t r1 = std::min(out_, r0 + weights_.block());
+                        std::fill(y + r0, y + r1, 0.0f);
+                        if (dense) {
+                            for (std::int64_t c = 0; c < in_; ++c)
+                                weights_.add_column(c, xin[c], false, y, r0, r1);
+                        } else {
+                            for (std::size_t j = 0; j < na; ++j) {
+                                if (j + 8 < na) weights_.prefetch(act_in[j + 8], b, 0);
+                                if (j + 4 < na) weights_.prefetch(act_in[j + 4], b, 1);
+                                weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
+                            }
                         }
+                        if (!bias_.empty())
+                            for (std::int64_t r = r0; r < r1; ++r)
+                                y[r] += bias_[static_cast<std::size_t>(r)];
+                        auto& act = scratch.block_active[static_cast<std::size_t>(b)];
+                        act.resize(static_cast<std::size_t>(r1 - r0));
+                        act.resize(collect_indices(
+                            r0, r1, [y](std::int64_t r) { return y[r] != 0.0f; }, act.data()));
+                        bool other = false;
+                        for (auto r : act) other |= y[r] != 1.0f && y[r] != -1.0f;
+                        act.ternary = !other;
                     }
-                    if (!bias_.empty())
-                        for (std::int64_t r = r0; r < r1; ++r)
-                            y[r] += bias_[static_cast<std::size_t>(r)];
-                    auto& act = scratch.block_active[static_cast<std::size_t>(b)];
-                    act.clear();
-                    bool tern = true;
-                    for (std::int64_t r = r0; r < r1; ++r)
-                        if (y[r] != 0.0f) {
-                            act.push_back(static_cast<std::uint32_t>(r));
-                            tern = tern && (y[r] == 1.0f || y[r] == -1.0f);
-                        }
-                    act.ternary = tern;
-                }
-            });
+                });
             ctx.concat_blocks(scratch.block_active, out.active);
             out.ternary = true;
             for (auto& a : scratch.block_active) out.ternary = out.ternary && a.ternary;

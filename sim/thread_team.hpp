@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <thread>
@@ -30,7 +31,16 @@ class ThreadTeam {
     void for_parts(std::int64_t n, F&& f) {
         using Fn = std::remove_reference_t<F>;
         auto call = [](void* p, std::int64_t b, std::int64_t e) { (*static_cast<Fn*>(p))(b, e); };
-        run(n, const_cast<void*>(static_cast<const void*>(&f)), call);
+        if constexpr (std::is_trivially_copyable_v<Fn> && sizeof(Fn) <= kJobBytes &&
+                      alignof(Fn) <= 64) {
+            // A copy in the team's own cache lines: the caller's stack, where the functor
+            // lives, is written by the caller all the time, and the members' reads of it would
+            // fall into those lines or not depending on where the stack happens to start.
+            std::memcpy(job_, &f, sizeof(Fn));
+            run(n, job_, call);
+        } else {
+            run(n, const_cast<void*>(static_cast<const void*>(&f)), call);
+        }
     }
 
   private:
@@ -40,8 +50,10 @@ class ThreadTeam {
     void part(int member);
     void place();
 
+    static constexpr std::size_t kJobBytes = 256;
     int size_;
     std::vector<std::thread> workers_;
+    alignas(64) unsigned char job_[kJobBytes];
     // The job: written by member 0 before `epoch_` is bumped, read by workers after.
     void* fn_ = nullptr;
     Call call_ = nullptr;

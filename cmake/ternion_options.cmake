@@ -16,18 +16,27 @@ endif()
 target_compile_options(ternion_options INTERFACE -ffp-contract=off)
 
 # One instruction-set level for every translation unit: mixing per-file -mavx2 with baseline
-# code breaks Eigen's aligned allocator across units. x86-64-v3 = AVX2 + FMA (2013 onwards);
-# TERNION_ARCH="" builds for the baseline.
-set(TERNION_ARCH "auto" CACHE STRING "Target ISA: auto (x86-64-v3 when the build machine runs it), a -march value, or empty")
+# code breaks Eigen's aligned allocator across units. auto picks the highest level the build
+# machine runs: x86-64-v4 (AVX-512 F/BW/CD/DQ/VL: Eigen's 16-lane GEMM kernels, 32 vector
+# registers; about 15-25% faster ANN projections than v3 on an AMD EPYC, see
+# docs/ann-attention.md), else x86-64-v3 (AVX2 + FMA, 2013 onwards), else the baseline.
+# TERNION_ARCH="" builds for the baseline; binaries built for v4 need an AVX-512 machine.
+set(TERNION_ARCH "auto" CACHE STRING "Target ISA: auto (x86-64-v4 or -v3 when the build machine runs it), a -march value, or empty")
 if(TERNION_ARCH STREQUAL "auto")
     include(CheckCXXSourceRuns)
+    set(CMAKE_REQUIRED_FLAGS "-march=x86-64-v4")
+    check_cxx_source_runs("#include <immintrin.h>
+int main() { __m512 a = _mm512_set1_ps(1.0f); a = _mm512_fmadd_ps(a, a, a); __m512i b = _mm512_set1_epi16(1); b = _mm512_add_epi16(b, b); return _mm512_reduce_add_ps(a) == 32.0f && _mm512_cmpeq_epi16_mask(b, _mm512_set1_epi16(2)) == 0xFFFFFFFFu ? 0 : 1; }"
+        TERNION_CAN_RUN_X86_64_V4)
     set(CMAKE_REQUIRED_FLAGS "-march=x86-64-v3")
     check_cxx_source_runs("#include <immintrin.h>
 int main() { __m256 a = _mm256_set1_ps(1.0f); a = _mm256_fmadd_ps(a, a, a); return _mm256_cvtss_f32(a) == 2.0f ? 0 : 1; }"
         TERNION_CAN_RUN_X86_64_V3)
     unset(CMAKE_REQUIRED_FLAGS)
     set(_arch "")
-    if(TERNION_CAN_RUN_X86_64_V3)
+    if(TERNION_CAN_RUN_X86_64_V4)
+        set(_arch "x86-64-v4")
+    elseif(TERNION_CAN_RUN_X86_64_V3)
         set(_arch "x86-64-v3")
     endif()
 else()
@@ -36,6 +45,13 @@ endif()
 if(_arch)
     target_compile_options(ternion_options INTERFACE -march=${_arch})
     message(STATUS "ternion: compiling for -march=${_arch}")
+endif()
+# GCC 12's AVX-512 headers trip -Wmaybe-uninitialized on their own _mm512_undefined_ps()
+# (GCC PR 105593, fixed in GCC 13) wherever Eigen's 16-lane transposes are inlined, e.g. in
+# every row-major GEMM. Only that compiler and ISA level lose the warning.
+if(_arch MATCHES "v4|avx512" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU"
+   AND CMAKE_CXX_COMPILER_VERSION VERSION_LESS 13)
+    target_compile_options(ternion_options INTERFACE -Wno-maybe-uninitialized)
 endif()
 
 # Eigen must not start threads of its own: oneTBB owns parallelism.

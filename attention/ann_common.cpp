@@ -247,11 +247,13 @@ void ConvWork::ensure(std::int64_t len) {
 
 namespace {
 
-// Convolves every channel of v (column-major [n, c]) with z through a real FFT of length L:
-// circular when L == n, linear (first n outputs) when L >= 2n - 1. Power-of-two lengths take
-// the batched eight-lane kernel (conv); other lengths one kissfft / Bluestein pass per channel.
+// Convolves every channel of v with z through a real FFT of length L: circular when L == n,
+// linear (first n outputs) when L >= 2n - 1. Sample j of channel c sits at v[j * sj + c * sc]
+// (and y likewise): column-major [n, c] is sj = 1, sc = n; row-major with leading dimension
+// ld is sj = ld, sc = 1. Power-of-two lengths take the batched eight-lane kernel (conv);
+// other lengths one kissfft / Bluestein pass per channel.
 void fft_convolve(ConvWork& w, const float* z, const float* v, float* y, std::int64_t n,
-                  std::int64_t channels) {
+                  std::int64_t channels, std::int64_t sj, std::int64_t sc) {
     RealFft& plan = *w.plan;
     const std::int64_t L = plan.size(), H = plan.spectrum_size();
     std::vector<float>& pad = w.pad;
@@ -261,15 +263,18 @@ void fft_convolve(ConvWork& w, const float* z, const float* v, float* y, std::in
     const float inv_l = 1.0f / static_cast<float>(L);  // the inverse transform is unscaled
     for (auto& s : w.zf) s *= inv_l;
     if (w.conv) {
-        w.conv->convolve(w.zf.data(), v, y, n, channels);
+        if (sj == 1)
+            w.conv->convolve(w.zf.data(), v, y, n, channels);
+        else
+            w.conv->convolve_rows(w.zf.data(), v, y, sj, n, channels);
         return;
     }
     for (std::int64_t c = 0; c < channels; ++c) {
-        std::copy(v + c * n, v + (c + 1) * n, pad.begin());
+        for (std::int64_t j = 0; j < n; ++j) pad[j] = v[j * sj + c * sc];
         plan.forward(pad.data(), w.vf.data());
         for (std::int64_t k = 0; k < H; ++k) w.vf[k] *= w.zf[k];
         plan.inverse(w.vf.data(), w.out.data());
-        std::copy(w.out.begin(), w.out.begin() + n, y + c * n);
+        for (std::int64_t j = 0; j < n; ++j) y[j * sj + c * sc] = w.out[j];
     }
 }
 
@@ -279,7 +284,7 @@ void circular_convolve(const float* z, const float* v, float* y, std::int64_t n,
                        std::int64_t channels) {
     ConvWork w;
     w.ensure(n);
-    fft_convolve(w, z, v, y, n, channels);
+    fft_convolve(w, z, v, y, n, channels, 1, n);
 }
 
 std::int64_t causal_fft_length(std::int64_t n) {
@@ -290,12 +295,12 @@ void causal_convolve(const float* z, const float* v, float* y, std::int64_t n,
                      std::int64_t channels) {
     ConvWork w;
     w.ensure(causal_fft_length(n));
-    fft_convolve(w, z, v, y, n, channels);
+    fft_convolve(w, z, v, y, n, channels, 1, n);
 }
 
 // Used by the CAT kinds: head h mixes channels [h c, (h+1) c) of V with column h of zs.
-void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y, bool causal,
-                    bool parallel, ScratchPool<ConvWork>& work) {
+void convolve_heads(const MatR& zs, const MatR& V, MatR& Y, bool causal, bool parallel,
+                    ScratchPool<ConvWork>& work) {
     const std::int64_t n = V.rows(), H = zs.cols(), c = V.cols() / H;
     const std::int64_t L = causal ? causal_fft_length(n) : n;
     Y.resize(n, V.cols());
@@ -312,8 +317,8 @@ void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y
             const std::int64_t cn = std::min(per, c - c0);
             if (cn <= 0) continue;
             w->z = zs.col(h);
-            const std::int64_t col = h * c + c0;
-            fft_convolve(*w, w->z.data(), V.data() + col * n, Y.data() + col * n, n, cn);
+            const std::int64_t col = h * c + c0;  // row-major: channel col starts at col
+            fft_convolve(*w, w->z.data(), V.data() + col, Y.data() + col, n, cn, V.cols(), 1);
         }
     });
 }

@@ -124,11 +124,11 @@ struct ConvWork {
     void ensure(std::int64_t len);
 };
 
-// CAT mixing of all heads: head h convolves channels [h c, (h+1) c) of V (column-major
-// [n, H c]) with column h of zs; circular (FFT length n) or causal (zero-padded). Y must
-// already have V's shape. Plans and buffers come from `work`.
-void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y, bool causal,
-                    bool parallel, ScratchPool<ConvWork>& work);
+// CAT mixing of all heads: head h convolves channels [h c, (h+1) c) of V (row-major
+// [n, H c], as the projection writes it) with column h of zs; circular (FFT length n) or
+// causal (zero-padded). Plans and buffers come from `work`.
+void convolve_heads(const MatR& zs, const MatR& V, MatR& Y, bool causal, bool parallel,
+                    ScratchPool<ConvWork>& work);
 
 // Row-wise LayerNorm (biased variance) with gain and bias.
 void layer_norm(const MatR& x, const RowVec& gamma, const RowVec& beta, float eps, MatR& y);

@@ -133,8 +133,9 @@ class SoftmaxKind final : public Attention {
 // Buffers of one CAT forward pass, kept between calls: [n, D] each, so allocating them per
 // call costs a page fault per 4 KB.
 struct CatWork {
-    MatR Z;                // [n, H] logits, then the softmax weights z*
-    Eigen::MatrixXf V, M;  // column-major: every channel contiguous for the FFT
+    MatR Z;     // [n, H] logits, then the softmax weights z*
+    MatR V, M;  // row-major like x and y: every GEMM reads and writes rows; the FFT kernel
+                // loads eight adjacent channels of a token as one vector
 };
 
 enum class CatVariant { circular, causal, avgkey };
@@ -218,7 +219,7 @@ class CatKind final : public Attention {
         const RowVec sum = Z.colwise().sum();
         Z = Z * sum.cwiseInverse().asDiagonal();
 
-        Eigen::MatrixXf &V = w->V, &M = w->M;
+        MatR &V = w->V, &M = w->M;
         V.resize(n, D);
         project_into(v, x, V, par);
         convolve_heads(Z, V, M, var_ == CatVariant::causal, par, conv_);

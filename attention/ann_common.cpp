@@ -299,9 +299,9 @@ void causal_convolve(const float* z, const float* v, float* y, std::int64_t n,
 }
 
 // Used by the CAT kinds: head h mixes channels [h c, (h+1) c) of V with column h of zs.
-void convolve_heads(const MatR& zs, const MatR& V, MatR& Y, bool causal, bool parallel,
-                    ScratchPool<ConvWork>& work) {
-    const std::int64_t n = V.rows(), H = zs.cols(), c = V.cols() / H;
+void convolve_heads(const MatR& zs, const MatR& V, std::int64_t channels, MatR& Y, bool causal,
+                    bool parallel, ScratchPool<ConvWork>& work) {
+    const std::int64_t n = V.rows(), H = zs.cols(), c = channels / H;
     const std::int64_t L = causal ? causal_fft_length(n) : n;
     Y.resize(n, V.cols());
     // Split heads into channel blocks when threads are available: each block redoes one FFT

@@ -124,11 +124,12 @@ struct ConvWork {
     void ensure(std::int64_t len);
 };
 
-// CAT mixing of all heads: head h convolves channels [h c, (h+1) c) of V (row-major
-// [n, H c], as the projection writes it) with column h of zs; circular (FFT length n) or
-// causal (zero-padded). Plans and buffers come from `work`.
-void convolve_heads(const MatR& zs, const MatR& V, MatR& Y, bool causal, bool parallel,
-                    ScratchPool<ConvWork>& work);
+// CAT mixing of all heads: head h convolves channels [h c, (h+1) c) of V (row-major, the
+// first H c = `channels` columns, as the projection writes them) with column h of zs into the
+// same columns of Y (resized to V's shape); circular (FFT length n) or causal (zero-padded).
+// Plans and buffers come from `work`.
+void convolve_heads(const MatR& zs, const MatR& V, std::int64_t channels, MatR& Y, bool causal,
+                    bool parallel, ScratchPool<ConvWork>& work);
 
 // Row-wise LayerNorm (biased variance) with gain and bias.
 void layer_norm(const MatR& x, const RowVec& gamma, const RowVec& beta, float eps, MatR& y);

@@ -134,8 +134,8 @@ class SoftmaxKind final : public Attention {
 // call costs a page fault per 4 KB.
 struct CatWork {
     MatR Z;     // [n, H] logits, then the softmax weights z*
-    MatR V, M;  // row-major like x and y: every GEMM reads and writes rows; the FFT kernel
-                // loads eight adjacent channels of a token as one vector
+    MatR V, M;  // [n, D + pad] row-major like x and y: every GEMM reads and writes rows;
+                // the FFT kernel loads eight adjacent channels of a token as one vector
 };
 
 enum class CatVariant { circular, causal, avgkey };
@@ -146,6 +146,27 @@ class CatKind final : public Attention {
         : Attention(std::move(kind), d, d, h), var_(var) {}
     Linear a, q, k, v, o;
     bool renormalize = false;
+    // [W_V | W_A | 0] (biases alike), columns padded to a multiple of 16 so that every row
+    // starts on a 64-byte boundary: one GEMM gives V and the logits (the W_A product alone,
+    // 8 columns wide, reads all of x for little work). avgkey: just W_V.
+    Linear va;
+
+    void pack() {
+        const std::int64_t D = in_dim();
+        if (var_ == CatVariant::avgkey) {
+            va = v;
+            return;
+        }
+        const std::int64_t H = heads(), w = (D + H + 15) / 16 * 16;
+        va.W = MatR::Zero(D, w);
+        va.W.leftCols(D) = v.W;
+        va.W.middleCols(D, H) = a.W;
+        if (v.b.size() || a.b.size()) {
+            va.b = RowVec::Zero(w);
+            if (v.b.size()) va.b.head(D) = v.b;
+            if (a.b.size()) va.b.segment(D, H) = a.b;
+        }
+    }
 
     std::uint64_t param_count() const override {
         return a.params() + q.params() + k.params() + v.params() + o.params();
@@ -201,6 +222,9 @@ class CatKind final : public Attention {
         const std::int64_t n = x.rows(), D = in_dim(), H = heads(), dh = D / H;
         auto w = work_.acquire();
         MatR& Z = w->Z;  // [n, H] logits
+        MatR &V = w->V, &M = w->M;
+        V.resize(n, va.out());
+        project_into(va, x, V, par);
         if (var_ == CatVariant::avgkey) {
             MatR Q, K;
             q.apply(x, Q, par);
@@ -211,7 +235,7 @@ class CatKind final : public Attention {
             for (std::int64_t h = 0; h < H; ++h)
                 Z.col(h) = s * (Q.middleCols(h * dh, dh) * kbar.segment(h * dh, dh).transpose());
         } else {
-            a.apply(x, Z, par);
+            Z = V.middleCols(D, H);
         }
         // Softmax over the tokens (each column), not over the heads.
         const RowVec mx = Z.colwise().maxCoeff();
@@ -219,10 +243,7 @@ class CatKind final : public Attention {
         const RowVec sum = Z.colwise().sum();
         Z = Z * sum.cwiseInverse().asDiagonal();
 
-        MatR &V = w->V, &M = w->M;
-        V.resize(n, D);
-        project_into(v, x, V, par);
-        convolve_heads(Z, V, M, var_ == CatVariant::causal, par, conv_);
+        convolve_heads(Z, V, D, M, var_ == CatVariant::causal, par, conv_);
         if (var_ == CatVariant::causal && renormalize) {
             for (std::int64_t h = 0; h < H; ++h) {
                 Eigen::VectorXf mass(n);
@@ -231,7 +252,7 @@ class CatKind final : public Attention {
                 M.middleCols(h * dh, dh) = mass.asDiagonal() * M.middleCols(h * dh, dh);
             }
         }
-        project_into(o, M, y, par);
+        project_into(o, M.leftCols(D), y, par);
     }
 
     CatVariant var_;
@@ -549,6 +570,7 @@ std::unique_ptr<Attention> load_cat(const std::string& kind, const WeightSource&
     c->v = load_linear(w, "W_V", "b_V", D, D);
     c->o = load_linear(w, "W_O", "b_O", D, D);
     c->renormalize = var == CatVariant::causal && flag(w, "renormalize", opt.renormalize, false);
+    c->pack();
     return c;
 }
 

@@ -395,11 +395,22 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
         const std::int64_t nre = std::min<std::int64_t>(8, channels - c0);
         const std::int64_t nim = std::clamp<std::int64_t>(channels - c0 - 8, 0, 8);
         v8 *re = I.re.data(), *im = I.im.data(), *tre = I.tre.data(), *tim = I.tim.data();
-        gather(v + c0 * sc, nre, re);
-        if (nim)
-            gather(v + (c0 + 8) * sc, nim, im);
-        else
-            std::fill(im, im + n, splat(0.0f));
+        // Row-major with all 16 lanes: one pass over the rows loads both halves of each token's
+        // 64-byte run (two passes would fetch every line twice at large n).
+        const bool rows16 = sj != 1 && nim == 8;
+        if (rows16) {
+            const float* src = v + c0;
+            for (std::int64_t j = 0; j < n; ++j) {
+                std::memcpy(&re[j], src + j * sj, sizeof(v8));
+                std::memcpy(&im[j], src + j * sj + 8, sizeof(v8));
+            }
+        } else {
+            gather(v + c0 * sc, nre, re);
+            if (nim)
+                gather(v + (c0 + 8) * sc, nim, im);
+            else
+                std::fill(im, im + n, splat(0.0f));
+        }
         for (std::int64_t j = n; j < L; ++j) re[j] = im[j] = splat(0.0f);
         if (stockham(re, im, tre, tim, L, T)) {
             std::swap(re, tre);
@@ -417,8 +428,16 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
             std::swap(re, tre);
             std::swap(im, tim);
         }
-        scatter(re, nre, y + c0 * sc);
-        if (nim) scatter(im, nim, y + (c0 + 8) * sc);
+        if (rows16) {
+            float* dst = y + c0;
+            for (std::int64_t j = 0; j < n; ++j) {
+                std::memcpy(dst + j * sj, &re[j], sizeof(v8));
+                std::memcpy(dst + j * sj + 8, &im[j], sizeof(v8));
+            }
+        } else {
+            scatter(re, nre, y + c0 * sc);
+            if (nim) scatter(im, nim, y + (c0 + 8) * sc);
+        }
     }
 }
 

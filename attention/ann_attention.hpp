@@ -128,6 +128,13 @@ class Attention {
     Attention(std::string kind, std::int64_t in, std::int64_t out, std::int64_t heads)
         : kind_(std::move(kind)), in_dim_(in), out_dim_(out), heads_(heads) {}
     virtual void run(const MatR& x, const float* t, MatR& y, bool parallel) const = 0;
+    // Optional fast path reading x and writing y (row-major, as in forward()) in place,
+    // without copying them into matrices first; false when the kind has none.
+    virtual bool run_direct(const float* x, const float* t, std::int64_t n, float* y,
+                            bool parallel) const {
+        (void)x, (void)t, (void)n, (void)y, (void)parallel;
+        return false;
+    }
 
   private:
     std::string kind_;

@@ -1,6 +1,7 @@
 // Shared pieces of the ANN reference attentions: parameter sources, projections, the tiled
 // softmax core, LayerNorm, CAT's FFT mixing and the small helpers the facts tests use.
 #include <Eigen/Dense>
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <numbers>
@@ -139,14 +140,9 @@ OpCounts weights_read(std::uint64_t params) {
 
 // ----- projections -----
 
-void Linear::apply(const MatR& x, MatR& y, bool parallel) const {
-    const std::int64_t n = x.rows();
-    y.resize(n, out());
-    // Row blocks of x are independent GEMMs; one block when serial keeps Eigen's blocking.
-    for_range(n, 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
-        y.middleRows(lo, hi - lo).noalias() = x.middleRows(lo, hi - lo) * W;
-        if (b.size()) y.middleRows(lo, hi - lo).rowwise() += b;
-    });
+void Linear::apply(const CRef& x, MatR& y, bool parallel) const {
+    y.resize(x.rows(), out());
+    project_into(*this, x, y, parallel);
 }
 
 OpCounts Linear::ops(std::int64_t n) const {
@@ -159,17 +155,19 @@ OpCounts Linear::ops(std::int64_t n) const {
 
 // ----- softmax attention core -----
 
-void mhsa_core(const MatR& Q, const MatR& K, const MatR& V, std::int64_t heads, float scale,
+void mhsa_core(const CRef& Q, const CRef& K, const CRef& V, std::int64_t heads, float scale,
                bool causal, MatR& O, bool parallel) {
     const std::int64_t n = Q.rows(), m = K.rows();
     const std::int64_t dh = Q.cols() / heads, dv = V.cols() / heads;
     O.resize(n, V.cols());
-    // 64 query rows per tile keeps the score tile (64 x m floats) near cache for m in the
-    // thousands, and memory O(64 m) for any n.
-    const std::int64_t tile = 64;
+    // Query rows per tile: a score tile of about 64 K floats (256 KB) stays in L2 and keeps
+    // memory O(tile * m) for any n; at least 64 rows, and at most 256 so that short sequences
+    // run one large GEMM per head instead of several small ones.
+    const std::int64_t tile =
+        std::clamp<std::int64_t>(65536 / std::max<std::int64_t>(m, 1), 64, 256);
     const std::int64_t ntiles = (n + tile - 1) / tile;
     for_range(heads * ntiles, 1, parallel, [&](std::int64_t b, std::int64_t e) {
-        std::vector<float> buf(static_cast<std::size_t>(tile * m));
+        MatR buf(std::min(tile, n), m);
         Eigen::VectorXf inv;
         for (std::int64_t task = b; task < e; ++task) {
             const std::int64_t h = task / ntiles, i0 = (task % ntiles) * tile;
@@ -236,45 +234,57 @@ OpCounts layer_norm_ops(std::int64_t n, std::int64_t w) {
 
 // ----- CAT mixing -----
 
-namespace {
-
-// Convolves every channel of v (column-major [n, c]) with z through a real FFT of length L:
-// circular when L == n, linear (first n outputs) when L >= 2n - 1. Power-of-two lengths take
-// the batched eight-lane kernel (conv); other lengths one kissfft / Bluestein pass per channel.
-void fft_convolve(RealFft& plan, ChannelConvolver* conv, const float* z, const float* v, float* y,
-                  std::int64_t n, std::int64_t channels) {
-    const std::int64_t L = plan.size(), H = plan.spectrum_size();
-    std::vector<float> pad(static_cast<std::size_t>(L), 0.0f);
-    std::vector<cfloat> zf(static_cast<std::size_t>(H));
-    std::copy(z, z + n, pad.begin());
-    plan.forward(pad.data(), zf.data());
-    const float inv_l = 1.0f / static_cast<float>(L);  // the inverse transform is unscaled
-    for (auto& s : zf) s *= inv_l;
-    if (conv) {
-        conv->convolve(zf.data(), v, y, n, channels);
-        return;
-    }
-    std::vector<float> out(static_cast<std::size_t>(L));
-    std::vector<cfloat> vf(static_cast<std::size_t>(H));
-    for (std::int64_t c = 0; c < channels; ++c) {
-        std::copy(v + c * n, v + (c + 1) * n, pad.begin());
-        plan.forward(pad.data(), vf.data());
-        for (std::int64_t k = 0; k < H; ++k) vf[k] *= zf[k];
-        plan.inverse(vf.data(), out.data());
-        std::copy(out.begin(), out.begin() + n, y + c * n);
-    }
+void ConvWork::ensure(std::int64_t len) {
+    if (L == len) return;
+    L = len;
+    plan = std::make_unique<RealFft>(len);
+    conv = ChannelConvolver::supports(len) ? std::make_unique<ChannelConvolver>(len) : nullptr;
+    pad.assign(static_cast<std::size_t>(len), 0.0f);
+    out.resize(static_cast<std::size_t>(len));
+    zf.resize(static_cast<std::size_t>(plan->spectrum_size()));
+    vf.resize(zf.size());
 }
 
-std::unique_ptr<ChannelConvolver> make_convolver(std::int64_t L) {
-    return ChannelConvolver::supports(L) ? std::make_unique<ChannelConvolver>(L) : nullptr;
+namespace {
+
+// Convolves every channel of v with z through a real FFT of length L: circular when L == n,
+// linear (first n outputs) when L >= 2n - 1. Sample j of channel c sits at v[j * sj + c * sc]
+// (and y likewise): column-major [n, c] is sj = 1, sc = n; row-major with leading dimension
+// ld is sj = ld, sc = 1. Power-of-two lengths take the batched eight-lane kernel (conv);
+// other lengths one kissfft / Bluestein pass per channel.
+void fft_convolve(ConvWork& w, const float* z, const float* v, float* y, std::int64_t n,
+                  std::int64_t channels, std::int64_t sj, std::int64_t sc) {
+    RealFft& plan = *w.plan;
+    const std::int64_t L = plan.size(), H = plan.spectrum_size();
+    std::vector<float>& pad = w.pad;
+    std::fill(pad.begin(), pad.end(), 0.0f);
+    std::copy(z, z + n, pad.begin());
+    plan.forward(pad.data(), w.zf.data());
+    const float inv_l = 1.0f / static_cast<float>(L);  // the inverse transform is unscaled
+    for (auto& s : w.zf) s *= inv_l;
+    if (w.conv) {
+        if (sj == 1)
+            w.conv->convolve(w.zf.data(), v, y, n, channels);
+        else
+            w.conv->convolve_rows(w.zf.data(), v, y, sj, n, channels);
+        return;
+    }
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t j = 0; j < n; ++j) pad[j] = v[j * sj + c * sc];
+        plan.forward(pad.data(), w.vf.data());
+        for (std::int64_t k = 0; k < H; ++k) w.vf[k] *= w.zf[k];
+        plan.inverse(w.vf.data(), w.out.data());
+        for (std::int64_t j = 0; j < n; ++j) y[j * sj + c * sc] = w.out[j];
+    }
 }
 
 }  // namespace
 
 void circular_convolve(const float* z, const float* v, float* y, std::int64_t n,
                        std::int64_t channels) {
-    RealFft plan(n);
-    fft_convolve(plan, make_convolver(n).get(), z, v, y, n, channels);
+    ConvWork w;
+    w.ensure(n);
+    fft_convolve(w, z, v, y, n, channels, 1, n);
 }
 
 std::int64_t causal_fft_length(std::int64_t n) {
@@ -283,15 +293,15 @@ std::int64_t causal_fft_length(std::int64_t n) {
 
 void causal_convolve(const float* z, const float* v, float* y, std::int64_t n,
                      std::int64_t channels) {
-    const std::int64_t L = causal_fft_length(n);
-    RealFft plan(L);
-    fft_convolve(plan, make_convolver(L).get(), z, v, y, n, channels);
+    ConvWork w;
+    w.ensure(causal_fft_length(n));
+    fft_convolve(w, z, v, y, n, channels, 1, n);
 }
 
 // Used by the CAT kinds: head h mixes channels [h c, (h+1) c) of V with column h of zs.
-void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y, bool causal,
-                    bool parallel) {
-    const std::int64_t n = V.rows(), H = zs.cols(), c = V.cols() / H;
+void convolve_heads(const MatR& zs, const MatR& V, std::int64_t channels, MatR& Y, bool causal,
+                    bool parallel, ScratchPool<ConvWork>& work) {
+    const std::int64_t n = V.rows(), H = zs.cols(), c = channels / H;
     const std::int64_t L = causal ? causal_fft_length(n) : n;
     Y.resize(n, V.cols());
     // Split heads into channel blocks when threads are available: each block redoes one FFT
@@ -299,18 +309,16 @@ void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y
     const std::int64_t blocks =
         parallel ? std::max<std::int64_t>(1, std::min<std::int64_t>(c, 4)) : 1;
     const std::int64_t per = (c + blocks - 1) / blocks;
-    const RealFft proto(L);
     for_range(H * blocks, 1, parallel, [&](std::int64_t b, std::int64_t e) {
-        RealFft plan(proto);
-        auto conv = make_convolver(L);
-        Eigen::VectorXf z(n);
+        auto w = work.acquire();
+        w->ensure(L);
         for (std::int64_t task = b; task < e; ++task) {
             const std::int64_t h = task / blocks, c0 = (task % blocks) * per;
             const std::int64_t cn = std::min(per, c - c0);
             if (cn <= 0) continue;
-            z = zs.col(h);
-            const std::int64_t col = h * c + c0;
-            fft_convolve(plan, conv.get(), z.data(), V.data() + col * n, Y.data() + col * n, n, cn);
+            w->z = zs.col(h);
+            const std::int64_t col = h * c + c0;  // row-major: channel col starts at col
+            fft_convolve(*w, w->z.data(), V.data() + col, Y.data() + col, n, cn, V.cols(), 1);
         }
     });
 }
@@ -369,10 +377,12 @@ std::vector<float> mercer_default_omega(std::int64_t dt) {
 
 void Attention::forward(const float* x, const float* t, std::int64_t n, float* y, OpCounts* ops,
                         bool parallel) const {
-    MatR X = Eigen::Map<const MatR>(x, n, in_dim_);
-    MatR Y;
-    run(X, t, Y, parallel);
-    Eigen::Map<MatR>(y, n, out_dim_) = Y;
+    if (!run_direct(x, t, n, y, parallel)) {
+        MatR X = Eigen::Map<const MatR>(x, n, in_dim_);
+        MatR Y;
+        run(X, t, Y, parallel);
+        Eigen::Map<MatR>(y, n, out_dim_) = Y;
+    }
     if (ops) *ops += op_counts(n);
 }
 

@@ -5,9 +5,13 @@
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
 
+#include <memory>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "attention/ann_attention.hpp"
+#include "attention/fft.hpp"
 
 namespace ternion::ann {
 
@@ -27,16 +31,70 @@ void for_range(std::int64_t n, std::int64_t grain, bool parallel, F&& f) {
     });
 }
 
+// A read-only view of a row-major matrix or of a column block of one (no copy).
+using CRef = Eigen::Ref<const MatR, 0, Eigen::OuterStride<>>;
+
+// Scratch objects kept between forward passes, so large buffers are not allocated (and
+// page-faulted) again on every call. acquire() hands out an object no other caller holds,
+// which keeps forward() safe to run concurrently and re-entrantly (TBB may run another
+// forward() on a thread that waits inside a parallel loop); release happens on destruction
+// of the lease. At most one object per concurrent caller is ever created.
+template <class T>
+class ScratchPool {
+  public:
+    struct Deleter {
+        ScratchPool* pool;
+        void operator()(T* p) const { pool->give_back(p); }
+    };
+    using Lease = std::unique_ptr<T, Deleter>;
+    Lease acquire() {
+        {
+            std::lock_guard<std::mutex> lock(mu_);
+            if (!free_.empty()) {
+                T* p = free_.back().release();
+                free_.pop_back();
+                return Lease(p, Deleter{this});
+            }
+        }
+        return Lease(new T(), Deleter{this});
+    }
+
+  private:
+    void give_back(T* p) {
+        std::lock_guard<std::mutex> lock(mu_);
+        free_.emplace_back(p);
+    }
+    std::mutex mu_;
+    std::vector<std::unique_ptr<T>> free_;
+};
+
 // y = x W + b with W [in, out].
 struct Linear {
     MatR W;
     RowVec b;  // empty: no bias
     std::int64_t in() const { return W.rows(); }
     std::int64_t out() const { return W.cols(); }
-    void apply(const MatR& x, MatR& y, bool parallel) const;
+    void apply(const CRef& x, MatR& y, bool parallel) const;
     OpCounts ops(std::int64_t n) const;
     std::uint64_t params() const { return static_cast<std::uint64_t>(W.size() + b.size()); }
 };
+
+// y = x W + b into any Eigen destination already sized [x.rows(), l.out()] (row- or
+// column-major, a Map of the caller's output). The bias is written first and the product
+// accumulated onto it, which saves the zeroing pass of `y = x W` and the separate bias pass.
+template <class In, class Out>
+void project_into(const Linear& l, const In& x, Out&& y, bool parallel) {
+    // Row blocks of x are independent GEMMs; one block when serial keeps Eigen's blocking.
+    for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
+        auto yb = y.middleRows(lo, hi - lo);
+        if (l.b.size()) {
+            yb.rowwise() = l.b;
+            yb.noalias() += x.middleRows(lo, hi - lo) * l.W;
+        } else {
+            yb.noalias() = x.middleRows(lo, hi - lo) * l.W;
+        }
+    });
+}
 
 // Reads W [in, out] (required) and bias b [out] (optional).
 Linear load_linear(const WeightSource& w, const std::string& wname, const std::string& bname,
@@ -55,15 +113,28 @@ std::int64_t heads_param(const WeightSource& w, const Options& o, std::int64_t d
 // Multi-head softmax attention core: for every head h, O_h = softmax(Q_h K_h^T * scale) V_h,
 // with Q [n, dq], K [m, dq], V [m, dv] split into `heads` equal column slices. Query rows are
 // processed in tiles, so memory is O(tile * m), never n x m.
-void mhsa_core(const MatR& Q, const MatR& K, const MatR& V, std::int64_t heads, float scale,
+void mhsa_core(const CRef& Q, const CRef& K, const CRef& V, std::int64_t heads, float scale,
                bool causal, MatR& O, bool parallel);
 OpCounts mhsa_core_ops(std::int64_t n, std::int64_t m, std::int64_t dq, std::int64_t dv,
                        std::int64_t heads, bool causal);
 
-// CAT mixing of all heads: head h convolves channels [h c, (h+1) c) of V (column-major
-// [n, H c]) with column h of zs; circular (FFT length n) or causal (zero-padded).
-void convolve_heads(const MatR& zs, const Eigen::MatrixXf& V, Eigen::MatrixXf& Y, bool causal,
-                    bool parallel);
+// FFT plans and buffers of one CAT mixing task, rebuilt only when the length changes.
+struct ConvWork {
+    std::int64_t L = 0;
+    std::unique_ptr<RealFft> plan;
+    std::unique_ptr<ChannelConvolver> conv;  // null unless L is a power of two
+    std::vector<float> pad, out;
+    std::vector<cfloat> zf, vf;
+    Eigen::VectorXf z;
+    void ensure(std::int64_t len);
+};
+
+// CAT mixing of all heads: head h convolves channels [h c, (h+1) c) of V (row-major, the
+// first H c = `channels` columns, as the projection writes them) with column h of zs into the
+// same columns of Y (resized to V's shape); circular (FFT length n) or causal (zero-padded).
+// Plans and buffers come from `work`.
+void convolve_heads(const MatR& zs, const MatR& V, std::int64_t channels, MatR& Y, bool causal,
+                    bool parallel, ScratchPool<ConvWork>& work);
 
 // Row-wise LayerNorm (biased variance) with gain and bias.
 void layer_norm(const MatR& x, const RowVec& gamma, const RowVec& beta, float eps, MatR& y);

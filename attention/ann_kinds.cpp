@@ -26,21 +26,18 @@ std::int64_t width_of(const WeightSource& w, const std::string& name) {
     return d[0];
 }
 
-// y = x W + b into any Eigen destination (column-major V for the FFT, row-major elsewhere).
-template <class In, class Out>
-void project(const Linear& l, const In& x, Out& y, bool parallel) {
-    y.resize(x.rows(), l.out());
-    for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
-        y.middleRows(lo, hi - lo).noalias() = x.middleRows(lo, hi - lo) * l.W;
-        if (l.b.size()) y.middleRows(lo, hi - lo).rowwise() += l.b;
-    });
-}
+// Buffers of one softmax-MHSA forward pass, kept between calls.
+struct MhsaWork {
+    MatR QKV, O;
+};
 
 // Q/K/V/O projections around the softmax core; shared by the softmax and time kinds.
 struct Mhsa {
     Linear q, k, v, o;
+    Linear qkv;  // [W_Q W_K W_V] side by side: one GEMM for the three projections
     std::int64_t dim = 0, heads = 1;
     bool causal = false;
+    std::shared_ptr<ScratchPool<MhsaWork>> work = std::make_shared<ScratchPool<MhsaWork>>();
 
     void load(const WeightSource& w, std::int64_t d, std::int64_t h, bool c) {
         dim = d;
@@ -50,14 +47,29 @@ struct Mhsa {
         k = load_linear(w, "W_K", "b_K", d, d);
         v = load_linear(w, "W_V", "b_V", d, d);
         o = load_linear(w, "W_O", "b_O", d, d);
+        qkv.W.resize(d, 3 * d);
+        qkv.W << q.W, k.W, v.W;
+        if (q.b.size() || k.b.size() || v.b.size()) {
+            qkv.b = RowVec::Zero(3 * d);
+            if (q.b.size()) qkv.b.segment(0, d) = q.b;
+            if (k.b.size()) qkv.b.segment(d, d) = k.b;
+            if (v.b.size()) qkv.b.segment(2 * d, d) = v.b;
+        }
+    }
+    // x [n, dim] and y [n, dim] (already sized): any row-major matrix or map.
+    template <class Out>
+    void run(const CRef& x, Out&& y, bool par) const {
+        const std::int64_t n = x.rows();
+        auto w = work->acquire();
+        w->QKV.resize(n, 3 * dim);
+        project_into(qkv, x, w->QKV, par);
+        mhsa_core(w->QKV.middleCols(0, dim), w->QKV.middleCols(dim, dim),
+                  w->QKV.middleCols(2 * dim, dim), heads, inv_sqrt(dim / heads), causal, w->O, par);
+        project_into(o, w->O, y, par);
     }
     void run(const MatR& x, MatR& y, bool par) const {
-        MatR Q, K, V, O;
-        q.apply(x, Q, par);
-        k.apply(x, K, par);
-        v.apply(x, V, par);
-        mhsa_core(Q, K, V, heads, inv_sqrt(dim / heads), causal, O, par);
-        o.apply(O, y, par);
+        y.resize(x.rows(), dim);
+        run(CRef(x), y, par);
     }
     OpCounts ops(std::int64_t n) const {
         return q.ops(n) + k.ops(n) + v.ops(n) + o.ops(n) +
@@ -76,10 +88,10 @@ class SoftmaxKind final : public Attention {
 
     bool maps(const float* x, const float*, std::int64_t n, std::vector<float>& scores,
               std::vector<float>& weights) const override {
-        const MatR X = Eigen::Map<const MatR>(x, n, in_dim());
-        MatR Q, K;
-        m_.q.apply(X, Q, false);
-        m_.k.apply(X, K, false);
+        // The fused projection forward() uses, so the maps are the ones it computed.
+        MatR QKV;
+        m_.qkv.apply(Eigen::Map<const MatR>(x, n, in_dim()), QKV, false);
+        const auto Q = QKV.middleCols(0, in_dim()), K = QKV.middleCols(in_dim(), in_dim());
         const std::int64_t H = heads(), dh = in_dim() / H;
         const float scale = inv_sqrt(dh);
         scores.resize(static_cast<std::size_t>(H * n * n));
@@ -106,12 +118,25 @@ class SoftmaxKind final : public Attention {
 
   protected:
     void run(const MatR& x, const float*, MatR& y, bool par) const override { m_.run(x, y, par); }
+    bool run_direct(const float* x, const float*, std::int64_t n, float* y,
+                    bool par) const override {
+        m_.run(Eigen::Map<const MatR>(x, n, in_dim()), Eigen::Map<MatR>(y, n, out_dim()), par);
+        return true;
+    }
 
   private:
     Mhsa m_;
 };
 
 // ----- CAT -----
+
+// Buffers of one CAT forward pass, kept between calls: [n, D] each, so allocating them per
+// call costs a page fault per 4 KB.
+struct CatWork {
+    MatR Z;     // [n, H] logits, then the softmax weights z*
+    MatR V, M;  // [n, D + pad] row-major like x and y: every GEMM reads and writes rows;
+                // the FFT kernel loads eight adjacent channels of a token as one vector
+};
 
 enum class CatVariant { circular, causal, avgkey };
 
@@ -121,6 +146,27 @@ class CatKind final : public Attention {
         : Attention(std::move(kind), d, d, h), var_(var) {}
     Linear a, q, k, v, o;
     bool renormalize = false;
+    // [W_V | W_A | 0] (biases alike), columns padded to a multiple of 16 so that every row
+    // starts on a 64-byte boundary: one GEMM gives V and the logits (the W_A product alone,
+    // 8 columns wide, reads all of x for little work). avgkey: just W_V.
+    Linear va;
+
+    void pack() {
+        const std::int64_t D = in_dim();
+        if (var_ == CatVariant::avgkey) {
+            va = v;
+            return;
+        }
+        const std::int64_t H = heads(), w = (D + H + 15) / 16 * 16;
+        va.W = MatR::Zero(D, w);
+        va.W.leftCols(D) = v.W;
+        va.W.middleCols(D, H) = a.W;
+        if (v.b.size() || a.b.size()) {
+            va.b = RowVec::Zero(w);
+            if (v.b.size()) va.b.head(D) = v.b;
+            if (a.b.size()) va.b.segment(D, H) = a.b;
+        }
+    }
 
     std::uint64_t param_count() const override {
         return a.params() + q.params() + k.params() + v.params() + o.params();
@@ -159,8 +205,26 @@ class CatKind final : public Attention {
 
   protected:
     void run(const MatR& x, const float*, MatR& y, bool par) const override {
+        y.resize(x.rows(), out_dim());
+        forward_into(x, y, par);
+    }
+    bool run_direct(const float* x, const float*, std::int64_t n, float* y,
+                    bool par) const override {
+        forward_into(Eigen::Map<const MatR>(x, n, in_dim()), Eigen::Map<MatR>(y, n, out_dim()),
+                     par);
+        return true;
+    }
+
+  private:
+    // x [n, D] and y [n, D] (sized) row-major.
+    template <class Out>
+    void forward_into(const CRef& x, Out&& y, bool par) const {
         const std::int64_t n = x.rows(), D = in_dim(), H = heads(), dh = D / H;
-        MatR Z;  // [n, H] logits
+        auto w = work_.acquire();
+        MatR& Z = w->Z;  // [n, H] logits
+        MatR &V = w->V, &M = w->M;
+        V.resize(n, va.out());
+        project_into(va, x, V, par);
         if (var_ == CatVariant::avgkey) {
             MatR Q, K;
             q.apply(x, Q, par);
@@ -171,7 +235,7 @@ class CatKind final : public Attention {
             for (std::int64_t h = 0; h < H; ++h)
                 Z.col(h) = s * (Q.middleCols(h * dh, dh) * kbar.segment(h * dh, dh).transpose());
         } else {
-            a.apply(x, Z, par);
+            Z = V.middleCols(D, H);
         }
         // Softmax over the tokens (each column), not over the heads.
         const RowVec mx = Z.colwise().maxCoeff();
@@ -179,9 +243,7 @@ class CatKind final : public Attention {
         const RowVec sum = Z.colwise().sum();
         Z = Z * sum.cwiseInverse().asDiagonal();
 
-        Eigen::MatrixXf V, M;  // column-major: every channel contiguous for the FFT
-        project(v, x, V, par);
-        convolve_heads(Z, V, M, var_ == CatVariant::causal, par);
+        convolve_heads(Z, V, D, M, var_ == CatVariant::causal, par, conv_);
         if (var_ == CatVariant::causal && renormalize) {
             for (std::int64_t h = 0; h < H; ++h) {
                 Eigen::VectorXf mass(n);
@@ -190,11 +252,12 @@ class CatKind final : public Attention {
                 M.middleCols(h * dh, dh) = mass.asDiagonal() * M.middleCols(h * dh, dh);
             }
         }
-        project(o, M, y, par);
+        project_into(o, M.leftCols(D), y, par);
     }
 
-  private:
     CatVariant var_;
+    mutable ScratchPool<CatWork> work_;
+    mutable ScratchPool<ConvWork> conv_;
 };
 
 // ----- linear (kernelised) attention -----
@@ -507,6 +570,7 @@ std::unique_ptr<Attention> load_cat(const std::string& kind, const WeightSource&
     c->v = load_linear(w, "W_V", "b_V", D, D);
     c->o = load_linear(w, "W_O", "b_O", D, D);
     c->renormalize = var == CatVariant::causal && flag(w, "renormalize", opt.renormalize, false);
+    c->pack();
     return c;
 }
 

@@ -2,11 +2,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <numbers>
 #include <stdexcept>
 #include <unsupported/Eigen/FFT>
+
+#if defined(__AVX__)
+#include <immintrin.h>
+#endif
 
 namespace ternion::ann {
 
@@ -177,6 +182,71 @@ inline v8 splat(float a) {
     return v8{a, a, a, a, a, a, a, a};
 }
 
+// r[k][l] <-> r[l][k]: eight channels of eight consecutive samples become eight lane vectors
+// of one sample each, and back (a transpose is its own inverse).
+inline void transpose8(v8* r) {
+#if defined(__AVX__)
+    __m256 a[8], b[8];
+    for (int i = 0; i < 8; ++i) a[i] = reinterpret_cast<__m256>(r[i]);
+    for (int i = 0; i < 8; i += 2) {
+        b[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
+        b[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4) {
+        a[i] = _mm256_shuffle_ps(b[i], b[i + 2], 0x44);
+        a[i + 1] = _mm256_shuffle_ps(b[i], b[i + 2], 0xEE);
+        a[i + 2] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0x44);
+        a[i + 3] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0xEE);
+    }
+    for (int i = 0; i < 4; ++i) {
+        r[i] = reinterpret_cast<v8>(_mm256_permute2f128_ps(a[i], a[i + 4], 0x20));
+        r[i + 4] = reinterpret_cast<v8>(_mm256_permute2f128_ps(a[i], a[i + 4], 0x31));
+    }
+#else
+    for (int i = 0; i < 8; ++i)
+        for (int j = i + 1; j < 8; ++j) {
+            const float t = r[i][j];
+            r[i][j] = r[j][i];
+            r[j][i] = t;
+        }
+#endif
+}
+
+// Lane vectors out[j] (j < n) from `lanes` channels ch[l] (each n contiguous floats); lanes
+// beyond `lanes` are zero. Eight samples at a time through a register transpose.
+void gather_lanes(const float* const* ch, std::int64_t lanes, std::int64_t n, v8* out) {
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v8 r[8];
+        for (std::int64_t l = 0; l < 8; ++l) {
+            if (l < lanes)
+                std::memcpy(&r[l], ch[l] + j, sizeof(v8));
+            else
+                r[l] = v8{};
+        }
+        transpose8(r);
+        for (std::int64_t k = 0; k < 8; ++k) out[j + k] = r[k];
+    }
+    for (; j < n; ++j) {
+        v8 a{};
+        for (std::int64_t l = 0; l < lanes; ++l) a[l] = ch[l][j];
+        out[j] = a;
+    }
+}
+
+// The inverse of gather_lanes: lane l of in[j] to ch[l][j] for l < lanes, j < n.
+void scatter_lanes(const v8* in, std::int64_t lanes, std::int64_t n, float* const* ch) {
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        v8 r[8];
+        for (std::int64_t k = 0; k < 8; ++k) r[k] = in[j + k];
+        transpose8(r);
+        for (std::int64_t l = 0; l < lanes; ++l) std::memcpy(ch[l] + j, &r[l], sizeof(v8));
+    }
+    for (; j < n; ++j)
+        for (std::int64_t l = 0; l < lanes; ++l) ch[l][j] = in[j][l];
+}
+
 // exp(-2 pi i k / L) for k < L, computed in double: one table serves every stage, and the
 // twiddles stay accurate to float rounding for every L. Cached because building it costs L
 // sin/cos pairs, comparable to one transform of a few channels.
@@ -275,22 +345,71 @@ ChannelConvolver::~ChannelConvolver() = default;
 
 void ChannelConvolver::convolve(const cfloat* zf, const float* v, float* y, std::int64_t n,
                                 std::int64_t channels) {
+    run(zf, v, y, n, channels, 1, n);
+}
+
+void ChannelConvolver::convolve_rows(const cfloat* zf, const float* v, float* y, std::int64_t ld,
+                                     std::int64_t n, std::int64_t channels) {
+    run(zf, v, y, n, channels, ld, 1);
+}
+
+// Sample j of channel c at v[j * sj + c * sc]: column-major (sj = 1, sc = n) gathers eight
+// channels through a register transpose, row-major (sj = ld, sc = 1) loads eight adjacent
+// channels of one sample as one vector.
+void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int64_t n,
+                           std::int64_t channels, std::int64_t sj, std::int64_t sc) {
     auto& I = *impl_;
     const std::int64_t L = L_;
     for (std::int64_t k = 0; k <= L / 2; ++k) I.zfull[k] = zf[k];
     for (std::int64_t k = L / 2 + 1; k < L; ++k) I.zfull[k] = std::conj(zf[L - k]);
     const cfloat* T = I.tw->data();
+    auto gather = [&](const float* src, std::int64_t lanes, v8* out) {
+        if (sj == 1) {
+            const float* ch[8] = {};
+            for (std::int64_t l = 0; l < lanes; ++l) ch[l] = src + l * sc;
+            gather_lanes(ch, lanes, n, out);
+        } else if (lanes == 8) {
+            for (std::int64_t j = 0; j < n; ++j) std::memcpy(&out[j], src + j * sj, sizeof(v8));
+        } else {
+            for (std::int64_t j = 0; j < n; ++j) {
+                v8 a{};
+                for (std::int64_t l = 0; l < lanes; ++l) a[l] = src[j * sj + l];
+                out[j] = a;
+            }
+        }
+    };
+    auto scatter = [&](const v8* in, std::int64_t lanes, float* dst) {
+        if (sj == 1) {
+            float* ch[8] = {};
+            for (std::int64_t l = 0; l < lanes; ++l) ch[l] = dst + l * sc;
+            scatter_lanes(in, lanes, n, ch);
+        } else if (lanes == 8) {
+            for (std::int64_t j = 0; j < n; ++j) std::memcpy(dst + j * sj, &in[j], sizeof(v8));
+        } else {
+            for (std::int64_t j = 0; j < n; ++j)
+                for (std::int64_t l = 0; l < lanes; ++l) dst[j * sj + l] = in[j][l];
+        }
+    };
     // 16 channels per pass: lanes 0..7 of the real part and lanes 0..7 of the imaginary part.
     for (std::int64_t c0 = 0; c0 < channels; c0 += 16) {
         const std::int64_t nre = std::min<std::int64_t>(8, channels - c0);
         const std::int64_t nim = std::clamp<std::int64_t>(channels - c0 - 8, 0, 8);
         v8 *re = I.re.data(), *im = I.im.data(), *tre = I.tre.data(), *tim = I.tim.data();
-        for (std::int64_t j = 0; j < n; ++j) {
-            v8 a = splat(0.0f), b = splat(0.0f);
-            for (std::int64_t l = 0; l < nre; ++l) a[l] = v[(c0 + l) * n + j];
-            for (std::int64_t l = 0; l < nim; ++l) b[l] = v[(c0 + 8 + l) * n + j];
-            re[j] = a;
-            im[j] = b;
+        // Row-major with all 16 lanes: one pass over the rows loads both halves of each token's
+        // 64-byte run (two passes would fetch every line twice at large n).
+        const bool rows16 = sj != 1 && nim == 8;
+        if (rows16) {
+            const float* src = v + c0;
+            for (std::int64_t j = 0; j < n; ++j) {
+                std::memcpy(&re[j], src + j * sj, sizeof(v8));
+                std::memcpy(&im[j], src + j * sj + 8, sizeof(v8));
+            }
+        } else {
+            gather(v + c0 * sc, nre, re);
+            if (nim)
+                gather(v + (c0 + 8) * sc, nim, im);
+            else
+                std::fill(im, im + n, splat(0.0f));
         }
         for (std::int64_t j = n; j < L; ++j) re[j] = im[j] = splat(0.0f);
         if (stockham(re, im, tre, tim, L, T)) {
@@ -309,10 +428,15 @@ void ChannelConvolver::convolve(const cfloat* zf, const float* v, float* y, std:
             std::swap(re, tre);
             std::swap(im, tim);
         }
-        for (std::int64_t j = 0; j < n; ++j) {
-            const v8 a = re[j], b = im[j];
-            for (std::int64_t l = 0; l < nre; ++l) y[(c0 + l) * n + j] = a[l];
-            for (std::int64_t l = 0; l < nim; ++l) y[(c0 + 8 + l) * n + j] = b[l];
+        if (rows16) {
+            float* dst = y + c0;
+            for (std::int64_t j = 0; j < n; ++j) {
+                std::memcpy(dst + j * sj, &re[j], sizeof(v8));
+                std::memcpy(dst + j * sj + 8, &im[j], sizeof(v8));
+            }
+        } else {
+            scatter(re, nre, y + c0 * sc);
+            if (nim) scatter(im, nim, y + (c0 + 8) * sc);
         }
     }
 }

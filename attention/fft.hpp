@@ -66,8 +66,14 @@ class ChannelConvolver {
     // are written). L == n gives the circular convolution, L >= 2n - 1 the linear one.
     void convolve(const cfloat* zf, const float* v, float* y, std::int64_t n,
                   std::int64_t channels);
+    // The same for row-major v and y: sample j of channel c at v[j * ld + c] (channels of one
+    // token side by side, as a projection writes them), so no transposes are needed.
+    void convolve_rows(const cfloat* zf, const float* v, float* y, std::int64_t ld, std::int64_t n,
+                       std::int64_t channels);
 
   private:
+    void run(const cfloat* zf, const float* v, float* y, std::int64_t n, std::int64_t channels,
+             std::int64_t sj, std::int64_t sc);
     struct Impl;
     std::int64_t L_;
     std::unique_ptr<Impl> impl_;

@@ -103,7 +103,9 @@ struct Qkvo {
 TEST_CASE("softmax MHSA equals the dense computation; tiles, causal mask, threads") {
     const std::int64_t D = 16, H = 4;
     Qkvo m(D, H, 1);
-    for (std::int64_t n : {1, 5, 64, 130}) {  // 130 spans three 64-row tiles
+    // Query tiles hold 65536 / n rows (64 to 256): 1100 spans eighteen 64-row tiles and 300
+    // two tiles of 256 rows, the last one partial.
+    for (std::int64_t n : {1, 5, 64, 130, 300, 1100}) {
         for (bool causal : {false, true}) {
             CAPTURE(n);
             CAPTURE(causal);

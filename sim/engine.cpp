@@ -194,6 +194,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                 dst.values = src.values;
                 dst.active = src.active;
                 dst.ternary = src.ternary;
+                dst.all_ones = src.all_ones;
             }
         }
         // Argmax of the output summed over time; ties go to the lowest index.

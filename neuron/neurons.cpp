@@ -165,13 +165,13 @@ class NeuronBase : public Node {
     template <class Th, class Vr>
     void fire_and_reset_with(float* v, Th th, Vr vr, float* out, std::int64_t b0, std::int64_t b1,
                              BlockIndices& spikes) const {
-        const bool ge = cmp_ == Compare::ge, sub = reset_ == ResetMode::subtract;
+        const bool sub = reset_ == ResetMode::subtract;
         spikes.resize(static_cast<std::size_t>(b1 - b0));
         spikes.resize(collect_indices(
             b0, b1,
             [&](std::int64_t k) {
                 const float t = th(k), vk = v[k];
-                const bool f = ge ? vk >= t : vk > t;
+                const bool f = fires(vk, t);
                 // Select by bit masks: compilers turn ?: on floats into branches here.
                 const std::uint32_t m = 0u - static_cast<std::uint32_t>(f);
                 const float after = sub ? vk - t : vr(k);

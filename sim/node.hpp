@@ -83,14 +83,21 @@ std::size_t collect_indices(std::int64_t b0, std::int64_t b1, Flag flag, std::ui
     return n;
 }
 
+// The non-zero entries of v[b0, b1) into `out` (room for b1 - b0), with `ternary` set to
+// whether all of them are -1 or +1. Returns their count.
+inline std::size_t collect_nonzero(const float* v, std::int64_t b0, std::int64_t b1,
+                                   std::uint32_t* out, bool& ternary) {
+    const std::size_t n = collect_indices(
+        b0, b1, [v](std::int64_t i) { return v[i] != 0.0f; }, out);
+    bool other = false;
+    for (std::size_t k = 0; k < n; ++k) other |= v[out[k]] != 1.0f && v[out[k]] != -1.0f;
+    ternary = !other;
+    return n;
+}
+
 inline void Activity::scan() {
     active.resize(values.size());
-    const float* v = values.data();
-    active.resize(collect_indices(
-        0, size(), [v](std::int64_t i) { return v[i] != 0.0f; }, active.data()));
-    bool other = false;
-    for (auto i : active) other |= v[i] != 1.0f && v[i] != -1.0f;
-    ternary = !other;
+    active.resize(collect_nonzero(values.data(), 0, size(), active.data(), ternary));
     all_ones = false;
 }
 

@@ -474,49 +474,45 @@ class LinearNode final : public Node {
             // One token: split the output rows into blocks, each scanning all active inputs.
             // Captures by value: a member on another core must not keep reading this frame,
             // whose cache lines this thread keeps writing.
-            ctx.for_blocks(
-                nblocks(), 1,
-                [this, &scratch, y, xs, xin, act_in, na, dense, unit](std::int64_t b0,
-                                                                      std::int64_t b1) {
-                    for (std::int64_t b = b0; b < b1; ++b) {
-                        const std::int64_t r0 = b * weights_.block();
-                        const std::int64_t r1 = std::min(out_, r0 + weights_.block());
-                        std::fill(y + r0, y + r1, 0.0f);
-                        if (dense) {
-                            for (std::int64_t c = 0; c < in_; ++c)
-                                weights_.add_column(c, xin[c], false, y, r0, r1);
-                        } else {
-                            for (std::size_t j = 0; j < na; ++j) {
-                                if (j + 8 < na) weights_.prefetch(act_in[j + 8], b, 0);
-                                if (j + 4 < na) weights_.prefetch(act_in[j + 4], b, 1);
-                                weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
-                            }
-                        }
-                        if (!bias_.empty())
-                            for (std::int64_t r = r0; r < r1; ++r)
-                                y[r] += bias_[static_cast<std::size_t>(r)];
-                        auto& act = scratch.block_active[static_cast<std::size_t>(b)];
-                        act.resize(static_cast<std::size_t>(r1 - r0));
-                        act.resize(collect_indices(
-                            r0, r1, [y](std::int64_t r) { return y[r] != 0.0f; }, act.data()));
-                        bool other = false;
-                        for (auto r : act) other |= y[r] != 1.0f && y[r] != -1.0f;
-                        act.ternary = !other;
-                    }
-                });
+            ctx.for_blocks(nblocks(), 1,
+                           [this, &scratch, y, xs, xin, act_in, na, dense, unit](std::int64_t b0,
+                                                                                 std::int64_t b1) {
+                               for (std::int64_t b = b0; b < b1; ++b) {
+                                   const std::int64_t r0 = b * weights_.block();
+                                   const std::int64_t r1 = std::min(out_, r0 + weights_.block());
+                                   std::fill(y + r0, y + r1, 0.0f);
+                                   if (dense) {
+                                       for (std::int64_t c = 0; c < in_; ++c)
+                                           weights_.add_column(c, xin[c], false, y, r0, r1);
+                                   } else {
+                                       for (std::size_t j = 0; j < na; ++j) {
+                                           if (j + 8 < na) weights_.prefetch(act_in[j + 8], b, 0);
+                                           if (j + 4 < na) weights_.prefetch(act_in[j + 4], b, 1);
+                                           weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
+                                       }
+                                   }
+                                   if (!bias_.empty())
+                                       for (std::int64_t r = r0; r < r1; ++r)
+                                           y[r] += bias_[static_cast<std::size_t>(r)];
+                                   auto& act = scratch.block_active[static_cast<std::size_t>(b)];
+                                   act.resize(static_cast<std::size_t>(r1 - r0));
+                                   act.resize(collect_nonzero(y, r0, r1, act.data(), act.ternary));
+                               }
+                           });
             ctx.concat_blocks(scratch.block_active, out.active);
             out.ternary = true;
             for (auto& a : scratch.block_active) out.ternary = out.ternary && a.ternary;
+        } else if (!dense && !weights_.sparse()) {
+            // Several tokens (the weights apply to the last axis of each), dense weights.
+            step_tokens_dense(in, scratch, out, ctx, unit);
         } else {
-            // Several tokens: the weights apply to the last axis of each token.
-            if (dense || weights_.sparse()) std::fill(out.values.begin(), out.values.end(), 0.0f);
+            // Several tokens, the dense engine or compressed weights.
+            std::fill(out.values.begin(), out.values.end(), 0.0f);
             if (dense) {
                 for (std::int64_t t = 0; t < rows_; ++t)
                     for (std::int64_t c = 0; c < in_; ++c)
                         weights_.add_column(c, in.values[static_cast<std::size_t>(t * in_ + c)],
                                             false, y + t * out_, 0, out_);
-            } else if (!weights_.sparse()) {
-                step_tokens_dense(in, scratch, out, ctx, unit);
             } else {
                 // Channel-major: each weight column is read once per step and applied to every
                 // token where that channel is active. Every output still receives its terms in
@@ -545,20 +541,13 @@ class LinearNode final : public Node {
                     }
                 });
             }
-            if (dense || weights_.sparse()) {
-                if (!bias_.empty())
-                    for (std::int64_t t = 0; t < rows_; ++t)
-                        for (std::int64_t r = 0; r < out_; ++r)
-                            y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
-                out.active.clear();
-                for (std::int64_t i = 0; i < rows_ * out_; ++i)
-                    if (y[i] != 0.0f) out.active.push_back(static_cast<std::uint32_t>(i));
-            }
+            if (!bias_.empty())
+                for (std::int64_t t = 0; t < rows_; ++t)
+                    for (std::int64_t r = 0; r < out_; ++r)
+                        y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
+            out.active.resize(out.values.size());
+            out.active.resize(collect_nonzero(y, 0, rows_ * out_, out.active.data(), out.ternary));
         }
-        if (rows_ != 1 && (dense || weights_.sparse()))
-            out.ternary = std::all_of(out.active.begin(), out.active.end(), [y](std::uint32_t i) {
-                return y[i] == 1.0f || y[i] == -1.0f;
-            });
         // Counts from events and shapes: each non-zero input touches its column's weights.
         OpCounts& ops = *ctx.ops;
         if (dense) {

@@ -118,6 +118,7 @@ Projection::Projection(const std::vector<float>& weight, const std::vector<float
             if (w != 0.0f) ++row_nnz_[static_cast<std::size_t>(i)];
         }
     for (auto c : row_nnz_) nnz_total_ += c;
+    panels_.build(wt_.data(), in_, out_);
 }
 
 Projection Projection::concat(const std::vector<const Projection*>& parts) {
@@ -136,6 +137,7 @@ Projection Projection::concat(const std::vector<const Projection*>& parts) {
         r.nnz_total_ += p->nnz_total_;
         off += p->out_;
     }
+    r.panels_.build(r.wt_.data(), r.in_, r.out_);
     return r;
 }
 
@@ -143,13 +145,13 @@ std::uint64_t Projection::apply_event(const float* x, const std::vector<std::uin
                                       std::int64_t tokens, float* acc, bool ternary) const {
     // Per-thread scratch: a Projection is shared by every sample running in parallel.
     thread_local TokenEvents ev;
-    thread_local TokenCursor cursor;
+    thread_local TokenScratch scratch;
     ev.build(active, x, in_, tokens);
     std::uint64_t pairs = 0;
     for (auto c : ev.chan) pairs += row_nnz_[c];
     // acc = bias + the terms in ascending input order, as apply_dense adds them.
-    token_rows(wt_.data(), in_, out_, ev, bias_.data(), BiasOrder::first, ternary, acc, 0, out_,
-               nullptr, nullptr, cursor);
+    token_rows(panels_, ev, bias_.data(), BiasOrder::first, ternary, acc, 0, out_, nullptr, nullptr,
+               scratch);
     return pairs;
 }
 

@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <vector>
+#include "sim/token_kernel.hpp"
 
 namespace ternion::spiking {
 
@@ -92,6 +93,7 @@ class Projection {
   private:
     std::int64_t in_ = 0, out_ = 0;
     std::vector<float> wt_;  // [in][out]
+    TokenPanels panels_;     // wt_ in the event kernel's layout
     std::vector<float> bias_;
     std::vector<std::uint32_t> row_nnz_;  // non-zero weights per input
     std::uint64_t nnz_total_ = 0;

@@ -369,7 +369,7 @@ struct BlockScratch : NodeState {
     std::vector<std::uint32_t> offsets, by_channel;  // active inputs bucketed by channel
     TokenEvents events;                              // active inputs by token (dense weights)
     std::vector<std::uint64_t> nz, nt;               // per token and 64-row group
-    std::vector<BlockIndices> cursor;                // per block: kernel scratch
+    std::vector<TokenScratch> kernel;                // per block: kernel scratch
 };
 
 class LinearNode final : public Node {
@@ -439,6 +439,7 @@ class LinearNode final : public Node {
             rows_ = numel(in) / in_;
             out_shape_ = in;
             out_shape_.back() = out_;
+            if (rows_ > 1 && !weights_.sparse()) panels_.build(weights_.dense_column(0), in_, out_);
         } else if (numel(in) == in_) {
             rows_ = 1;
             out_shape_ = {out_};
@@ -582,12 +583,12 @@ class LinearNode final : public Node {
         sc.nt.resize(static_cast<std::size_t>(rows_ * groups));
         const float* bias = bias_.empty() ? nullptr : bias_.data();
         float* y = out.values.data();
-        sc.cursor.resize(static_cast<std::size_t>(nblocks()));
+        sc.kernel.resize(static_cast<std::size_t>(nblocks()));
         ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
             const std::int64_t r0 = b0 * weights_.block();
             const std::int64_t r1 = std::min(out_, b1 * weights_.block());
-            token_rows(weights_.dense_column(0), in_, out_, ev, bias, BiasOrder::last, unit, y, r0,
-                       r1, sc.nz.data(), sc.nt.data(), sc.cursor[static_cast<std::size_t>(b0)]);
+            token_rows(panels_, ev, bias, BiasOrder::last, unit, y, r0, r1, sc.nz.data(),
+                       sc.nt.data(), sc.kernel[static_cast<std::size_t>(b0)]);
         });
         out.active.clear();
         bool tern = true;
@@ -629,6 +630,7 @@ class LinearNode final : public Node {
   private:
     std::int64_t out_ = 0, in_ = 0, rows_ = 1;
     ColumnWeights weights_;
+    TokenPanels panels_;  // several tokens, dense weights: the event kernel's layout
     std::vector<float> bias_;
 };
 

@@ -1,6 +1,8 @@
 #include "sim/token_kernel.hpp"
 
 #include <algorithm>
+#include <bit>
+#include <cstring>
 
 namespace ternion {
 
@@ -13,6 +15,7 @@ void TokenEvents::build(const std::vector<std::uint32_t>& active, const float* v
     const auto nin = static_cast<std::uint32_t>(in);
     std::uint32_t t = 0, base = 0;
     const std::size_t na = active.size();
+    bool neg = false;
     for (std::size_t k = 0; k < na; ++k) {
         const std::uint32_t i = active[k];
         while (i >= base + nin) {
@@ -21,120 +24,170 @@ void TokenEvents::build(const std::vector<std::uint32_t>& active, const float* v
         }
         chan[k] = i - base;
         x[k] = values[i];
+        neg |= values[i] < 0.0f;
     }
     while (t < static_cast<std::uint32_t>(tokens)) begin[++t] = static_cast<std::uint32_t>(na);
+    negative = neg;
+}
+
+void TokenPanels::build(const float* w, std::int64_t in, std::int64_t out) {
+    in_ = in;
+    out_ = out;
+    const std::int64_t groups = (out + 63) / 64;
+    data_.assign(static_cast<std::size_t>(groups * in * 64), 0.0f);
+    for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t len = std::min<std::int64_t>(64, out - g * 64);
+        for (std::int64_t c = 0; c < in; ++c)
+            std::copy_n(w + c * out + g * 64, len,
+                        data_.begin() + static_cast<std::ptrdiff_t>((g * in + c) * 64));
+    }
 }
 
 namespace {
 
 // For rows [r0, r1) of every token t: y[t, r] = (sum over the active channels c of t, ascending,
-// of x * W[r, c]) + bias[r] (or bias[r] + the sum, BiasFirst), with the running sum held in
-// registers 64 rows at a time, so each active input costs one weight load and one add per 8 rows.
-// Channels go in chunks whose weights stay in L1 while all tokens pass; y is read and written once
-// per chunk. The order of additions is exactly the dense loop's (terms in ascending channel order,
-// the bias first or last), so results stay bit-identical with the dense engine. Also records, per
-// token and 64-row group, which outputs are non-zero (`nz`) and which of those are not +-1 (`nt`).
+// of x * W[r, c]) + bias[r] (or bias[r] + the sum, BiasFirst). The running sums of 64 rows stay in
+// four 16-float registers, so an active input costs four weight loads and four adds.
+// Channels go in chunks whose panel (12 KiB) stays in L1 while a tile of tokens passes; each
+// token's sums continue from a contiguous scratch row (16 KiB per tile), chunk after chunk, and go
+// to y once per group. The order of additions is exactly the dense loop's (terms in ascending
+// channel order, the bias first or last), so results stay bit-identical with the dense engine.
+// Also records, per token and 64-row group, which outputs are non-zero (`nz`) and which of those
+// are not +-1 (`nt`).
 
-typedef float v8f __attribute__((vector_size(32), aligned(4)));
+typedef float v16f __attribute__((vector_size(64), aligned(64)));
+typedef std::int32_t v16i __attribute__((vector_size(64), aligned(64)));
 
-template <bool Unit, bool BiasFirst>
-void rows_kernel(const float* __restrict W, std::int64_t in, std::int64_t out,
-                 const std::uint32_t* __restrict begin, const std::uint32_t* __restrict chan,
-                 const float* __restrict xs, const float* __restrict bias, float* __restrict y,
-                 std::int64_t ntok, std::int64_t r0, std::int64_t r1, std::uint64_t* __restrict nz,
-                 std::uint64_t* __restrict nt, std::int64_t groups,
-                 std::uint32_t* __restrict cursor) {
-    constexpr int V = 8;               // 8-float vectors held in registers
-    constexpr std::int64_t R = 8 * V;  // rows per group; r0 is a multiple of 64 (row blocks are)
-    // Channels per chunk: the chunk's weights for R rows (16 KiB) stay in L1 while every token
-    // passes through them; each token's sum continues from y, chunk after chunk.
-    constexpr std::int64_t chunk = 16384 / (R * 4);
-    for (std::int64_t s0 = r0; s0 < r1; s0 += R) {
+// ones: every x is +1; signs: every x is +1 or -1, applied by flipping the weight's sign bit
+// (acc + (-w) is acc - w exactly; a data-dependent branch would mispredict half the time);
+// values: any x, multiplied (not fused: the dense engine rounds the product first).
+enum class Mode { ones, signs, values };
+
+constexpr std::int64_t kTile = 64;  // tokens per tile: 64 x 256 B of running sums
+
+// Channels per chunk: 48 (12 KiB of weights, in L1 beside a tile's sums) when inputs are dense
+// enough; sparser inputs get wider chunks, so that a token still meets ~24 events per chunk and
+// the per-chunk cost (its sums loaded and stored, a mispredicted loop exit) stays small.
+std::int64_t chunk_for(std::int64_t in, std::int64_t ntok, std::size_t events) {
+    const double per_channel = static_cast<double>(events) / static_cast<double>(in * ntok);
+    std::int64_t c = per_channel > 0 ? static_cast<std::int64_t>(24.0 / per_channel) : in;
+    c = std::max<std::int64_t>(48, (c + 15) / 16 * 16);
+    return std::min(c, in);
+}
+
+template <Mode M, bool BiasFirst>
+void rows_kernel(const TokenPanels& W, const std::uint32_t* __restrict begin,
+                 const std::uint32_t* __restrict chan, const float* __restrict xs,
+                 const float* __restrict bias, float* __restrict y, std::int64_t ntok,
+                 std::int64_t r0, std::int64_t r1, std::uint64_t* __restrict nz,
+                 std::uint64_t* __restrict nt, std::uint32_t* __restrict cursor,
+                 float* __restrict sums, std::int64_t kChunk) {
+    const std::int64_t in = W.in(), out = W.out(), groups = (out + 63) / 64;
+    for (std::int64_t s0 = r0; s0 < r1; s0 += 64) {
         const std::int64_t g = s0 / 64;
-        const std::int64_t len = std::min<std::int64_t>(R, r1 - s0);
-        if (len < R) {  // a last, partial group: the same sums, element by element
-            for (std::int64_t t = 0; t < ntok; ++t) {
-                float* yt = y + t * out + s0;
-                for (std::int64_t r = 0; r < len; ++r)
-                    yt[r] = BiasFirst && bias ? bias[s0 + r] : 0.0f;
-                for (std::uint32_t k = begin[t]; k < begin[t + 1]; ++k) {
-                    const float* col = W + chan[k] * out + s0;
-                    const float xv = xs[k];
-                    for (std::int64_t r = 0; r < len; ++r) {
-                        if (Unit)
-                            yt[r] = xv > 0 ? yt[r] + col[r] : yt[r] - col[r];
-                        else
-                            yt[r] += xv * col[r];
-                    }
-                }
-                if (!BiasFirst && bias)
-                    for (std::int64_t r = 0; r < len; ++r) yt[r] += bias[s0 + r];
-            }
-        } else {
-            for (std::int64_t t = 0; t < ntok; ++t) cursor[t] = begin[t];
-            const float* Ws = W + s0;
-            for (std::int64_t c0 = 0; c0 < in; c0 += chunk) {
-                const auto c1 = static_cast<std::uint32_t>(std::min(in, c0 + chunk));
+        const std::int64_t len = std::min<std::int64_t>(64, out - s0);
+        alignas(64) float bpad[64] = {};
+        if (bias) std::copy_n(bias + s0, len, bpad);
+        const v16f* bv = reinterpret_cast<const v16f*>(bpad);
+        const float* P = W.group(g);
+        for (std::int64_t t0 = 0; t0 < ntok; t0 += kTile) {
+            const std::int64_t t1 = std::min(ntok, t0 + kTile);
+            for (std::int64_t t = t0; t < t1; ++t) cursor[t] = begin[t];
+            for (std::int64_t c0 = 0; c0 < in; c0 += kChunk) {
+                const auto c1 = static_cast<std::uint32_t>(std::min(in, c0 + kChunk));
                 const bool first = c0 == 0, last = c1 == in;
-                for (std::int64_t t = 0; t < ntok; ++t) {
+                // The next chunk's weights (those of the next group after the last chunk) come
+                // from L3 or memory: fetch them a few lines per token while this chunk runs.
+                const char* next = reinterpret_cast<const char*>(
+                    !last ? P + c1 * 64 : (s0 + 64 < r1 ? W.group(g + 1) : nullptr));
+                const std::int64_t next_lines =
+                    next ? std::min<std::int64_t>(kChunk, last ? in : in - c1) * 4 : 0;
+                const std::int64_t per = (next_lines + (t1 - t0) - 1) / (t1 - t0);
+                for (std::int64_t t = t0; t < t1; ++t) {
+                    for (std::int64_t l = (t - t0) * per;
+                         l < std::min(next_lines, (t - t0 + 1) * per); ++l)
+                        if (kChunk > 48)
+                            __builtin_prefetch(next + l * 64, 0, 2);  // to L2: too big for L1
+                        else
+                            __builtin_prefetch(next + l * 64);
+                    v16f* st = reinterpret_cast<v16f*>(sums + (t - t0) * 64);
+                    v16f a0, a1, a2, a3;
+                    if (first && BiasFirst && bias) {
+                        a0 = bv[0], a1 = bv[1], a2 = bv[2], a3 = bv[3];
+                    } else if (first) {
+                        a0 = a1 = a2 = a3 = v16f{};
+                    } else {
+                        a0 = st[0], a1 = st[1], a2 = st[2], a3 = st[3];
+                    }
                     std::uint32_t k = cursor[t];
                     const std::uint32_t kend = begin[t + 1];
-                    v8f* yt = reinterpret_cast<v8f*>(y + t * out + s0);
-                    v8f acc[V];
-                    if (first && BiasFirst && bias)
-                        for (int j = 0; j < V; ++j)
-                            acc[j] = *reinterpret_cast<const v8f*>(bias + s0 + 8 * j);
-                    else if (first)
-                        for (int j = 0; j < V; ++j) acc[j] = v8f{};
-                    else
-                        for (int j = 0; j < V; ++j) acc[j] = yt[j];
                     for (; k < kend && chan[k] < c1; ++k) {
-                        const v8f* col = reinterpret_cast<const v8f*>(Ws + chan[k] * out);
-                        if (Unit) {
-                            if (xs[k] > 0)
-                                for (int j = 0; j < V; ++j) acc[j] += col[j];
-                            else
-                                for (int j = 0; j < V; ++j) acc[j] -= col[j];
+                        const v16f* col = reinterpret_cast<const v16f*>(P + chan[k] * 64);
+                        if constexpr (M == Mode::ones) {
+                            a0 += col[0], a1 += col[1], a2 += col[2], a3 += col[3];
+                        } else if constexpr (M == Mode::signs) {
+                            std::int32_t bits;
+                            std::memcpy(&bits, xs + k, 4);
+                            const std::int32_t s = bits & static_cast<std::int32_t>(0x80000000u);
+                            a0 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[0]) ^ s);
+                            a1 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[1]) ^ s);
+                            a2 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[2]) ^ s);
+                            a3 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[3]) ^ s);
                         } else {
                             const float xv = xs[k];
-                            for (int j = 0; j < V; ++j) acc[j] += xv * col[j];
+                            a0 += xv * col[0], a1 += xv * col[1];
+                            a2 += xv * col[2], a3 += xv * col[3];
                         }
                     }
                     cursor[t] = k;
                     if (!BiasFirst && last && bias)
-                        for (int j = 0; j < V; ++j)
-                            acc[j] += *reinterpret_cast<const v8f*>(bias + s0 + 8 * j);
-                    for (int j = 0; j < V; ++j) yt[j] = acc[j];
+                        a0 += bv[0], a1 += bv[1], a2 += bv[2], a3 += bv[3];
+                    st[0] = a0, st[1] = a1, st[2] = a2, st[3] = a3;
                 }
             }
-        }
-        for (std::int64_t t = 0; nz && t < ntok; ++t) {
-            const float* yt = y + t * out + s0;
-            std::uint64_t mz = 0, mt = 0;
-            for (std::int64_t r = 0; r < len; ++r) {
-                mz |= static_cast<std::uint64_t>(yt[r] != 0.0f) << r;
-                mt |= static_cast<std::uint64_t>(yt[r] != 0.0f && yt[r] != 1.0f && yt[r] != -1.0f)
-                      << r;
+            for (std::int64_t t = t0; t < t1; ++t) {
+                const float* s = sums + (t - t0) * 64;
+                std::copy_n(s, len, y + t * out + s0);
+                if (!nz) continue;
+                std::uint64_t mz = 0, mt = 0;
+                for (std::int64_t r = 0; r < len; ++r) {
+                    mz |= static_cast<std::uint64_t>(s[r] != 0.0f) << r;
+                    mt |= static_cast<std::uint64_t>(s[r] != 0.0f && s[r] != 1.0f && s[r] != -1.0f)
+                          << r;
+                }
+                nz[t * groups + g] = mz;
+                nt[t * groups + g] = mt;
             }
-            nz[t * groups + g] = mz;
-            nt[t * groups + g] = mt;
         }
     }
 }
 
+template <Mode M>
+void rows_mode(bool first, const TokenPanels& W, const TokenEvents& ev, const float* bias, float* y,
+               std::int64_t r0, std::int64_t r1, std::uint64_t* nz, std::uint64_t* nt,
+               TokenScratch& sc) {
+    const auto ntok = static_cast<std::int64_t>(ev.begin.size()) - 1;
+    (first ? rows_kernel<M, true> : rows_kernel<M, false>)(W, ev.begin.data(), ev.chan.data(),
+                                                           ev.x.data(), bias, y, ntok, r0, r1, nz,
+                                                           nt, sc.cursor.data(), sc.sums.data(),
+                                                           chunk_for(W.in(), ntok, ev.chan.size()));
+}
+
 }  // namespace
 
-void token_rows(const float* W, std::int64_t in, std::int64_t out, const TokenEvents& ev,
-                const float* bias, BiasOrder order, bool unit, float* y, std::int64_t r0,
-                std::int64_t r1, std::uint64_t* nz, std::uint64_t* nt, TokenCursor& cursor) {
+void token_rows(const TokenPanels& W, const TokenEvents& ev, const float* bias, BiasOrder order,
+                bool unit, float* y, std::int64_t r0, std::int64_t r1, std::uint64_t* nz,
+                std::uint64_t* nt, TokenScratch& sc) {
     const auto ntok = static_cast<std::int64_t>(ev.begin.size()) - 1;
-    cursor.resize(static_cast<std::size_t>(ntok));
-    const std::int64_t groups = (out + 63) / 64;
+    sc.cursor.resize(static_cast<std::size_t>(ntok));
+    sc.sums.resize(static_cast<std::size_t>(std::min(ntok, kTile) * 64));
     const bool first = order == BiasOrder::first;
-    const auto kernel = unit ? (first ? rows_kernel<true, true> : rows_kernel<true, false>)
-                             : (first ? rows_kernel<false, true> : rows_kernel<false, false>);
-    kernel(W, in, out, ev.begin.data(), ev.chan.data(), ev.x.data(), bias, y, ntok, r0, r1, nz, nt,
-           groups, cursor.data());
+    if (!unit)
+        rows_mode<Mode::values>(first, W, ev, bias, y, r0, r1, nz, nt, sc);
+    else if (ev.negative)
+        rows_mode<Mode::signs>(first, W, ev, bias, y, r0, r1, nz, nt, sc);
+    else
+        rows_mode<Mode::ones>(first, W, ev, bias, y, r0, r1, nz, nt, sc);
 }
 
 }  // namespace ternion

@@ -57,6 +57,13 @@ class NeuronBase : public Node {
         if (vars_ > 1) st->i.assign(static_cast<std::size_t>(in_size()), 0.0f);
         return st;
     }
+    bool reset_state(NodeState* s) const override {
+        auto* st = static_cast<NeuronState*>(s);
+        std::fill(st->v.begin(), st->v.end(), initial_v());
+        std::fill(st->i.begin(), st->i.end(), 0.0f);
+        for (auto& b : st->block_spikes) b.clear();
+        return true;
+    }
     bool membrane(const NodeState* s, std::vector<float>& out) const override {
         out = static_cast<const NeuronState*>(s)->v;
         return true;

@@ -124,7 +124,8 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         ws.stats.assign(static_cast<std::size_t>(n), {});
         for (int u = 0; u < n; ++u) {
             ws.out[static_cast<std::size_t>(u)].resize(g.node(u).out_size());
-            ws.states[static_cast<std::size_t>(u)] = g.node(u).make_state();
+            auto& state = ws.states[static_cast<std::size_t>(u)];
+            if (!state || !g.node(u).reset_state(state.get())) state = g.node(u).make_state();
         }
         StepContext ctx;
         ctx.engine = cfg.engine;

@@ -227,6 +227,10 @@ class Node {
     virtual Shape declared_in_shape() const { return {}; }
 
     virtual std::unique_ptr<NodeState> make_state() const { return nullptr; }
+    // Returns a state of this node to what make_state() gives, in place, and says whether it
+    // could: the engine then reuses it for the next sample instead of allocating (and faulting
+    // in) a new one. Nodes whose state would be cheap to rebuild keep the default.
+    virtual bool reset_state(NodeState* s) const { return s == nullptr; }
     // One time step. `in` is the sum of the incoming edges; `out` is pre-sized to out_size().
     virtual void step(const Activity& in, NodeState* state, Activity& out,
                       const StepContext& ctx) const = 0;

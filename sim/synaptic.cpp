@@ -453,6 +453,8 @@ class LinearNode final : public Node {
         st->block_active.resize(static_cast<std::size_t>(nblocks()));
         return st;
     }
+    // Scratch only, rebuilt by every step: kept as it is, with its capacity.
+    bool reset_state(NodeState*) const override { return true; }
     std::int64_t nblocks() const { return weights_.nblocks(); }
 
     void step(const Activity& in, NodeState* state, Activity& out,

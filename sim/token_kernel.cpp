@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
 
 namespace ternion {
 
@@ -57,6 +60,32 @@ namespace {
 
 typedef float v16f __attribute__((vector_size(64), aligned(64)));
 typedef std::int32_t v16i __attribute__((vector_size(64), aligned(64)));
+
+typedef float v16u __attribute__((vector_size(64), aligned(4)));  // unaligned
+
+// Bit r of mz: s[r] != 0; of mt: s[r] is neither 0 nor +-1 (r < len <= 64).
+inline void masks(const float* s, std::int64_t len, std::uint64_t& mz, std::uint64_t& mt) {
+#ifdef __AVX512F__
+    if (len == 64) {
+        mz = mt = 0;
+        const __m512 one = _mm512_set1_ps(1.0f);
+        for (int j = 0; j < 4; ++j) {
+            const __m512 v = _mm512_load_ps(s + 16 * j);
+            // NEQ_UQ: NaN counts as non-zero, as `s != 0` does.
+            const std::uint64_t z = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+            const std::uint64_t u = _mm512_cmp_ps_mask(_mm512_abs_ps(v), one, _CMP_EQ_OQ);
+            mz |= z << (16 * j);
+            mt |= (z & ~u & 0xffffu) << (16 * j);
+        }
+        return;
+    }
+#endif
+    mz = mt = 0;
+    for (std::int64_t r = 0; r < len; ++r) {
+        mz |= static_cast<std::uint64_t>(s[r] != 0.0f) << r;
+        mt |= static_cast<std::uint64_t>(s[r] != 0.0f && s[r] != 1.0f && s[r] != -1.0f) << r;
+    }
+}
 
 // ones: every x is +1; signs: every x is +1 or -1, applied by flipping the weight's sign bit
 // (acc + (-w) is acc - w exactly; a data-dependent branch would mispredict half the time);
@@ -147,14 +176,17 @@ void rows_kernel(const TokenPanels& W, const std::uint32_t* __restrict begin,
             }
             for (std::int64_t t = t0; t < t1; ++t) {
                 const float* s = sums + (t - t0) * 64;
-                std::copy_n(s, len, y + t * out + s0);
-                if (!nz) continue;
-                std::uint64_t mz = 0, mt = 0;
-                for (std::int64_t r = 0; r < len; ++r) {
-                    mz |= static_cast<std::uint64_t>(s[r] != 0.0f) << r;
-                    mt |= static_cast<std::uint64_t>(s[r] != 0.0f && s[r] != 1.0f && s[r] != -1.0f)
-                          << r;
+                float* yt = y + t * out + s0;
+                if (len == 64) {  // four vector moves, not a library call per token
+                    const v16f* sv = reinterpret_cast<const v16f*>(s);
+                    v16u* yv = reinterpret_cast<v16u*>(yt);
+                    yv[0] = sv[0], yv[1] = sv[1], yv[2] = sv[2], yv[3] = sv[3];
+                } else {
+                    std::copy_n(s, len, yt);
                 }
+                if (!nz) continue;
+                std::uint64_t mz, mt;
+                masks(s, len, mz, mt);
                 nz[t * groups + g] = mz;
                 nt[t * groups + g] = mt;
             }

@@ -5,6 +5,7 @@
 #include <tbb/parallel_for.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +19,7 @@ struct Workspace {
     std::vector<Activity> out, prev;
     std::vector<std::unique_ptr<NodeState>> states;
     Activity sum;
+    std::vector<std::uint32_t> merged, merge_tmp;  // gather_input: union of active indices
     std::vector<NodeStats> stats;
     bool ready = false;
 };
@@ -31,14 +33,40 @@ const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
                          : ws.out[static_cast<std::size_t>(e.src)];
     }
     Activity& s = ws.sum;
-    s.values.assign(static_cast<std::size_t>(g.node(u).in_size()), 0.0f);
+    const std::int64_t n = g.node(u).in_size();
+    if (s.size() == n)
+        s.clear();  // zeroes only what the last node's sum left non-zero
+    else
+        s.resize(n);
+    // The union of the sources' active indices (ascending) holds every non-zero of the sum:
+    // merging them costs the activity, not the size, of the summed node.
+    auto& cand = ws.merged;
+    cand.clear();
     for (int ei : ins) {  // fixed edge order: deterministic float sums
         const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
         const Activity& a = e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
                                       : ws.out[static_cast<std::size_t>(e.src)];
         for (auto i : a.active) s.values[i] += a.value_at(i);
+        ws.merge_tmp.resize(cand.size() + a.active.size());
+        ws.merge_tmp.resize(
+            static_cast<std::size_t>(std::set_union(cand.begin(), cand.end(), a.active.begin(),
+                                                    a.active.end(), ws.merge_tmp.begin()) -
+                                     ws.merge_tmp.begin()));
+        std::swap(cand, ws.merge_tmp);
     }
-    s.scan();
+    // Keep the candidates whose sum is non-zero (terms of opposite sign may cancel).
+    s.active.resize(cand.size());
+    std::size_t k = 0;
+    bool other = false;
+    for (auto i : cand) {
+        const float v = s.values[i];
+        s.active[k] = i;
+        k += v != 0.0f;
+        other |= v != 0.0f && v != 1.0f && v != -1.0f;
+    }
+    s.active.resize(k);
+    s.ternary = !other;
+    s.all_ones = false;
     return s;
 }
 

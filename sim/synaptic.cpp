@@ -592,19 +592,21 @@ class LinearNode final : public Node {
             token_rows(panels_, ev, bias, BiasOrder::last, unit, y, r0, r1, sc.nz.data(),
                        sc.nt.data(), sc.kernel[static_cast<std::size_t>(b0)]);
         });
-        out.active.clear();
-        bool tern = true;
+        std::size_t total = 0;
+        std::uint64_t other = 0;
+        for (std::size_t k = 0; k < sc.nz.size(); ++k) {
+            total += static_cast<std::size_t>(__builtin_popcountll(sc.nz[k]));
+            other |= sc.nt[k];
+        }
+        out.active.resize(total + 64);  // mask_indices stores whole vectors
+        std::size_t n = 0;
         for (std::int64_t tk = 0; tk < rows_; ++tk)
-            for (std::int64_t g = 0; g < groups; ++g) {
-                std::uint64_t m = sc.nz[static_cast<std::size_t>(tk * groups + g)];
-                tern = tern && sc.nt[static_cast<std::size_t>(tk * groups + g)] == 0;
-                const auto at = static_cast<std::uint32_t>(tk * out_ + g * 64);
-                while (m) {
-                    out.active.push_back(at + static_cast<std::uint32_t>(__builtin_ctzll(m)));
-                    m &= m - 1;
-                }
-            }
-        out.ternary = tern;
+            for (std::int64_t g = 0; g < groups; ++g)
+                n += mask_indices(sc.nz[static_cast<std::size_t>(tk * groups + g)],
+                                  static_cast<std::uint32_t>(tk * out_ + g * 64),
+                                  out.active.data() + n);
+        out.active.resize(n);
+        out.ternary = other == 0;
     }
 
     std::uint64_t dense_macs_per_step() const override {

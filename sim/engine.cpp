@@ -19,7 +19,8 @@ struct Workspace {
     std::vector<Activity> out, prev;
     std::vector<std::unique_ptr<NodeState>> states;
     Activity sum;
-    std::vector<std::uint32_t> merged, merge_tmp;  // gather_input: union of active indices
+    std::vector<std::uint32_t> merged;      // gather_input: union of the active indices
+    std::vector<std::uint64_t> union_bits;  // and the same as a bitmap
     std::vector<NodeStats> stats;
     bool ready = false;
 };
@@ -38,22 +39,27 @@ const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
         s.clear();  // zeroes only what the last node's sum left non-zero
     else
         s.resize(n);
-    // The union of the sources' active indices (ascending) holds every non-zero of the sum:
-    // merging them costs the activity, not the size, of the summed node.
-    auto& cand = ws.merged;
-    cand.clear();
+    // The union of the sources' active indices holds every non-zero of the sum: marked in a
+    // bitmap and read back in ascending order, it costs the activity, not the size, of the node
+    // (plus one bit per element), with no data-dependent branches.
+    auto& bits = ws.union_bits;
+    bits.assign(static_cast<std::size_t>((n + 63) / 64), 0);
     for (int ei : ins) {  // fixed edge order: deterministic float sums
         const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
         const Activity& a = e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
                                       : ws.out[static_cast<std::size_t>(e.src)];
-        for (auto i : a.active) s.values[i] += a.value_at(i);
-        ws.merge_tmp.resize(cand.size() + a.active.size());
-        ws.merge_tmp.resize(
-            static_cast<std::size_t>(std::set_union(cand.begin(), cand.end(), a.active.begin(),
-                                                    a.active.end(), ws.merge_tmp.begin()) -
-                                     ws.merge_tmp.begin()));
-        std::swap(cand, ws.merge_tmp);
+        for (auto i : a.active) {
+            s.values[i] += a.value_at(i);
+            bits[i / 64] |= std::uint64_t{1} << (i % 64);
+        }
     }
+    auto& cand = ws.merged;
+    cand.resize(bits.size() * 64);
+    std::size_t nc = 0;
+    for (std::size_t w = 0; w < bits.size(); ++w)
+        if (bits[w])
+            nc += mask_indices(bits[w], static_cast<std::uint32_t>(w * 64), cand.data() + nc);
+    cand.resize(nc);
     // Keep the candidates whose sum is non-zero (terms of opposite sign may cancel).
     s.active.resize(cand.size());
     std::size_t k = 0;
@@ -151,7 +157,12 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         }
         ws.stats.assign(static_cast<std::size_t>(n), {});
         for (int u = 0; u < n; ++u) {
-            ws.out[static_cast<std::size_t>(u)].resize(g.node(u).out_size());
+            // Outside `active` every value is zero: zero the last sample's actives only.
+            Activity& a = ws.out[static_cast<std::size_t>(u)];
+            if (a.size() == g.node(u).out_size())
+                a.clear();
+            else
+                a.resize(g.node(u).out_size());
             auto& state = ws.states[static_cast<std::size_t>(u)];
             if (!state || !g.node(u).reset_state(state.get())) state = g.node(u).make_state();
         }

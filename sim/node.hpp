@@ -144,7 +144,28 @@ inline void Activity::scan() {
 
 // Indices one block of work found (active outputs, spikes), each on cache lines of its own:
 // neighbouring blocks run on different threads, and shared lines would bounce between them.
-struct alignas(64) BlockIndices : std::vector<std::uint32_t> {
+// Leaves new elements uninitialised on resize: index buffers are sized to their room, filled,
+// then shrunk to the count, every step; zero-filling the room each time would cost a memset.
+template <class T>
+struct NoInitAllocator : std::allocator<T> {
+    template <class U>
+    struct rebind {
+        using other = NoInitAllocator<U>;
+    };
+    NoInitAllocator() = default;
+    template <class U>
+    NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
+    template <class U>
+    void construct(U* p) noexcept {
+        ::new (static_cast<void*>(p)) U;
+    }
+    template <class U, class... A>
+    void construct(U* p, A&&... a) {
+        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
+    }
+};
+
+struct alignas(64) BlockIndices : std::vector<std::uint32_t, NoInitAllocator<std::uint32_t>> {
     bool ternary = true;  // every value at these indices is -1 or +1 (where a block tracks it)
 };
 

@@ -18,6 +18,9 @@ struct NeuronState : NodeState {
     std::int64_t block = 0;  // neurons per block of the last step
 };
 
+// No membrane update before the threshold (the caller integrated already).
+inline constexpr auto kNoUpdate = [](std::int64_t, float v) { return v; };
+
 // Shared frame: per-neuron parameter arrays, threshold/reset settings, block-parallel stepping.
 class NeuronBase : public Node {
   public:
@@ -169,15 +172,16 @@ class NeuronBase : public Node {
     // Threshold scan after integration: spike, then reset to v_reset or subtract v_threshold.
     // Branch-free: a third of neurons may fire, and a mispredicted branch per neuron would cost
     // more than the update itself. `out` holds zeros on entry (last step's spikes were cleared).
-    template <class Th, class Vr>
+    // `integrate(k, v)`, when given, is the update of the step, done in the same pass.
+    template <class Th, class Vr, class Integrate = decltype(kNoUpdate)>
     void fire_and_reset_with(float* v, Th th, Vr vr, float* out, std::int64_t b0, std::int64_t b1,
-                             BlockIndices& spikes) const {
+                             BlockIndices& spikes, Integrate integrate = kNoUpdate) const {
         const bool sub = reset_ == ResetMode::subtract;
         spikes.resize(static_cast<std::size_t>(b1 - b0));
         spikes.resize(collect_indices(
             b0, b1,
             [&](std::int64_t k) {
-                const float t = th(k), vk = v[k];
+                const float t = th(k), vk = integrate(k, v[k]);
                 const bool f = fires(vk, t);
                 // Select by bit masks: compilers turn ?: on floats into branches here.
                 const std::uint32_t m = 0u - static_cast<std::uint32_t>(f);
@@ -416,19 +420,21 @@ class SjLifNode final : public NeuronBase {
                       BlockIndices& spikes) const override {
         float* v = st.v.data();
         const float vr = vr_, tau = tau_, kk = k_;
-        // Integrate in SpikingJelly's operation order (branch-free, vectorised), then fire.
-        if (parametric_ && decay_input_)
-            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] + (x[k] - (v[k] - vr)) * kk;
-        else if (parametric_)
-            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] - (v[k] - vr) * kk + x[k];
-        else if (decay_input_)
-            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] + (x[k] - (v[k] - vr)) / tau;
-        else
-            for (std::int64_t k = b0; k < b1; ++k) v[k] = v[k] - (v[k] - vr) / tau + x[k];
         const float* th = th_.data();
-        fire_and_reset_with(
-            v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t) { return vr; }, out, b0,
-            b1, spikes);
+        // Integrate in SpikingJelly's operation order, then fire, in one pass over v.
+        const auto fire = [&](auto integrate) {
+            fire_and_reset_with(
+                v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t) { return vr; }, out,
+                b0, b1, spikes, integrate);
+        };
+        if (parametric_ && decay_input_)
+            fire([=](std::int64_t k, float vk) { return vk + (x[k] - (vk - vr)) * kk; });
+        else if (parametric_)
+            fire([=](std::int64_t k, float vk) { return vk - (vk - vr) * kk + x[k]; });
+        else if (decay_input_)
+            fire([=](std::int64_t k, float vk) { return vk + (x[k] - (vk - vr)) / tau; });
+        else
+            fire([=](std::int64_t k, float vk) { return vk - (vk - vr) / tau + x[k]; });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         std::vector<std::pair<std::string, std::string>> r;

@@ -47,9 +47,12 @@ struct Activity {
         ternary = true;
         all_ones = false;
     }
-    // Zero only what is non-zero: cheap when activity is sparse.
+    // Zero only what is non-zero: cheap when activity is sparse (else one streaming fill).
     void clear() {
-        for (auto i : active) values[i] = 0.0f;
+        if (active.size() > values.size() / 16)
+            std::fill(values.begin(), values.end(), 0.0f);
+        else
+            for (auto i : active) values[i] = 0.0f;
         active.clear();
         ternary = true;
         all_ones = false;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "attention/ann_attention.hpp"
+#include "attention/ann_gemm.hpp"
 #include "attention/fft.hpp"
 
 namespace ternion::ann {
@@ -72,6 +73,13 @@ class ScratchPool {
 struct Linear {
     MatR W;
     RowVec b;  // empty: no bias
+    // W packed for gemm_packed; set by pack() once W is final (shared: copies stay cheap).
+    std::shared_ptr<const PackedMatrix> packed;
+    void pack() {
+        packed = packed_gemm_available()
+                     ? std::make_shared<const PackedMatrix>(W.data(), W.cols(), W.rows(), W.cols())
+                     : nullptr;
+    }
     std::int64_t in() const { return W.rows(); }
     std::int64_t out() const { return W.cols(); }
     void apply(const CRef& x, MatR& y, bool parallel) const;
@@ -84,8 +92,16 @@ struct Linear {
 // accumulated onto it, which saves the zeroing pass of `y = x W` and the separate bias pass.
 template <class In, class Out>
 void project_into(const Linear& l, const In& x, Out&& y, bool parallel) {
+    const bool packed = l.packed && l.packed->k() == l.W.rows() && l.packed->n() == l.W.cols() &&
+                        x.innerStride() == 1 && y.innerStride() == 1;
     // Row blocks of x are independent GEMMs; one block when serial keeps Eigen's blocking.
     for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
+        if (packed) {
+            gemm_packed(x.data() + lo * x.outerStride(), x.outerStride(), hi - lo, *l.packed,
+                        l.b.size() ? l.b.data() : nullptr, y.data() + lo * y.outerStride(),
+                        y.outerStride());
+            return;
+        }
         auto yb = y.middleRows(lo, hi - lo);
         if (l.b.size()) {
             yb.rowwise() = l.b;

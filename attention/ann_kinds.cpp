@@ -55,6 +55,8 @@ struct Mhsa {
             if (k.b.size()) qkv.b.segment(d, d) = k.b;
             if (v.b.size()) qkv.b.segment(2 * d, d) = v.b;
         }
+        qkv.pack();
+        o.pack();
     }
     // x [n, dim] and y [n, dim] (already sized): any row-major matrix or map.
     template <class Out>
@@ -153,8 +155,12 @@ class CatKind final : public Attention {
 
     void pack() {
         const std::int64_t D = in_dim();
+        o.pack();
         if (var_ == CatVariant::avgkey) {
             va = v;
+            va.pack();
+            q.pack();
+            k.pack();
             return;
         }
         const std::int64_t H = heads(), w = (D + H + 15) / 16 * 16;
@@ -166,6 +172,7 @@ class CatKind final : public Attention {
             if (v.b.size()) va.b.head(D) = v.b;
             if (a.b.size()) va.b.segment(D, H) = a.b;
         }
+        va.pack();
     }
 
     std::uint64_t param_count() const override {

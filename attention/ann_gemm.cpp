@@ -1,0 +1,159 @@
+#include "attention/ann_gemm.hpp"
+
+#include <algorithm>
+
+#ifdef __AVX512F__
+#include <immintrin.h>
+#endif
+
+namespace ternion::ann {
+
+PackedMatrix::PackedMatrix(const float* B, std::int64_t ldb, std::int64_t k, std::int64_t n)
+    : k_(k), n_(n) {
+    const std::int64_t panels = (n + 63) / 64;
+    data_.assign(static_cast<std::size_t>(panels * k * 64), 0.0f);
+    for (std::int64_t p = 0; p < panels; ++p) {
+        const std::int64_t w = std::min<std::int64_t>(64, n - p * 64);
+        for (std::int64_t r = 0; r < k; ++r)
+            std::copy_n(B + r * ldb + p * 64, w,
+                        data_.begin() + static_cast<std::ptrdiff_t>((p * k + r) * 64));
+    }
+}
+
+#ifdef __AVX512F__
+
+bool packed_gemm_available() {
+    return true;
+}
+
+namespace {
+
+constexpr int kRows = 6;              // rows of C per kernel call
+constexpr std::int64_t kBlock = 256;  // columns per block: a 512-row block of B is 512 KiB, in L2
+
+// C[0..R) x [0..W) of one panel; W = columns written (<= 64), V = vectors computed.
+template <int R, int V>
+void kernel(const float* __restrict A, std::int64_t lda, const float* __restrict Bp, std::int64_t k,
+            const float* __restrict bias, float* __restrict C, std::int64_t ldc, int width) {
+    __m512 acc[R][V];
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
+    for (std::int64_t p = 0; p < k; ++p) {
+        __m512 b[V];
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) b[v] = _mm512_load_ps(Bp + p * 64 + 16 * v);
+#pragma GCC unroll 12
+        for (int r = 0; r < R; ++r) {
+            const __m512 a = _mm512_set1_ps(A[r * lda + p]);
+#pragma GCC unroll 4
+            for (int v = 0; v < V; ++v) acc[r][v] = _mm512_fmadd_ps(a, b[v], acc[r][v]);
+        }
+    }
+#pragma GCC unroll 12
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int v = 0; v < V; ++v) {
+            const int left = width - 16 * v;
+            const __mmask16 m =
+                left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
+            __m512 c = acc[r][v];
+            if (bias) c = _mm512_add_ps(c, _mm512_maskz_loadu_ps(m, bias + 16 * v));
+            _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m, c);
+        }
+}
+
+using Kernel = void (*)(const float*, std::int64_t, const float*, std::int64_t, const float*,
+                        float*, std::int64_t, int);
+
+template <int R>
+Kernel pick_v(int v) {
+    switch (v) {
+        case 1:
+            return kernel<R, 1>;
+        case 2:
+            return kernel<R, 2>;
+        case 3:
+            return kernel<R, 3>;
+        default:
+            return kernel<R, 4>;
+    }
+}
+
+Kernel pick(int rows, int vectors) {
+    switch (rows) {
+        case 1:
+            return pick_v<1>(vectors);
+        case 2:
+            return pick_v<2>(vectors);
+        case 3:
+            return pick_v<3>(vectors);
+        case 4:
+            return pick_v<4>(vectors);
+        case 5:
+            return pick_v<5>(vectors);
+        default:
+            return pick_v<6>(vectors);
+    }
+}
+
+}  // namespace
+
+void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedMatrix& B,
+                 const float* bias, float* C, std::int64_t ldc) {
+    const std::int64_t n = B.n(), k = B.k();
+    // Panels of 48 or 64 columns: 6 rows at a time (24 accumulators). A last panel of 16 or 32
+    // columns takes 12 rows, so that one load of B still feeds 12 or 24 FMAs. (Not more: rows of
+    // A 2 KiB apart share two L1 sets, and more than 8 per set would evict each other.)
+    const std::int64_t wide_end = n % 64 != 0 && n % 64 <= 32 ? n / 64 * 64 : n;
+    for (std::int64_t j0 = 0; j0 < wide_end; j0 += kBlock) {
+        const std::int64_t j1 = std::min(wide_end, j0 + kBlock);
+        for (std::int64_t i0 = 0; i0 < m; i0 += kRows) {
+            const int rows = static_cast<int>(std::min<std::int64_t>(kRows, m - i0));
+            for (std::int64_t c0 = j0; c0 < j1; c0 += 64) {
+                const int width = static_cast<int>(std::min<std::int64_t>(64, n - c0));
+                pick(rows, (width + 15) / 16)(A + i0 * lda, lda, B.panel(c0 / 64), k,
+                                              bias ? bias + c0 : nullptr, C + i0 * ldc + c0, ldc,
+                                              width);
+            }
+        }
+    }
+    if (wide_end == n) return;
+    const int width = static_cast<int>(n - wide_end);
+    const Kernel tall = width <= 16 ? kernel<12, 1> : kernel<12, 2>;
+    constexpr std::int64_t tall_rows = 12;
+    const float* Bp = B.panel(wide_end / 64);
+    const float* bb = bias ? bias + wide_end : nullptr;
+    std::int64_t i0 = 0;
+    for (; i0 + tall_rows <= m; i0 += tall_rows)
+        tall(A + i0 * lda, lda, Bp, k, bb, C + i0 * ldc + wide_end, ldc, width);
+    for (; i0 < m; i0 += kRows) {
+        const int rows = static_cast<int>(std::min<std::int64_t>(kRows, m - i0));
+        pick(rows, (width + 15) / 16)(A + i0 * lda, lda, Bp, k, bb, C + i0 * ldc + wide_end, ldc,
+                                      width);
+    }
+}
+
+#else
+
+bool packed_gemm_available() {
+    return false;
+}
+
+void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedMatrix& B,
+                 const float* bias, float* C, std::int64_t ldc) {
+    // Portable reference (callers use Eigen instead when packed_gemm_available() is false).
+    const std::int64_t n = B.n(), k = B.k();
+    for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+            const float* bp = B.panel(j / 64) + j % 64;
+            float s = 0.0f;
+            for (std::int64_t p = 0; p < k; ++p) s += A[i * lda + p] * bp[p * 64];
+            C[i * ldc + j] = bias ? s + bias[j] : s;
+        }
+}
+
+#endif
+
+}  // namespace ternion::ann

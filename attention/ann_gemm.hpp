@@ -1,0 +1,38 @@
+// Single-precision matrix product for the ANN projections, C = A B (+ bias), with B a weight
+// matrix packed once at load time. On AVX-512 machines a register-blocked kernel (6 rows x 64
+// columns of C in 24 vector accumulators, B streamed from L2 in panels of 64 columns) runs
+// near the FMA units' peak; elsewhere, and for shapes it does not cover, callers use Eigen.
+// Each element of C is a plain ascending sum over k, so row splits across threads never
+// change results.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "sim/token_kernel.hpp"  // AlignedFloats
+
+namespace ternion::ann {
+
+// B [k, n] row-major, stored as panels of 64 columns: panel p holds rows 0..k-1 of columns
+// 64p..64p+63 contiguously (zero-padded past n), so the kernel reads one 256-byte row of a
+// panel per step of k.
+class PackedMatrix {
+  public:
+    PackedMatrix(const float* B, std::int64_t ldb, std::int64_t k, std::int64_t n);
+    std::int64_t k() const { return k_; }
+    std::int64_t n() const { return n_; }
+    const float* panel(std::int64_t p) const { return data_.data() + p * k_ * 64; }
+
+  private:
+    std::int64_t k_, n_;
+    AlignedFloats data_;
+};
+
+// Whether gemm_packed runs here (built for and running on AVX-512).
+bool packed_gemm_available();
+
+// C[m, n] = A[m, k] B (+ bias[n], added after the sum when not null), all row-major with
+// leading dimensions lda and ldc.
+void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedMatrix& B,
+                 const float* bias, float* C, std::int64_t ldc);
+
+}  // namespace ternion::ann

@@ -132,6 +132,13 @@ std::unique_ptr<SpikingAttentionNode::State> SpikingAttentionNode::make_common_s
     return s;
 }
 
+bool SpikingAttentionNode::reset_state(NodeState* state) const {
+    auto& s = *static_cast<State*>(state);
+    for (auto* h : {&s.hq, &s.hk, &s.hv, &s.hout}) std::fill(h->begin(), h->end(), 0.0f);
+    s.att_kept = false;
+    return true;
+}
+
 void SpikingAttentionNode::project(const Activity& in, State& s, const StepContext& ctx) const {
     if (ctx.engine == Engine::event)
         qkv_.apply_event(in.values.data(), in.active, tokens_, s.proj.data(), in.ternary);

@@ -34,6 +34,8 @@ class SpikingAttentionNode : public Node {
     std::vector<std::pair<std::string, double>> attributes() const override;
     std::vector<std::pair<std::string, std::string>> summary() const override;
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
+    // Zeroes the neuron states; everything else in the state is rewritten by every step.
+    bool reset_state(NodeState* state) const override;
     // The maps kept by the last step when a trace asked (BSA, SSA; SDSA has no token map).
     bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
 

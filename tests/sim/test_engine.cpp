@@ -225,7 +225,8 @@ TEST_CASE("spikes and counts are identical for any thread count") {
 TEST_CASE("each sample starts from fresh state, whatever ran before it on the same thread") {
     // One thread reuses its node states from sample to sample (reset in place); running a sample
     // alone must give exactly what it gives after the others. LIF, CubaLIF (two state
-    // variables), a recurrent edge and multi-token SSA/BSA nodes.
+    // variables), a recurrent edge, ternary neurons on tokens, and the bundled SSA and BSA
+    // Transformers (attention nodes with four neuron states each).
     std::mt19937_64 rng(11);
     TempFile mlp, tok, in1, in3;
     write_mlp(mlp.path(), rng, 0.7);
@@ -234,16 +235,34 @@ TEST_CASE("each sample starts from fresh state, whatever ran before it on the sa
     write_spikes(in3.path(), random_spikes(rng, 3 * 10 * 48, 0.3, true), {3, 10, 3, 4, 4});
     UserLoadOptions lo;
     lo.dt = 1e-3;
-    for (auto [m, in] : {std::pair{mlp.path(), in1.path()}, std::pair{tok.path(), in3.path()}}) {
-        auto all = run_file(m, in, Engine::event, 1, 0, lo);
-        const std::int64_t S = all->result.samples;
-        REQUIRE(S >= 3);
+    const std::string bundled = std::string(TERNION_SOURCE_DIR) + "/models/bundled/";
+    const std::string digits = bundled + "digits_test.h5";
+    for (auto [m, in] : {std::pair{mlp.path(), in1.path()}, std::pair{tok.path(), in3.path()},
+                         std::pair{bundled + "ssa_digits.h5", digits},
+                         std::pair{bundled + "bsa_digits.h5", digits}}) {
+        CAPTURE(m);
+        const std::int64_t T = in == digits ? 4 : 0;  // analog digits: direct encoding, 4 steps
+        std::int64_t S = 0;
+        auto all = std::make_unique<Outcome>();
+        {
+            LoadReport rep;
+            all->graph = load_model(m, lo, rep);
+            auto src = open_input(in, InputOptions{Encoding::direct, T});
+            S = std::min<std::int64_t>(4, src->num_samples());
+            REQUIRE(S >= 3);
+            RunConfig cfg;
+            cfg.timesteps = T;
+            cfg.num_samples = S;
+            cfg.observer = &all->capture;
+            all->result = run(*all->graph, *src, cfg);
+        }
         for (std::int64_t k = S - 1; k >= 0; --k) {
             CAPTURE(k);
             LoadReport rep;
             auto g = load_model(m, lo, rep);
-            auto src = open_input(in, InputOptions{});
+            auto src = open_input(in, InputOptions{Encoding::direct, T});
             RunConfig cfg;
+            cfg.timesteps = T;
             cfg.first_sample = k;
             cfg.num_samples = 1;
             CaptureAll cap;

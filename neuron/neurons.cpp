@@ -111,7 +111,7 @@ class NeuronBase : public Node {
             nb, 1, [this, sp_state, x, o, bs, n, same_blocks](std::int64_t b0, std::int64_t b1) {
                 for (std::int64_t b = b0; b < b1; ++b) {
                     auto& sp = sp_state->block_spikes[static_cast<std::size_t>(b)];
-                    if (same_blocks && !integrator_)
+                    if (same_blocks && !integrator_ && !dense_output())
                         for (auto k : sp) o[k] = 0.0f;
                     sp.clear();
                     update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
@@ -188,13 +188,16 @@ class NeuronBase : public Node {
                 const float after = sub ? vk - t : vr(k);
                 v[k] = std::bit_cast<float>((std::bit_cast<std::uint32_t>(after) & m) |
                                             (std::bit_cast<std::uint32_t>(vk) & ~m));
+                // Every output of the block, 0 or 1, in the same vectorised pass: cheaper than
+                // zeroing last step's spikes and setting this step's one by one when a third of
+                // the neurons fire. The block is this thread's own range of the output.
+                out[k] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(1.0f) & m);
                 return f;
             },
             spikes.data()));
-        // Only the spikes: other threads read these entries, and writing the whole range
-        // would pull every cache line of it back here each step.
-        for (auto k : spikes) out[k] = 1.0f;
     }
+    // Neurons stepping through fire_and_reset_with write every output of their block.
+    virtual bool dense_output() const { return false; }
     void fire_and_reset(float* v, const float* th, const float* vr, float* out, std::int64_t b0,
                         std::int64_t b1, BlockIndices& spikes) const {
         fire_and_reset_with(
@@ -244,6 +247,7 @@ void require_positive(const NodeSpec& s, const std::string& p, const std::vector
 
 class LifNode final : public NeuronBase {
   public:
+    bool dense_output() const override { return true; }
     LifNode(const NodeSpec& s, bool leaky, bool integrator = false) : NeuronBase(s, 1) {
         const auto& o = s.options();
         apply_defaults(o);
@@ -399,6 +403,7 @@ class CubaLifNode final : public NeuronBase {
 // ParametricLIF stores the learned w; its factor sigmoid(w) multiplies instead of 1/tau.
 class SjLifNode final : public NeuronBase {
   public:
+    bool dense_output() const override { return true; }
     SjLifNode(const NodeSpec& s, bool parametric) : NeuronBase(s, 1) {
         cmp_ = Compare::ge;
         if (auto c = s.string_opt("compare")) cmp_ = *c == ">" ? Compare::gt : Compare::ge;

@@ -171,13 +171,14 @@ void SpikingAttentionNode::project(const Activity& in, State& s, const StepConte
 }
 
 std::uint64_t SpikingAttentionNode::emit(const std::vector<float>& vals, Activity& out) {
-    out.clear();
-    for (std::size_t i = 0; i < vals.size(); ++i)
-        if (vals[i] != 0.0f) {
-            out.values[i] = vals[i];
-            out.active.push_back(static_cast<std::uint32_t>(i));
-        }
+    // Every value, then the non-zero ones by vector compression: no branch per neuron.
+    std::copy(vals.begin(), vals.end(), out.values.begin());
+    out.active.resize(vals.size());
+    bool ternary = true;
+    out.active.resize(collect_nonzero(out.values.data(), 0, static_cast<std::int64_t>(vals.size()),
+                                      out.active.data(), ternary));
     out.ternary = true;
+    out.all_ones = false;
     return out.active.size();
 }
 

@@ -141,8 +141,8 @@ Projection Projection::concat(const std::vector<const Projection*>& parts) {
     return r;
 }
 
-std::uint64_t Projection::apply_event(const float* x, const std::vector<std::uint32_t>& active,
-                                      std::int64_t tokens, float* acc, bool ternary) const {
+std::uint64_t Projection::apply_event(const float* x, const IndexList& active, std::int64_t tokens,
+                                      float* acc, bool ternary) const {
     // Per-thread scratch: a Projection is shared by every sample running in parallel.
     thread_local TokenEvents ev;
     thread_local TokenScratch scratch;

@@ -86,8 +86,8 @@ class Projection {
     // (`active` ascending indices into x = [tokens][in]); dense form: every input. Both add
     // the terms of each output in ascending input order, so they give identical floats.
     // Returns the number of (non-zero input, non-zero weight) pairs.
-    std::uint64_t apply_event(const float* x, const std::vector<std::uint32_t>& active,
-                              std::int64_t tokens, float* acc, bool ternary) const;
+    std::uint64_t apply_event(const float* x, const IndexList& active, std::int64_t tokens,
+                              float* acc, bool ternary) const;
     std::uint64_t apply_dense(const float* x, std::int64_t tokens, float* acc) const;
 
   private:

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "error.hpp"
+#include "index_list.hpp"
 #include "op_counts.hpp"
 #include "shape.hpp"
 #include "thread_team.hpp"
@@ -34,7 +35,7 @@ inline constexpr int kMaxAux = 8;
 // whether every value is -1, 0 or +1. Producers keep the three consistent (scan() does it).
 struct Activity {
     std::vector<float> values;
-    std::vector<std::uint32_t> active;
+    IndexList active;
     bool ternary = true;
     // Set only by producers that know every active value is +1 (binary spiking neurons), so
     // consumers can skip reading `values`: on several threads those lines belong to the thread
@@ -147,28 +148,7 @@ inline void Activity::scan() {
 
 // Indices one block of work found (active outputs, spikes), each on cache lines of its own:
 // neighbouring blocks run on different threads, and shared lines would bounce between them.
-// Leaves new elements uninitialised on resize: index buffers are sized to their room, filled,
-// then shrunk to the count, every step; zero-filling the room each time would cost a memset.
-template <class T>
-struct NoInitAllocator : std::allocator<T> {
-    template <class U>
-    struct rebind {
-        using other = NoInitAllocator<U>;
-    };
-    NoInitAllocator() = default;
-    template <class U>
-    NoInitAllocator(const NoInitAllocator<U>&) noexcept {}
-    template <class U>
-    void construct(U* p) noexcept {
-        ::new (static_cast<void*>(p)) U;
-    }
-    template <class U, class... A>
-    void construct(U* p, A&&... a) {
-        ::new (static_cast<void*>(p)) U(std::forward<A>(a)...);
-    }
-};
-
-struct alignas(64) BlockIndices : std::vector<std::uint32_t, NoInitAllocator<std::uint32_t>> {
+struct alignas(64) BlockIndices : IndexList {
     bool ternary = true;  // every value at these indices is -1 or +1 (where a block tracks it)
 };
 
@@ -204,8 +184,7 @@ struct StepContext {
     // out = the blocks' indices one after another. With a team, each member copies its own
     // blocks: the lists stay in the cache of the thread that wrote them, instead of crossing to
     // one copying thread every step (and back when the member rewrites them).
-    void concat_blocks(const std::vector<BlockIndices>& blocks,
-                       std::vector<std::uint32_t>& out) const {
+    void concat_blocks(const std::vector<BlockIndices>& blocks, IndexList& out) const {
         std::size_t total = 0;
         for (const auto& b : blocks) total += b.size();
         out.resize(total);

@@ -9,8 +9,8 @@
 
 namespace ternion {
 
-void TokenEvents::build(const std::vector<std::uint32_t>& active, const float* values,
-                        std::int64_t in, std::int64_t tokens) {
+void TokenEvents::build(const IndexList& active, const float* values, std::int64_t in,
+                        std::int64_t tokens) {
     begin.assign(static_cast<std::size_t>(tokens + 1), 0);
     chan.resize(active.size());
     x.resize(active.size());

@@ -9,6 +9,8 @@
 #include <new>
 #include <vector>
 
+#include "sim/index_list.hpp"
+
 namespace ternion {
 
 // The active inputs of all tokens, grouped by token.
@@ -19,8 +21,7 @@ struct TokenEvents {
     bool negative = false;             // some x < 0
 
     // From ascending flat indices i = t * in + c into `values` [tokens][in].
-    void build(const std::vector<std::uint32_t>& active, const float* values, std::int64_t in,
-               std::int64_t tokens);
+    void build(const IndexList& active, const float* values, std::int64_t in, std::int64_t tokens);
 };
 
 enum class BiasOrder { first, last };

@@ -258,7 +258,7 @@ TEST_CASE("Projection: event and dense forms give identical floats and count wei
     CHECK(p.nonzero_weights() == std::uint64_t(out * (in - 1)));
     for (int pass = 0; pass < 2; ++pass) {
         std::vector<float> x(tokens * in, 0.0f);
-        std::vector<std::uint32_t> act;
+        ternion::IndexList act;
         std::uint64_t expect = 0;
         for (std::int64_t i = 0; i < tokens * in; ++i) {
             float v = (rng() % 4 == 0) ? (pass == 0 ? ((rng() % 2) ? 1.0f : -1.0f) : 2.0f) : 0.0f;

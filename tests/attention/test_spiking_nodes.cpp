@@ -195,7 +195,7 @@ TEST_CASE("SDSA: column sum of Q.K masks V's channels; closed-form counts") {
     y[1] = 1.0f;
     y[D + 2] = 1.0f;
     const auto& out2 = s.run(act(y), Engine::event, 1);
-    CHECK(out2.active == std::vector<std::uint32_t>{1, static_cast<std::uint32_t>(D + 2)});
+    CHECK(out2.active == ternion::IndexList{1, static_cast<std::uint32_t>(D + 2)});
     CHECK(s.aux[3] == 2);
     CHECK(s.ops.ac == 3 * 2 + 2);
 }
@@ -286,7 +286,7 @@ TEST_CASE("BSA hand-made ternary pattern: scores, Shiftmax exponents, outputs an
     // y0 = [0.5-2^-9+2^-5, 0.5-2^-9-2^-5, 0.5-2^-9, 0.5-2^-9] -> [1,0,0,0]; y1 = -y0 mirrored
     // -> [0,-1,0,0]; y2 = [0.5,-0.5,0,0] -> [1,-1,0,0]; y3 = [0.25,-0.25,0,0] -> none.
     CHECK(out.values == std::vector<float>{1, 0, 0, 0, 0, -1, 0, 0, 1, -1, 0, 0, 0, 0, 0, 0});
-    CHECK(out.active == std::vector<std::uint32_t>{0, 5, 8, 9});
+    CHECK(out.active == ternion::IndexList{0, 5, 8, 9});
     CHECK(out.ternary);
     std::vector<float> mem;
     CHECK(node.membrane(s.st.get(), mem));

@@ -64,7 +64,7 @@ TEST_CASE("token_rows equals the dense loop bit for bit") {
                 std::vector<float> bias(static_cast<std::size_t>(c.out));
                 for (auto& v : bias) v = U(rng);
                 std::vector<float> x(static_cast<std::size_t>(c.tokens * c.in), 0.0f);
-                std::vector<std::uint32_t> active;
+                IndexList active;
                 for (std::size_t i = 0; i < x.size(); ++i)
                     if (u01(rng) < c.density) {
                         x[i] = c.mode == 0   ? 1.0f

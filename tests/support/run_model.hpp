@@ -19,7 +19,7 @@ class CaptureAll final : public StepObserver {
         const bool has_m = st && n.membrane(st, m);
         std::lock_guard<std::mutex> lk(mu_);
         values[{sample, step, node}] = out.values;
-        actives[{sample, step, node}] = out.active;
+        actives[{sample, step, node}].assign(out.active.begin(), out.active.end());
         step_ops[{sample, step, node}] = ops;
         if (has_m) membrane[{sample, step, node}] = std::move(m);
     }

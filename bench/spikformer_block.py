@@ -4,8 +4,9 @@ same weights and input spikes, 1 thread, alternated in one sitting.
 
 For each input rate it writes the block and its input with bench/make_spikformer_block.py (20
 copies of the one sample, so `ternion run` times a steady state), then alternates
-`ternion run ... --threads 1` (simulation time / samples) and the PyTorch script
-(`ms_per_sample_median`), --rounds times, and prints the medians, their ratio and one JSON line.
+`ternion run ... --threads 1` (median per-sample latency, `timing.sample_ms.median`) and the
+PyTorch script (`ms_per_sample_median`), --rounds times, and prints the medians, their ratio and
+one JSON line.
 
   /usr/bin/python3 bench/spikformer_block.py --ternion build/ternion [--rates 0.05 0.1 0.2 0.4]
 """
@@ -40,7 +41,8 @@ for rate in args.rates:
                               "--threads", str(args.threads), "--json", "--no-progress"],
                              check=True, capture_output=True, text=True).stdout
         j = json.loads(out)
-        tern.append(1e3 * j["timing"]["simulate_s"] / j["samples"])
+        # Median latency of one sample, as the PyTorch script reports the median of its passes.
+        tern.append(j["timing"]["sample_ms"]["median"])
         out = subprocess.run(["/usr/bin/python3", args.peer, "--rate", str(rate), "--B", "1", "--threads",
                               str(args.threads), "--repeats", "20"], check=True, capture_output=True,
                              text=True).stdout

@@ -146,7 +146,9 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
     if (count == 1 && cfg.threads > 1) team = std::make_unique<ThreadTeam>(cfg.threads);
 
     auto t0 = std::chrono::steady_clock::now();
+    res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
     auto run_sample = [&](std::int64_t k) {
+        const auto sample_t0 = std::chrono::steady_clock::now();
         const std::int64_t sample = first + k;
         Workspace& ws = wss.local();
         if (!ws.ready) {
@@ -248,6 +250,8 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         res.predictions[static_cast<std::size_t>(k)] = best;
         res.output_sum[static_cast<std::size_t>(k)] = std::move(acc);
         // Per-sample stats go to a slot of their own; summed in sample order below.
+        res.sample_s[static_cast<std::size_t>(k)] =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_t0).count();
         progress.tick();
         return std::move(ws.stats);
     };

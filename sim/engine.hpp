@@ -70,6 +70,7 @@ struct RunResult {
     std::vector<std::int64_t> predictions;       // argmax of the output, per sample
     std::vector<std::vector<float>> output_sum;  // output summed over time, per sample
     double simulate_s = 0.0;
+    std::vector<double> sample_s;  // wall time of each sample (its latency), in sample order
 };
 
 RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg);

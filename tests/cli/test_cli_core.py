@@ -330,7 +330,9 @@ def json_report_has_the_documented_keys():
     for k in ("ac", "mac", "cmp", "neuron_update"):
         assert k in l["ops"], k
     assert j["ann_equivalent"]["mac"] == (30 * 40 + 40 * 6) * 60
-    assert {"load_s", "simulate_s"} <= set(j["timing"])
+    assert {"load_s", "simulate_s", "sample_ms"} <= set(j["timing"])
+    sm = j["timing"]["sample_ms"]  # per-sample latency over the run's samples
+    assert 0 < sm["min"] <= sm["median"] <= sm["max"] <= 1e3 * j["timing"]["simulate_s"]
     pi = j["per_inference"]
     assert abs(pi["energy_pj"] - (0.9 * pi["ops"]["ac"] + 4.6 * pi["ops"]["mac"])) < 1e-6 * pi["energy_pj"]
 

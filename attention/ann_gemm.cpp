@@ -9,16 +9,7 @@
 namespace ternion::ann {
 
 PackedMatrix::PackedMatrix(const float* B, std::int64_t ldb, std::int64_t k, std::int64_t n)
-    : k_(k), n_(n) {
-    const std::int64_t panels = (n + 63) / 64;
-    data_.assign(static_cast<std::size_t>(panels * k * 64), 0.0f);
-    for (std::int64_t p = 0; p < panels; ++p) {
-        const std::int64_t w = std::min<std::int64_t>(64, n - p * 64);
-        for (std::int64_t r = 0; r < k; ++r)
-            std::copy_n(B + r * ldb + p * 64, w,
-                        data_.begin() + static_cast<std::ptrdiff_t>((p * k + r) * 64));
-    }
-}
+    : k_(k), n_(n), data_(pack_panels64(B, ldb, k, n)) {}
 
 #ifdef __AVX512F__
 

@@ -33,17 +33,22 @@ void TokenEvents::build(const IndexList& active, const float* values, std::int64
     negative = neg;
 }
 
+AlignedFloats pack_panels64(const float* m, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
+    const std::int64_t panels = (cols + 63) / 64;
+    AlignedFloats d(static_cast<std::size_t>(panels * rows * 64), 0.0f);
+    for (std::int64_t p = 0; p < panels; ++p) {
+        const std::int64_t w = std::min<std::int64_t>(64, cols - p * 64);
+        for (std::int64_t r = 0; r < rows; ++r)
+            std::copy_n(m + r * ld + p * 64, w,
+                        d.begin() + static_cast<std::ptrdiff_t>((p * rows + r) * 64));
+    }
+    return d;
+}
+
 void TokenPanels::build(const float* w, std::int64_t in, std::int64_t out) {
     in_ = in;
     out_ = out;
-    const std::int64_t groups = (out + 63) / 64;
-    data_.assign(static_cast<std::size_t>(groups * in * 64), 0.0f);
-    for (std::int64_t g = 0; g < groups; ++g) {
-        const std::int64_t len = std::min<std::int64_t>(64, out - g * 64);
-        for (std::int64_t c = 0; c < in; ++c)
-            std::copy_n(w + c * out + g * 64, len,
-                        data_.begin() + static_cast<std::ptrdiff_t>((g * in + c) * 64));
-    }
+    data_ = pack_panels64(w, out, in, out);  // w is [in][out]: a group is a panel
 }
 
 namespace {

@@ -44,6 +44,11 @@ struct CacheLineAllocator {
 };
 using AlignedFloats = std::vector<float, CacheLineAllocator<float>>;
 
+// A row-major [rows x cols] matrix (leading dimension ld) as panels of 64 columns: panel p holds
+// rows 0..rows-1 of columns 64p..64p+63 contiguously, zero-padded past cols. Both the event
+// kernel below and the ANN GEMM read one 256-byte row of a panel per step.
+AlignedFloats pack_panels64(const float* m, std::int64_t ld, std::int64_t rows, std::int64_t cols);
+
 // Dense weights repacked for token_rows: the weights of each group of 64 outputs lie channel
 // after channel ([group][in][64], the last group zero-padded), so a chunk of channels is one
 // contiguous block of L1. Plain columns `out` floats apart would map onto a few L1 sets

@@ -1,6 +1,7 @@
 #include "attention/ann_gemm.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #ifdef __AVX512F__
 #include <immintrin.h>
@@ -134,13 +135,14 @@ bool packed_gemm_available() {
 
 void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedMatrix& B,
                  const float* bias, float* C, std::int64_t ldc) {
-    // Portable reference (callers use Eigen instead when packed_gemm_available() is false).
+    // Portable reference, the same sums as the AVX-512 kernel (callers use Eigen instead when
+    // packed_gemm_available() is false; the test checks this path on such machines).
     const std::int64_t n = B.n(), k = B.k();
     for (std::int64_t i = 0; i < m; ++i)
         for (std::int64_t j = 0; j < n; ++j) {
             const float* bp = B.panel(j / 64) + j % 64;
             float s = 0.0f;
-            for (std::int64_t p = 0; p < k; ++p) s += A[i * lda + p] * bp[p * 64];
+            for (std::int64_t p = 0; p < k; ++p) s = std::fma(A[i * lda + p], bp[p * 64], s);
             C[i * ldc + j] = bias ? s + bias[j] : s;
         }
 }

@@ -80,7 +80,9 @@ class NeuronBase : public Node {
     }
 
   protected:
-    // Per neuron: update state from input x and return the spike (-1, 0 or +1).
+    // Per neuron of [b0, b1): update the state from input x and write the output, -1, 0 or +1
+    // (every output of the block, zeros included: the block is this thread's own range, and
+    // writing it whole is cheaper than zeroing last step's spikes one by one); list the spikes.
     virtual void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0,
                               std::int64_t b1, BlockIndices& spikes) const = 0;
     virtual void broadcast(std::int64_t n) = 0;
@@ -96,10 +98,7 @@ class NeuronBase : public Node {
         // each member updates the inputs it just computed; otherwise fixed-size blocks.
         const std::int64_t bs = ctx.team ? row_part_size(n, ctx.team->size()) : kNeuronBlock;
         const std::int64_t nb = (n + bs - 1) / bs;
-        // Spiking outputs are sparse: zero only last step's spikes, each block its own.
-        const bool same_blocks = st.block == bs;
-        if (!same_blocks) {
-            for (auto k : out.active) out.values[k] = 0.0f;
+        if (st.block != bs) {
             st.block_spikes.assign(static_cast<std::size_t>(nb), {});
             st.block = bs;
         }
@@ -107,16 +106,13 @@ class NeuronBase : public Node {
         const float* x = in.values.data();
         float* o = out.values.data();
         NeuronState* sp_state = &st;
-        ctx.for_blocks(
-            nb, 1, [this, sp_state, x, o, bs, n, same_blocks](std::int64_t b0, std::int64_t b1) {
-                for (std::int64_t b = b0; b < b1; ++b) {
-                    auto& sp = sp_state->block_spikes[static_cast<std::size_t>(b)];
-                    if (same_blocks && !integrator_ && !dense_output())
-                        for (auto k : sp) o[k] = 0.0f;
-                    sp.clear();
-                    update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
-                }
-            });
+        ctx.for_blocks(nb, 1, [this, sp_state, x, o, bs, n](std::int64_t b0, std::int64_t b1) {
+            for (std::int64_t b = b0; b < b1; ++b) {
+                auto& sp = sp_state->block_spikes[static_cast<std::size_t>(b)];
+                sp.clear();
+                update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
+            }
+        });
         out.active.clear();
         OpCounts& ops = *ctx.ops;
         const auto un = static_cast<std::uint64_t>(n);
@@ -171,7 +167,7 @@ class NeuronBase : public Node {
     bool fires(float v, float th) const { return cmp_ == Compare::ge ? v >= th : v > th; }
     // Threshold scan after integration: spike, then reset to v_reset or subtract v_threshold.
     // Branch-free: a third of neurons may fire, and a mispredicted branch per neuron would cost
-    // more than the update itself. `out` holds zeros on entry (last step's spikes were cleared).
+    // more than the update itself.
     // `integrate(k, v)`, when given, is the update of the step, done in the same pass.
     template <class Th, class Vr, class Integrate = decltype(kNoUpdate)>
     void fire_and_reset_with(float* v, Th th, Vr vr, float* out, std::int64_t b0, std::int64_t b1,
@@ -188,16 +184,11 @@ class NeuronBase : public Node {
                 const float after = sub ? vk - t : vr(k);
                 v[k] = std::bit_cast<float>((std::bit_cast<std::uint32_t>(after) & m) |
                                             (std::bit_cast<std::uint32_t>(vk) & ~m));
-                // Every output of the block, 0 or 1, in the same vectorised pass: cheaper than
-                // zeroing last step's spikes and setting this step's one by one when a third of
-                // the neurons fire. The block is this thread's own range of the output.
                 out[k] = std::bit_cast<float>(std::bit_cast<std::uint32_t>(1.0f) & m);
                 return f;
             },
             spikes.data()));
     }
-    // Neurons stepping through fire_and_reset_with write every output of their block.
-    virtual bool dense_output() const { return false; }
     void fire_and_reset(float* v, const float* th, const float* vr, float* out, std::int64_t b0,
                         std::int64_t b1, BlockIndices& spikes) const {
         fire_and_reset_with(
@@ -247,7 +238,6 @@ void require_positive(const NodeSpec& s, const std::string& p, const std::vector
 
 class LifNode final : public NeuronBase {
   public:
-    bool dense_output() const override { return true; }
     LifNode(const NodeSpec& s, bool leaky, bool integrator = false) : NeuronBase(s, 1) {
         const auto& o = s.options();
         apply_defaults(o);
@@ -370,6 +360,7 @@ class CubaLifNode final : public NeuronBase {
             float ik = as_[u] * cur[k] + gs_[u] * x[k];
             float vk = am_[u] * v[k] + gm_[u] * ik;
             if (c_[u] != 0.0f) vk += c_[u];
+            out[k] = 0.0f;
             if (fires(vk, th_[u])) {
                 out[k] = 1.0f;
                 spikes.push_back(static_cast<std::uint32_t>(k));
@@ -403,7 +394,6 @@ class CubaLifNode final : public NeuronBase {
 // ParametricLIF stores the learned w; its factor sigmoid(w) multiplies instead of 1/tau.
 class SjLifNode final : public NeuronBase {
   public:
-    bool dense_output() const override { return true; }
     SjLifNode(const NodeSpec& s, bool parametric) : NeuronBase(s, 1) {
         cmp_ = Compare::ge;
         if (auto c = s.string_opt("compare")) cmp_ = *c == ">" ? Compare::gt : Compare::ge;
@@ -494,6 +484,7 @@ class TernaryLifNode final : public NeuronBase {
                 spikes.push_back(static_cast<std::uint32_t>(k));
                 h[k] = 0.0f;
             } else {
+                out[k] = 0.0f;
                 h[k] = decay_[u] * U;
             }
         }
@@ -516,11 +507,13 @@ class ThresholdNode final : public NeuronBase {
     void broadcast(std::int64_t n) override { expand(th_, n); }
     void update_block(NeuronState&, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
-        for (std::int64_t k = b0; k < b1; ++k)
+        for (std::int64_t k = b0; k < b1; ++k) {
+            out[k] = 0.0f;
             if (fires(x[k], th_[static_cast<std::size_t>(k)])) {
                 out[k] = 1.0f;
                 spikes.push_back(static_cast<std::uint32_t>(k));
             }
+        }
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         return {{"threshold", range_str(th_)}};

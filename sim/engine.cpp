@@ -19,8 +19,8 @@ struct Workspace {
     std::vector<Activity> out, prev;
     std::vector<std::unique_ptr<NodeState>> states;
     Activity sum;
-    std::vector<std::uint32_t> merged;      // gather_input: union of the active indices
-    std::vector<std::uint64_t> union_bits;  // and the same as a bitmap
+    std::vector<std::uint64_t> union_bits;  // gather_input: the sources' active indices
+    std::vector<std::uint32_t> candidates;  // and the same, listed
     std::vector<NodeStats> stats;
     bool ready = false;
 };
@@ -54,10 +54,7 @@ const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
         s.scan();
         return s;
     }
-    if (s.size() == n)
-        s.clear();  // zeroes only what the last node's sum left non-zero
-    else
-        s.resize(n);
+    s.reset(n);
     // The union of the sources' active indices holds every non-zero of the sum: marked in a
     // bitmap and read back in ascending order, it costs the activity, not the size, of the node
     // (plus one bit per element), with no data-dependent branches.
@@ -70,7 +67,7 @@ const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
             bits[i / 64] |= std::uint64_t{1} << (i % 64);
         }
     }
-    auto& cand = ws.merged;
+    auto& cand = ws.candidates;
     cand.resize(bits.size() * 64);
     std::size_t nc = 0;
     for (std::size_t w = 0; w < bits.size(); ++w)
@@ -176,12 +173,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         }
         ws.stats.assign(static_cast<std::size_t>(n), {});
         for (int u = 0; u < n; ++u) {
-            // Outside `active` every value is zero: zero the last sample's actives only.
-            Activity& a = ws.out[static_cast<std::size_t>(u)];
-            if (a.size() == g.node(u).out_size())
-                a.clear();
-            else
-                a.resize(g.node(u).out_size());
+            ws.out[static_cast<std::size_t>(u)].reset(g.node(u).out_size());
             auto& state = ws.states[static_cast<std::size_t>(u)];
             if (!state || !g.node(u).reset_state(state.get())) state = g.node(u).make_state();
         }

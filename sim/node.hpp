@@ -58,6 +58,13 @@ struct Activity {
         ternary = true;
         all_ones = false;
     }
+    // All zeros over n entries, reusing the buffer when the size already fits.
+    void reset(std::int64_t n) {
+        if (size() == n)
+            clear();
+        else
+            resize(n);
+    }
     float value_at(std::uint32_t i) const { return all_ones ? 1.0f : values[i]; }
     // Rebuild `active` and `ternary` from `values`.
     void scan();

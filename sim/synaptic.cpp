@@ -367,6 +367,7 @@ class PassNode final : public Node {
 struct BlockScratch : NodeState {
     std::vector<BlockIndices> block_active;
     std::vector<std::uint32_t> offsets, by_channel;  // active inputs bucketed by channel
+    std::vector<float> packed;                       // one token: the active inputs' values
     TokenEvents events;                              // active inputs by token (dense weights)
     std::vector<std::uint64_t> nz, nt;               // per token and 64-row group
     std::vector<TokenScratch> kernel;                // per block: kernel scratch
@@ -466,7 +467,7 @@ class LinearNode final : public Node {
         if (rows_ == 1) {
             // The active inputs' values, packed: blocks on other threads then read one short
             // array instead of a cache line of `in` per event, lines this thread just wrote.
-            auto& packed = scratch.events.x;
+            auto& packed = scratch.packed;
             packed.resize(in.active.size());
             for (std::size_t j = 0; j < in.active.size(); ++j)
                 packed[j] = in.value_at(in.active[j]);

@@ -97,7 +97,8 @@ inline void masks(const float* s, std::int64_t len, std::uint64_t& mz, std::uint
 // values: any x, multiplied (not fused: the dense engine rounds the product first).
 enum class Mode { ones, signs, values };
 
-constexpr std::int64_t kTile = 64;  // tokens per tile: 64 x 256 B of running sums
+constexpr std::int64_t kTile = 64;        // tokens per tile: 64 x 256 B of running sums
+constexpr std::int64_t kDenseChunk = 48;  // channels per chunk at high density: 12 KiB
 
 // Channels per chunk: 48 (12 KiB of weights, in L1 beside a tile's sums) when inputs are dense
 // enough; sparser inputs get wider chunks, so that a token still meets ~24 events per chunk and
@@ -105,7 +106,7 @@ constexpr std::int64_t kTile = 64;  // tokens per tile: 64 x 256 B of running su
 std::int64_t chunk_for(std::int64_t in, std::int64_t ntok, std::size_t events) {
     const double per_channel = static_cast<double>(events) / static_cast<double>(in * ntok);
     std::int64_t c = per_channel > 0 ? static_cast<std::int64_t>(24.0 / per_channel) : in;
-    c = std::max<std::int64_t>(48, (c + 15) / 16 * 16);
+    c = std::max<std::int64_t>(kDenseChunk, (c + 15) / 16 * 16);
     return std::min(c, in);
 }
 
@@ -140,7 +141,7 @@ void rows_kernel(const TokenPanels& W, const std::uint32_t* __restrict begin,
                 for (std::int64_t t = t0; t < t1; ++t) {
                     for (std::int64_t l = (t - t0) * per;
                          l < std::min(next_lines, (t - t0 + 1) * per); ++l)
-                        if (kChunk > 48)
+                        if (kChunk > kDenseChunk)
                             __builtin_prefetch(next + l * 64, 0, 2);  // to L2: too big for L1
                         else
                             __builtin_prefetch(next + l * 64);

@@ -60,7 +60,6 @@ class TokenPanels {
     std::int64_t in() const { return in_; }
     std::int64_t out() const { return out_; }
     const float* group(std::int64_t g) const { return data_.data() + g * in_ * 64; }
-    bool empty() const { return data_.empty(); }
 
   private:
     std::int64_t in_ = 0, out_ = 0;

@@ -14,10 +14,7 @@
 using namespace ternion::ann;
 
 TEST_CASE("gemm_packed equals the ascending-k loop bit for bit") {
-    if (!packed_gemm_available()) {
-        MESSAGE("packed GEMM not built for this machine; Eigen serves instead");
-        return;
-    }
+    // Without AVX-512 this checks the portable path (which projections then leave to Eigen).
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> U(-1.0f, 1.0f);
     const std::int64_t shapes[][3] = {{1, 1, 1},    {5, 7, 16},   {13, 9, 32},

@@ -63,25 +63,28 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
         return;
     }
     const std::int64_t nb = nblocks(), kBlock = block_;
-    colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
+    colptr_.assign(static_cast<std::size_t>(in * (nb + 1)), 0);
     std::vector<Syn> syn;
     syn.reserve(nnz_);
-    for (std::int64_t b = 0; b < nb; ++b) {
-        const std::int64_t r0 = b * kBlock, r1 = std::min(out, r0 + kBlock);
-        const std::size_t base = static_cast<std::size_t>(b * (in + 1));
-        for (std::int64_t c = 0; c < in; ++c) {
-            colptr_[base + static_cast<std::size_t>(c)] = syn.size();
+    for (std::int64_t c = 0; c < in; ++c) {
+        for (std::int64_t b = 0; b < nb; ++b) {
+            colptr_[run_at(c, b)] = static_cast<std::uint32_t>(syn.size());
+            const std::int64_t r0 = b * kBlock, r1 = std::min(out, r0 + kBlock);
             for (std::int64_t r = r0; r < r1; ++r) {
                 float v = w[static_cast<std::size_t>(r * in + c)];
                 if (v != 0.0f) syn.push_back({static_cast<std::uint32_t>(r - r0), v});
             }
         }
-        colptr_[base + static_cast<std::size_t>(in)] = syn.size();
+        colptr_[run_at(c, nb)] = static_cast<std::uint32_t>(syn.size());
     }
     compact(syn);
 }
 
 void ColumnWeights::compact(std::vector<Syn>& syn) {
+    const double run = static_cast<double>(syn.size()) /
+                       static_cast<double>(std::max<std::int64_t>(1, in_ * nblocks()));
+    prefetch_events_ =
+        static_cast<std::size_t>(std::clamp(std::ceil(1024.0 / std::max(run, 1.0)), 4.0, 32.0));
     rows_.resize(syn.size());
     for (std::size_t k = 0; k < syn.size(); ++k) rows_[k] = static_cast<std::uint16_t>(syn[k].row);
     vals_.clear();
@@ -146,38 +149,36 @@ void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
     dense_.clear();
     choose_block();
     const std::int64_t nb = nblocks(), kBlock = block_;
-    colptr_.assign(static_cast<std::size_t>(nb * (in + 1)), 0);
+    colptr_.assign(static_cast<std::size_t>(in * (nb + 1)), 0);
     std::vector<Syn> syn(nnz_, Syn{0, 0.0f});
-    std::uint64_t base_off = 0;
-    std::vector<std::uint64_t> fill(static_cast<std::size_t>(in));
-    for (std::int64_t b = 0; b < nb; ++b) {
-        const std::int64_t r0 = b * kBlock, r1 = std::min(out, r0 + kBlock);
-        const std::size_t base = static_cast<std::size_t>(b * (in + 1));
-        // Counting sort of this block's entries by column; rows stay ascending within a column.
-        std::vector<std::uint64_t> cnt(static_cast<std::size_t>(in), 0);
-        for (std::int64_t r = r0; r < r1; ++r)
-            for (auto k = indptr[static_cast<std::size_t>(r)];
-                 k < indptr[static_cast<std::size_t>(r) + 1]; ++k)
-                if (values[static_cast<std::size_t>(k)] != 0.0f)
-                    ++cnt[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
-        std::uint64_t off = base_off;
-        for (std::int64_t c = 0; c < in; ++c) {
-            colptr_[base + static_cast<std::size_t>(c)] = off;
-            fill[static_cast<std::size_t>(c)] = off;
-            off += cnt[static_cast<std::size_t>(c)];
+    // Counting sort by (column, block); rows stay ascending within each run.
+    std::vector<std::uint64_t> fill(static_cast<std::size_t>(in * nb), 0);
+    for (std::int64_t r = 0; r < out; ++r)
+        for (auto k = indptr[static_cast<std::size_t>(r)];
+             k < indptr[static_cast<std::size_t>(r) + 1]; ++k)
+            if (values[static_cast<std::size_t>(k)] != 0.0f)
+                ++fill[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)] * nb +
+                                                r / kBlock)];
+    std::uint64_t off = 0;
+    for (std::int64_t c = 0; c < in; ++c) {
+        for (std::int64_t b = 0; b < nb; ++b) {
+            colptr_[run_at(c, b)] = static_cast<std::uint32_t>(off);
+            auto& f = fill[static_cast<std::size_t>(c * nb + b)];
+            off += f;
+            f = colptr_[run_at(c, b)];
         }
-        colptr_[base + static_cast<std::size_t>(in)] = off;
-        for (std::int64_t r = r0; r < r1; ++r)
-            for (auto k = indptr[static_cast<std::size_t>(r)];
-                 k < indptr[static_cast<std::size_t>(r) + 1]; ++k) {
-                const float v = values[static_cast<std::size_t>(k)];
-                if (v == 0.0f) continue;
-                auto& f = fill[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)])];
-                syn[f] = {static_cast<std::uint32_t>(r - r0), v};
-                ++f;
-            }
-        base_off = off;
+        colptr_[run_at(c, nb)] = static_cast<std::uint32_t>(off);
     }
+    for (std::int64_t r = 0; r < out; ++r)
+        for (auto k = indptr[static_cast<std::size_t>(r)];
+             k < indptr[static_cast<std::size_t>(r) + 1]; ++k) {
+            const float v = values[static_cast<std::size_t>(k)];
+            if (v == 0.0f) continue;
+            const std::int64_t b = r / kBlock;
+            auto& f = fill[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)] * nb + b)];
+            syn[f] = {static_cast<std::uint32_t>(r - b * kBlock), v};
+            ++f;
+        }
     compact(syn);
 }
 
@@ -185,9 +186,7 @@ float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
     if (!sparse_) return dense_[static_cast<std::size_t>(c * out_ + r)];
     const std::int64_t kBlock = block_;
     const std::int64_t b = r / kBlock;
-    const std::size_t base = static_cast<std::size_t>(b * (in_ + 1));
-    for (auto k = colptr_[base + static_cast<std::size_t>(c)];
-         k < colptr_[base + static_cast<std::size_t>(c) + 1]; ++k)
+    for (auto k = colptr_[run_at(c, b)]; k < colptr_[run_at(c, b) + 1]; ++k)
         if (rows_[k] == r - b * kBlock)
             return codebook_.size() == 1 ? codebook_[0]
                                          : (codes_.empty() ? vals_[k] : codebook_[codes_[k]]);
@@ -223,9 +222,8 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
     // r0 is block aligned: deliver block by block.
     const std::int64_t kBlock = block_;
     for (std::int64_t b = r0 / kBlock; b * kBlock < r1; ++b) {
-        const std::size_t base = static_cast<std::size_t>(b * (in_ + 1));
-        const auto k0 = colptr_[base + static_cast<std::size_t>(c)];
-        const auto k1 = colptr_[base + static_cast<std::size_t>(c) + 1];
+        const auto k0 = colptr_[run_at(c, b)];
+        const auto k1 = colptr_[run_at(c, b) + 1];
         float* yb = y + b * kBlock;
         if (codebook_.size() == 1) {
             const float w = codebook_[0];
@@ -489,9 +487,11 @@ class LinearNode final : public Node {
                                        for (std::int64_t c = 0; c < in_; ++c)
                                            weights_.add_column(c, xin[c], false, y, r0, r1);
                                    } else {
+                                       const std::size_t d = weights_.prefetch_distance();
                                        for (std::size_t j = 0; j < na; ++j) {
-                                           if (j + 8 < na) weights_.prefetch(act_in[j + 8], b, 0);
-                                           if (j + 4 < na) weights_.prefetch(act_in[j + 4], b, 1);
+                                           if (j + 2 * d < na)
+                                               weights_.prefetch(act_in[j + 2 * d], b, 0);
+                                           if (j + d < na) weights_.prefetch(act_in[j + d], b, 1);
                                            weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
                                        }
                                    }

@@ -22,7 +22,8 @@ class ColumnWeights {
   public:
     // Rows per block: a column's synapses in one block form one contiguous run (latency, not
     // bandwidth, bounds event delivery), so blocks are as large as possible: one per worker
-    // thread, at most 65472 rows (uint16 offsets, whole 64-row groups). The partition never changes results.
+    // thread, at most 65472 rows (uint16 offsets, whole 64-row groups). The partition never changes
+    // results.
     static constexpr std::int64_t kMaxBlock = 65472;  // 1023 cache lines of rows
     void set_blocks(int parts) { parts_ = parts < 1 ? 1 : parts; }
     std::int64_t block() const { return block_; }
@@ -55,14 +56,15 @@ class ColumnWeights {
     const float* dense_column(std::int64_t c) const {
         return sparse_ ? nullptr : dense_.data() + c * out_;
     }
-    // Hints the memory system about a column a few events ahead: stage 0 fetches its offsets,
-    // stage 1 its first synapses (needs the offsets, fetched earlier by stage 0).
+    // Hints the memory system about a column some events ahead: stage 0 fetches its offsets
+    // (one line for every block's run), stage 1 the block's synapses (needs the offsets,
+    // fetched earlier by stage 0).
     void prefetch(std::int64_t c, std::int64_t block, int stage) const {
         if (!sparse_) {
             if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + block * block_);
             return;
         }
-        const std::size_t at = static_cast<std::size_t>(block * (in_ + 1) + c);
+        const std::size_t at = run_at(c, block);
         if (stage == 0) {
             __builtin_prefetch(colptr_.data() + at);
         } else {
@@ -75,6 +77,9 @@ class ColumnWeights {
                 for (auto k = k0; k < k1; k += 64) __builtin_prefetch(codes_.data() + k);
         }
     }
+    // How many events ahead stage 1 prefetches so that about a thousand synapses are in flight:
+    // delivery is bound by memory latency, and a block's runs shrink as blocks multiply.
+    std::size_t prefetch_distance() const { return prefetch_events_; }
 
   private:
     std::int64_t out_ = 0, in_ = 0;
@@ -82,7 +87,9 @@ class ColumnWeights {
     std::uint64_t nnz_ = 0;
     std::vector<std::uint32_t> col_nnz_;
     std::vector<float> dense_;  // column-major [in][out]
-    // Sparse: per block b, colptr_[b*(in+1) + c] .. indexes the block-local rows and the weights:
+    // Sparse: the synapses of column c in block b (block-local rows, and the weights) are
+    // [colptr_[run_at(c, b)], colptr_[run_at(c, b) + 1]). A column's runs for all blocks lie one
+    // after another, so splitting rows into blocks costs no extra memory traffic per event.
     // per synapse (vals_), through a codebook (codes_ into codebook_), or one shared value.
     struct Syn {
         std::uint32_t row;
@@ -94,8 +101,17 @@ class ColumnWeights {
     bool use_codebook_ = true;
     int parts_ = 1;
     std::int64_t block_ = 1;
-    void choose_block() { block_ = std::min(row_part_size(out_, parts_), kMaxBlock); }
-    std::vector<std::uint64_t> colptr_;
+    void choose_block() {
+        block_ = std::min(row_part_size(out_, parts_), kMaxBlock);
+        stride_ = nblocks() + 1;
+    }
+    std::size_t run_at(std::int64_t c, std::int64_t b) const {
+        return static_cast<std::size_t>(c * stride_ + b);
+    }
+    std::int64_t stride_ = 2;
+    std::size_t prefetch_events_ = 4;
+    // 32-bit offsets: no tensor, so no synapse count, exceeds kMaxElements (2^31).
+    std::vector<std::uint32_t> colptr_;
     std::vector<std::uint16_t> rows_;
     std::vector<float> vals_;
     std::vector<std::uint8_t> codes_;

@@ -106,13 +106,16 @@ class NeuronBase : public Node {
         const float* x = in.values.data();
         float* o = out.values.data();
         NeuronState* sp_state = &st;
-        ctx.for_blocks(nb, 1, [this, sp_state, x, o, bs, n](std::int64_t b0, std::int64_t b1) {
-            for (std::int64_t b = b0; b < b1; ++b) {
-                auto& sp = sp_state->block_spikes[static_cast<std::size_t>(b)];
-                sp.clear();
-                update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
-            }
-        });
+        ctx.for_blocks(
+            nb, 1,
+            [this, sp_state, x, o, bs, n](std::int64_t b0, std::int64_t b1) {
+                for (std::int64_t b = b0; b < b1; ++b) {
+                    auto& sp = sp_state->block_spikes[static_cast<std::size_t>(b)];
+                    sp.clear();
+                    update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
+                }
+            },
+            2 * n);
         out.active.clear();
         OpCounts& ops = *ctx.ops;
         const auto un = static_cast<std::uint64_t>(n);
@@ -125,7 +128,7 @@ class NeuronBase : public Node {
             ops.state_write_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
             return;
         }
-        ctx.concat_blocks(st.block_spikes, out.active);
+        ctx.concat_blocks(st.block_spikes, out.active, 2 * n);
         out.ternary = true;
         out.all_ones = !emits_negative();
         ops.neuron_update += un;

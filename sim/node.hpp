@@ -188,14 +188,21 @@ struct StepContext {
     // Node-defined extra counters (see Node::aux_names), e.g. Q/K/V spikes inside attention.
     std::uint64_t* aux = nullptr;
 
+    // Below this much work in a step (synapse events, neuron updates), a node's blocks run on
+    // the calling thread: waking other threads and waiting for them costs a few microseconds,
+    // more than small layers take.
+    static constexpr std::int64_t kParallelWork = 4096;
+
     // out = the blocks' indices one after another. With a team, each member copies its own
     // blocks: the lists stay in the cache of the thread that wrote them, instead of crossing to
     // one copying thread every step (and back when the member rewrites them).
-    void concat_blocks(const std::vector<BlockIndices>& blocks, IndexList& out) const {
+    // `work` as given to for_blocks for the same blocks: a node run on one thread copies alone.
+    void concat_blocks(const std::vector<BlockIndices>& blocks, IndexList& out,
+                       std::int64_t work = kParallelWork) const {
         std::size_t total = 0;
         for (const auto& b : blocks) total += b.size();
         out.resize(total);
-        if (!team || total < 64) {
+        if (!team || total < 64 || work < kParallelWork) {
             std::size_t at = 0;
             for (const auto& b : blocks) {
                 std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
@@ -215,11 +222,12 @@ struct StepContext {
         });
     }
 
-    // Calls f(begin, end) over blocks of [0, n). Blocks write disjoint outputs, so results do
-    // not depend on how many threads run them.
+    // Calls f(begin, end) over blocks of [0, n), on several threads when `work` is worth it.
+    // Blocks write disjoint outputs, so results do not depend on how many threads run them.
     template <class F>
-    void for_blocks(std::int64_t n, std::int64_t grain, F&& f) const {
-        if (!parallel_inner || n <= grain) {
+    void for_blocks(std::int64_t n, std::int64_t grain, F&& f,
+                    std::int64_t work = kParallelWork) const {
+        if (!parallel_inner || n <= grain || work < kParallelWork) {
             f(std::int64_t{0}, n);
             return;
         }

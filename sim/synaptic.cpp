@@ -84,7 +84,7 @@ void ColumnWeights::compact(std::vector<Syn>& syn) {
     const double run = static_cast<double>(syn.size()) /
                        static_cast<double>(std::max<std::int64_t>(1, in_ * nblocks()));
     prefetch_events_ =
-        static_cast<std::size_t>(std::clamp(std::ceil(1024.0 / std::max(run, 1.0)), 4.0, 32.0));
+        static_cast<std::size_t>(std::clamp(std::ceil(512.0 / std::max(run, 1.0)), 4.0, 16.0));
     rows_.resize(syn.size());
     for (std::size_t k = 0; k < syn.size(); ++k) rows_[k] = static_cast<std::uint16_t>(syn[k].row);
     vals_.clear();
@@ -476,34 +476,47 @@ class LinearNode final : public Node {
             // One token: split the output rows into blocks, each scanning all active inputs.
             // Captures by value: a member on another core must not keep reading this frame,
             // whose cache lines this thread keeps writing.
-            ctx.for_blocks(nblocks(), 1,
-                           [this, &scratch, y, xs, xin, act_in, na, dense, unit](std::int64_t b0,
-                                                                                 std::int64_t b1) {
-                               for (std::int64_t b = b0; b < b1; ++b) {
-                                   const std::int64_t r0 = b * weights_.block();
-                                   const std::int64_t r1 = std::min(out_, r0 + weights_.block());
-                                   std::fill(y + r0, y + r1, 0.0f);
-                                   if (dense) {
-                                       for (std::int64_t c = 0; c < in_; ++c)
-                                           weights_.add_column(c, xin[c], false, y, r0, r1);
-                                   } else {
-                                       const std::size_t d = weights_.prefetch_distance();
-                                       for (std::size_t j = 0; j < na; ++j) {
-                                           if (j + 2 * d < na)
-                                               weights_.prefetch(act_in[j + 2 * d], b, 0);
-                                           if (j + d < na) weights_.prefetch(act_in[j + d], b, 1);
-                                           weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
-                                       }
-                                   }
-                                   if (!bias_.empty())
-                                       for (std::int64_t r = r0; r < r1; ++r)
-                                           y[r] += bias_[static_cast<std::size_t>(r)];
-                                   auto& act = scratch.block_active[static_cast<std::size_t>(b)];
-                                   act.resize(static_cast<std::size_t>(r1 - r0));
-                                   act.resize(collect_nonzero(y, r0, r1, act.data(), act.ternary));
-                               }
-                           });
-            ctx.concat_blocks(scratch.block_active, out.active);
+            // Synapse events expected this step (rows count a quarter: fill, bias, collect).
+            const std::int64_t work =
+                dense ? in_ * out_
+                      : static_cast<std::int64_t>(na * weights_.nnz() /
+                                                  static_cast<std::uint64_t>(in_)) +
+                            out_ / 4;
+            ctx.for_blocks(
+                nblocks(), 1,
+                [this, &scratch, y, xs, xin, act_in, na, dense, unit](std::int64_t b0,
+                                                                      std::int64_t b1) {
+                    for (std::int64_t b = b0; b < b1; ++b) {
+                        const std::int64_t r0 = b * weights_.block();
+                        const std::int64_t r1 = std::min(out_, r0 + weights_.block());
+                        std::fill(y + r0, y + r1, 0.0f);
+                        if (dense) {
+                            for (std::int64_t c = 0; c < in_; ++c)
+                                weights_.add_column(c, xin[c], false, y, r0, r1);
+                        } else {
+                            const std::size_t d = weights_.prefetch_distance();
+                            // The first events' offsets and synapses too: with few events per
+                            // step they are a large share of the work.
+                            for (std::size_t j = 0; j < std::min(2 * d, na); ++j)
+                                weights_.prefetch(act_in[j], b, 0);
+                            for (std::size_t j = 0; j < std::min(d, na); ++j)
+                                weights_.prefetch(act_in[j], b, 1);
+                            for (std::size_t j = 0; j < na; ++j) {
+                                if (j + 2 * d < na) weights_.prefetch(act_in[j + 2 * d], b, 0);
+                                if (j + d < na) weights_.prefetch(act_in[j + d], b, 1);
+                                weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
+                            }
+                        }
+                        if (!bias_.empty())
+                            for (std::int64_t r = r0; r < r1; ++r)
+                                y[r] += bias_[static_cast<std::size_t>(r)];
+                        auto& act = scratch.block_active[static_cast<std::size_t>(b)];
+                        act.resize(static_cast<std::size_t>(r1 - r0));
+                        act.resize(collect_nonzero(y, r0, r1, act.data(), act.ternary));
+                    }
+                },
+                work);
+            ctx.concat_blocks(scratch.block_active, out.active, work);
             out.ternary = true;
             for (auto& a : scratch.block_active) out.ternary = out.ternary && a.ternary;
         } else if (!dense && !weights_.sparse()) {

@@ -77,7 +77,7 @@ class ColumnWeights {
                 for (auto k = k0; k < k1; k += 64) __builtin_prefetch(codes_.data() + k);
         }
     }
-    // How many events ahead stage 1 prefetches so that about a thousand synapses are in flight:
+    // How many events ahead stage 1 prefetches so that about 512 synapses are in flight:
     // delivery is bound by memory latency, and a block's runs shrink as blocks multiply.
     std::size_t prefetch_distance() const { return prefetch_events_; }
 

@@ -407,6 +407,7 @@ class SjLifNode final : public NeuronBase {
         } else {
             tau_ = static_cast<float>(s.scalar_or("tau", 2.0));
             if (!(tau_ > 0)) s.fail("tau", "must be positive");
+            inv_tau_ = exact_reciprocal(tau_);
         }
         decay_input_ = s.scalar_or("decay_input", 1.0) != 0.0;
         th_ = param(s, "v_threshold", 1.0f);
@@ -425,14 +426,19 @@ class SjLifNode final : public NeuronBase {
                 v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t) { return vr; }, out,
                 b0, b1, spikes, integrate);
         };
-        if (parametric_ && decay_input_)
-            fire([=](std::int64_t k, float vk) { return vk + (x[k] - (vk - vr)) * kk; });
-        else if (parametric_)
-            fire([=](std::int64_t k, float vk) { return vk - (vk - vr) * kk + x[k]; });
-        else if (decay_input_)
-            fire([=](std::int64_t k, float vk) { return vk + (x[k] - (vk - vr)) / tau; });
+        // scale(a) = a / tau, as SpikingJelly divides (or the exact product: exact_reciprocal).
+        const auto with = [&](auto scale) {
+            if (decay_input_)
+                fire([=](std::int64_t k, float vk) { return vk + scale(x[k] - (vk - vr)); });
+            else
+                fire([=](std::int64_t k, float vk) { return vk - scale(vk - vr) + x[k]; });
+        };
+        if (parametric_)
+            with([kk](float a) { return a * kk; });
+        else if (inv_tau_)
+            with([r = *inv_tau_](float a) { return a * r; });
         else
-            fire([=](std::int64_t k, float vk) { return vk - (vk - vr) / tau + x[k]; });
+            with([tau](float a) { return a / tau; });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         std::vector<std::pair<std::string, std::string>> r;
@@ -449,6 +455,7 @@ class SjLifNode final : public NeuronBase {
   private:
     bool parametric_ = false, decay_input_ = true;
     float tau_ = 2.0f, k_ = 0.5f, vr_ = 0.0f;
+    std::optional<float> inv_tau_;
     std::vector<float> th_;
 };
 

@@ -9,6 +9,9 @@
 // A spike is v > v_threshold (NIR, strict) unless the node says ">=", and the reset is to
 // v_reset ("zero") or by subtracting v_threshold ("subtract"), in the same step.
 #pragma once
+#include <cmath>
+#include <optional>
+
 #include "sim/node_spec.hpp"
 
 namespace ternion {
@@ -17,5 +20,16 @@ enum class Compare { gt, ge };
 enum class ResetMode { to_value, subtract };
 
 void register_neuron_nodes(NodeFactory& f);
+
+// 1/t when t is a power of two whose reciprocal is a normal float: then a / t == a * (1/t) for
+// every a (both are a * 2^-k correctly rounded), so a product may stand in for the division
+// SpikingJelly writes, bit for bit, at a fraction of its cost. Else nothing.
+inline std::optional<float> exact_reciprocal(float t) {
+    int e = 0;
+    if (!(t > 0.0f) || !std::isfinite(t) || std::frexp(t, &e) != 0.5f) return std::nullopt;
+    const float r = 1.0f / t;
+    if (!std::isnormal(r)) return std::nullopt;
+    return r;
+}
 
 }  // namespace ternion

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "neuron/neurons.hpp"
 #include "tests/support/model_file.hpp"
 #include "tests/support/run_model.hpp"
 
@@ -191,6 +192,45 @@ TEST_CASE("SpikingJelly LIF: decay_input and not, fires on >=, hard reset") {
     // Parametric LIF with w = 0: sigmoid(0) = 1/2, the same as tau = 2.
     auto d = drive("ternion.PLIF", {{"w", P(0.0)}}, {1.5f}, 6);
     CHECK(spike_steps(*d, 6) == std::vector<std::int64_t>{1, 3, 5});
+}
+
+TEST_CASE("exact_reciprocal: only powers of two with a normal reciprocal") {
+    CHECK(exact_reciprocal(2.0f) == 0.5f);
+    CHECK(exact_reciprocal(0.25f) == 4.0f);
+    CHECK(exact_reciprocal(1.0f) == 1.0f);
+    CHECK(exact_reciprocal(std::ldexp(1.0f, 126)) == std::ldexp(1.0f, -126));
+    CHECK_FALSE(exact_reciprocal(std::ldexp(1.0f, 127)));  // 2^-127 is subnormal
+    for (float t : {3.0f, 2.5f, 20.0f, 0.0f, -2.0f, INFINITY, NAN})
+        CHECK_FALSE(exact_reciprocal(t));
+}
+
+TEST_CASE("SpikingJelly LIF membranes equal the division x / tau bit for bit, any tau") {
+    // tau = 2, 4, 0.5 take the product by 1/tau; 3 and 20 divide. Inputs are spread so that
+    // products and quotients round in every direction; the reference divides as SpikingJelly.
+    std::vector<float> x;
+    for (int k = 0; k < 97; ++k) x.push_back(0.013f * static_cast<float>(k * k % 89) - 0.3f);
+    const std::int64_t T = 12;
+    for (double tau : {2.0, 4.0, 0.5, 3.0, 20.0})
+        for (int di : {1, 0}) {
+            CAPTURE(tau);
+            CAPTURE(di);
+            auto o = drive(
+                "ternion.SJLIF",
+                {{"tau", P(tau)}, {"decay_input", P(double(di))}, {"v_threshold", P(0.7)}}, x, T);
+            std::vector<float> v(x.size(), 0.0f);
+            const auto tf = static_cast<float>(tau);
+            for (std::int64_t t = 0; t < T; ++t) {
+                const auto& m = membrane_of(*o, "neuron", 0, t);
+                const auto& s = output_of(*o, "neuron", 0, t);
+                for (std::size_t k = 0; k < x.size(); ++k) {
+                    v[k] = di ? v[k] + (x[k] - v[k]) / tf : v[k] - v[k] / tf + x[k];
+                    const bool f = v[k] >= 0.7f;
+                    if (f) v[k] = 0.0f;
+                    REQUIRE(s[k] == (f ? 1.0f : 0.0f));
+                    REQUIRE(m[k] == v[k]);
+                }
+            }
+        }
 }
 
 TEST_CASE("Threshold emits 1 where x > threshold") {

@@ -7,6 +7,7 @@
 #include <tbb/task_arena.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -141,9 +142,17 @@ inline std::size_t collect_nonzero(const float* v, std::int64_t b0, std::int64_t
                                    std::uint32_t* out, bool& ternary) {
     const std::size_t n = collect_indices(
         b0, b1, [v](std::int64_t i) { return v[i] != 0.0f; }, out);
-    bool other = false;
-    for (std::size_t k = 0; k < n; ++k) other |= v[out[k]] != 1.0f && v[out[k]] != -1.0f;
-    ternary = !other;
+    // Is every hit -1 or +1? Few hits: look them up. Many: one dense pass, which compilers
+    // vectorise, beats an indexed load per hit (16000 of them cost 30 us a step).
+    unsigned other = 0;
+    if (n * 8 < static_cast<std::size_t>(b1 - b0)) {
+        for (std::size_t k = 0; k < n; ++k) other |= v[out[k]] != 1.0f && v[out[k]] != -1.0f;
+    } else {
+        for (std::int64_t i = b0; i < b1; ++i)
+            other |= static_cast<unsigned>(v[i] != 0.0f) &
+                     static_cast<unsigned>(std::fabs(v[i]) != 1.0f);
+    }
+    ternary = other == 0;
     return n;
 }
 

@@ -46,6 +46,7 @@ class NeuronBase : public Node {
     }
     NodeCategory category() const override { return NodeCategory::neuron; }
     bool is_spiking() const override { return !integrator_; }
+    bool reads_values_only() const override { return true; }
     Shape declared_in_shape() const override { return param_shape_; }
     void bind(const Shape& in) override {
         if (n_params_ > 1 && numel(in) != n_params_)

@@ -159,6 +159,25 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
     std::unique_ptr<ThreadTeam> team;
     if (count == 1 && cfg.threads > 1) team = std::make_unique<ThreadTeam>(cfg.threads);
 
+    // Nodes whose non-zeros no one reads by index: every consumer takes this node as its only
+    // input and reads whole values, and nothing records or delays it.
+    std::vector<char> list_out(static_cast<std::size_t>(n), 1);
+    {
+        std::vector<int> consumers(static_cast<std::size_t>(n), 0), by_values(consumers);
+        for (const Edge& e : g.edges()) {
+            const auto s = static_cast<std::size_t>(e.src);
+            ++consumers[s];
+            by_values[s] +=
+                !e.delayed && g.in_edges(e.dst).size() == 1 && g.node(e.dst).reads_values_only();
+        }
+        for (int u = 0; u < n; ++u) {
+            const auto k = static_cast<std::size_t>(u);
+            list_out[k] = !(consumers[k] > 0 && by_values[k] == consumers[k] && u != out_node &&
+                            !(cfg.observer && cfg.observer->wants(u)));
+        }
+        for (int u : g.delayed_sources()) list_out[static_cast<std::size_t>(u)] = 1;
+    }
+
     auto t0 = std::chrono::steady_clock::now();
     res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
     auto run_sample = [&](std::int64_t k) {
@@ -211,12 +230,13 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                 ctx.ops = &step_ops;
                 ctx.aux = st.aux.data();
                 ctx.keep_attention = cfg.observer && cfg.observer->wants_attention(u, sample, t);
+                ctx.list_output = list_out[static_cast<std::size_t>(u)] != 0;
                 if (u == in_node) {
                     out.clear();
                     input.fill(sample, t, cfg.seed, out, step_ops);
                 } else {
                     const Activity& in = gather_input(g, u, ws);
-                    st.nonzero_in += in.active.size();
+                    st.nonzero_in += in.nonzero();
                     if (!in.ternary) st.input_ternary = false;
                     nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
                 }
@@ -231,7 +251,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                         else if (v < 0)
                             ++st.negative_out;
                     }
-                st.nonzero_out += out.active.size();
+                st.nonzero_out += out.nonzero();
                 st.ops += step_ops;
                 if (cfg.observer && cfg.observer->wants(u))
                     cfg.observer->on_step(sample, t, u, nd, out,

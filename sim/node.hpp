@@ -42,22 +42,31 @@ struct Activity {
     // consumers can skip reading `values`: on several threads those lines belong to the thread
     // that fired, and each read would pull one across. False is always safe.
     bool all_ones = false;
+    // False when the producer was told that no reader needs `active` (StepContext::list_output)
+    // and left it empty: `unlisted` then counts the non-zeros. `values` is complete either way.
+    bool listed = true;
+    std::size_t unlisted = 0;
 
+    std::size_t nonzero() const { return listed ? active.size() : unlisted; }
     void resize(std::int64_t n) {
         values.assign(static_cast<std::size_t>(n), 0.0f);
         active.clear();
         ternary = true;
         all_ones = false;
+        listed = true;
+        unlisted = 0;
     }
     // Zero only what is non-zero: cheap when activity is sparse (else one streaming fill).
     void clear() {
-        if (active.size() > values.size() / 16)
+        if (!listed || active.size() > values.size() / 16)
             std::fill(values.begin(), values.end(), 0.0f);
         else
             for (auto i : active) values[i] = 0.0f;
         active.clear();
         ternary = true;
         all_ones = false;
+        listed = true;
+        unlisted = 0;
     }
     // All zeros over n entries, reusing the buffer when the size already fits.
     void reset(std::int64_t n) {
@@ -156,16 +165,33 @@ inline std::size_t collect_nonzero(const float* v, std::int64_t b0, std::int64_t
     return n;
 }
 
+// The count of non-zeros in v[b0, b1), and whether all of them are -1 or +1: collect_nonzero
+// without the list, for outputs nobody reads by index.
+inline std::size_t count_nonzero(const float* v, std::int64_t b0, std::int64_t b1, bool& ternary) {
+    std::size_t n = 0;
+    unsigned other = 0;
+    for (std::int64_t i = b0; i < b1; ++i) {
+        n += v[i] != 0.0f;
+        other |=
+            static_cast<unsigned>(v[i] != 0.0f) & static_cast<unsigned>(std::fabs(v[i]) != 1.0f);
+    }
+    ternary = other == 0;
+    return n;
+}
+
 inline void Activity::scan() {
     active.resize(values.size());
     active.resize(collect_nonzero(values.data(), 0, size(), active.data(), ternary));
     all_ones = false;
+    listed = true;
+    unlisted = 0;
 }
 
 // Indices one block of work found (active outputs, spikes), each on cache lines of its own:
 // neighbouring blocks run on different threads, and shared lines would bounce between them.
 struct alignas(64) BlockIndices : IndexList {
-    bool ternary = true;  // every value at these indices is -1 or +1 (where a block tracks it)
+    bool ternary = true;    // every value at these indices is -1 or +1 (where a block tracks it)
+    std::size_t count = 0;  // the hits when they are only counted, not listed
 };
 
 // Rows per part when n rows are split into `parts` parts of whole cache lines (64 floats).
@@ -191,6 +217,10 @@ struct StepContext {
     // Set when a recorder wants this node's attention maps at this step: the node then keeps
     // them in its state for attention_maps().
     bool keep_attention = false;
+    // False when no reader of this node's output needs its `active` list (each consumer reads
+    // whole values, and nothing records the node): a producer may then only count its
+    // non-zeros (Activity::listed). Always true for Output nodes and recorded ones.
+    bool list_output = true;
     // Off only to measure what counting costs (`ternion run --no-op-counts`): synaptic layers
     // then skip their per-event counting.
     bool count_ops = true;
@@ -287,6 +317,9 @@ class Node {
     virtual NodeCategory category() const = 0;
     // True when the output is spikes ({0,1} or {-1,0,1}); firing rates are reported for these.
     virtual bool is_spiking() const { return false; }
+    // True when step() reads its input through `values` only, never `active` (elementwise
+    // neurons): its producer then need not list its non-zeros (StepContext::list_output).
+    virtual bool reads_values_only() const { return false; }
 
     // Fixes the input shape (the summed incoming edges) and derives the output shape.
     // Throws InputError naming the field when they do not fit. Input nodes get an empty shape.

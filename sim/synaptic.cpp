@@ -484,8 +484,8 @@ class LinearNode final : public Node {
                             out_ / 4;
             ctx.for_blocks(
                 nblocks(), 1,
-                [this, &scratch, y, xs, xin, act_in, na, dense, unit](std::int64_t b0,
-                                                                      std::int64_t b1) {
+                [this, &scratch, y, xs, xin, act_in, na, dense, unit, list = ctx.list_output](
+                    std::int64_t b0, std::int64_t b1) {
                     for (std::int64_t b = b0; b < b1; ++b) {
                         const std::int64_t r0 = b * weights_.block();
                         const std::int64_t r1 = std::min(out_, r0 + weights_.block());
@@ -511,14 +511,26 @@ class LinearNode final : public Node {
                             for (std::int64_t r = r0; r < r1; ++r)
                                 y[r] += bias_[static_cast<std::size_t>(r)];
                         auto& act = scratch.block_active[static_cast<std::size_t>(b)];
-                        act.resize(static_cast<std::size_t>(r1 - r0));
-                        act.resize(collect_nonzero(y, r0, r1, act.data(), act.ternary));
+                        if (list) {
+                            act.resize(static_cast<std::size_t>(r1 - r0));
+                            act.resize(collect_nonzero(y, r0, r1, act.data(), act.ternary));
+                        } else {
+                            act.clear();
+                            act.count = count_nonzero(y, r0, r1, act.ternary);
+                        }
                     }
                 },
                 work);
-            ctx.concat_blocks(scratch.block_active, out.active, work);
             out.ternary = true;
             for (auto& a : scratch.block_active) out.ternary = out.ternary && a.ternary;
+            if (ctx.list_output) {
+                ctx.concat_blocks(scratch.block_active, out.active, work);
+            } else {
+                out.active.clear();
+                out.listed = false;
+                out.unlisted = 0;
+                for (auto& a : scratch.block_active) out.unlisted += a.count;
+            }
         } else if (!dense && !weights_.sparse()) {
             // Several tokens (the weights apply to the last axis of each), dense weights.
             step_tokens_dense(in, scratch, out, ctx, unit);
@@ -562,8 +574,15 @@ class LinearNode final : public Node {
                 for (std::int64_t t = 0; t < rows_; ++t)
                     for (std::int64_t r = 0; r < out_; ++r)
                         y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
-            out.active.resize(out.values.size());
-            out.active.resize(collect_nonzero(y, 0, rows_ * out_, out.active.data(), out.ternary));
+            if (ctx.list_output) {
+                out.active.resize(out.values.size());
+                out.active.resize(
+                    collect_nonzero(y, 0, rows_ * out_, out.active.data(), out.ternary));
+            } else {
+                out.active.clear();
+                out.listed = false;
+                out.unlisted = count_nonzero(y, 0, rows_ * out_, out.ternary);
+            }
         }
         // Counts from events and shapes: each non-zero input touches its column's weights.
         OpCounts& ops = *ctx.ops;
@@ -612,6 +631,13 @@ class LinearNode final : public Node {
             total += static_cast<std::size_t>(__builtin_popcountll(sc.nz[k]));
             other |= sc.nt[k];
         }
+        out.ternary = other == 0;
+        if (!ctx.list_output) {
+            out.active.clear();
+            out.listed = false;
+            out.unlisted = total;
+            return;
+        }
         out.active.resize(total + 64);  // mask_indices stores whole vectors
         std::size_t n = 0;
         for (std::int64_t tk = 0; tk < rows_; ++tk)
@@ -620,7 +646,6 @@ class LinearNode final : public Node {
                                   static_cast<std::uint32_t>(tk * out_ + g * 64),
                                   out.active.data() + n);
         out.active.resize(n);
-        out.ternary = other == 0;
     }
 
     std::uint64_t dense_macs_per_step() const override {

@@ -41,7 +41,8 @@ struct Outcome {
 inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::string& input,
                                          Engine engine = Engine::event, int threads = 1,
                                          std::int64_t T = 0, UserLoadOptions lo = {},
-                                         Encoding enc = Encoding::direct, std::uint64_t seed = 0) {
+                                         Encoding enc = Encoding::direct, std::uint64_t seed = 0,
+                                         bool observe = true) {
     auto o = std::make_unique<Outcome>();
     LoadReport rep;
     lo.threads = threads;  // blocks follow the thread count, as in `ternion run`
@@ -53,7 +54,8 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
     cfg.threads = threads;
     cfg.timesteps = T;
     cfg.seed = seed;
-    cfg.observer = &o->capture;
+    // Unobserved runs let producers skip index lists no consumer reads (list_output).
+    cfg.observer = observe ? &o->capture : nullptr;
     o->result = run(*o->graph, *src, cfg);
     return o;
 }

@@ -5,7 +5,9 @@ Writes the network of lif_population.py's docstring as a ternion model (Linear w
 w = G/(pN), p = 0.02, then ternion.SJLIF with tau = 20 steps, decay_input off, v_th 1, hard reset
 0, fires on >=) and its Poisson input (20 Hz at dt = 1 ms: Bernoulli(0.02) per step) as a spike
 file, times `ternion run` (simulation time as ternion reports it, median of --repeats), and runs
-`lif_population.py --backend brian2_cpp` in the same sitting. Prints a table and a JSON line.
+`lif_population.py --backend brian2_cpp` in the same sitting. Thread counts alternate run by run.
+Prints a table (2t gain: ratio of the medians; pair: median of the per-round ratios) and a JSON
+line.
 
   /usr/bin/python3 bench/lif_population.py --ternion build/ternion --N 1000 4000 16000
 """
@@ -78,21 +80,28 @@ rows = []
 for N in args.N:
     model, inp = write_files(N)
     res = {"N": N}
-    for th in args.threads:
-        times, j = [], None
-        for _ in range(args.repeats + 1):  # first run warms the page cache
+    # Thread counts alternate run by run, so that a slow spell of the shared host falls on both.
+    times = {th: [] for th in args.threads}
+    j = None
+    for rep in range(args.repeats + 1):  # the first round warms the page cache
+        for th in args.threads:
             out = subprocess.run([args.ternion, "run", model, "--input", inp, "--threads", str(th), "--json",
                                   "--no-progress"], check=True, capture_output=True, text=True).stdout
             j = json.loads(out)
-            times.append(j["timing"]["simulate_s"])
-        t = statistics.median(times[1:])
-        layers = {l["name"]: l for l in j["layers"]}
-        events = layers["syn"]["ops"]["ac"]
+            if rep > 0:
+                times[th].append(j["timing"]["simulate_s"])
+    layers = {l["name"]: l for l in j["layers"]}
+    events = layers["syn"]["ops"]["ac"]
+    res["syn_events"] = events
+    res["spikes"] = layers["lif"]["spikes"]
+    res["rate_hz"] = layers["lif"]["spikes"] / (N * args.T * 1e-3)
+    for th in args.threads:
+        t = statistics.median(times[th])
         res[f"ternion_{th}t_s"] = t
         res[f"ternion_{th}t_events_per_s"] = events / t
-        res["syn_events"] = events
-        res["spikes"] = layers["lif"]["spikes"]
-        res["rate_hz"] = layers["lif"]["spikes"] / (N * args.T * 1e-3)
+    if 1 in times and 2 in times:
+        # Second-thread gain per adjacent pair of runs, then the median.
+        res["gain_2t_pair_median"] = statistics.median(a / b for a, b in zip(times[1], times[2]))
     if not args.no_brian:
         out = subprocess.run(["/usr/bin/python3", args.peer, "--backend", "brian2_cpp", "--N", str(N), "--T", str(args.T),
                               "--repeats", str(args.repeats)], capture_output=True, text=True)
@@ -106,11 +115,12 @@ for N in args.N:
     rows.append(res)
     print(json.dumps(res), file=sys.stderr)
 
-print(f"{'N':>6} {'events':>10} {'rate Hz':>8} {'t1 s':>8} {'t2 s':>8} {'ev/s (1t)':>10} {'2t gain':>8} {'Brian2 s':>9} {'vs Brian2':>9}")
+print(f"{'N':>6} {'events':>10} {'rate Hz':>8} {'t1 s':>8} {'t2 s':>8} {'ev/s (1t)':>10} {'2t gain':>8} {'pair':>6} {'Brian2 s':>9} {'vs Brian2':>9}")
 for r in rows:
     t1, t2 = r.get("ternion_1t_s"), r.get("ternion_2t_s")
     b = r.get("brian2_cpp_s")
     print(f"{r['N']:>6} {r['syn_events']:>10.3g} {r['rate_hz']:>8.1f} {t1:>8.4f} {t2 if t2 else float('nan'):>8.4f} "
           f"{r['ternion_1t_events_per_s']:>10.3g} {(t1 / t2) if t2 else float('nan'):>8.2f} "
+          f"{r.get('gain_2t_pair_median', float('nan')):>6.2f} "
           f"{b if b else float('nan'):>9.4f} {(b / t1) if b else float('nan'):>9.2f}")
 print(json.dumps(rows))

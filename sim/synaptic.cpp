@@ -486,37 +486,41 @@ class LinearNode final : public Node {
                 nblocks(), 1,
                 [this, &scratch, y, xs, xin, act_in, na, dense, unit, list = ctx.list_output](
                     std::int64_t b0, std::int64_t b1) {
-                    for (std::int64_t b = b0; b < b1; ++b) {
-                        const std::int64_t r0 = b * weights_.block();
-                        const std::int64_t r1 = std::min(out_, r0 + weights_.block());
-                        std::fill(y + r0, y + r1, 0.0f);
-                        if (dense) {
-                            for (std::int64_t c = 0; c < in_; ++c)
-                                weights_.add_column(c, xin[c], false, y, r0, r1);
-                        } else {
-                            const std::size_t d = weights_.prefetch_distance();
-                            // The first events' offsets and synapses too: with few events per
-                            // step they are a large share of the work.
-                            for (std::size_t j = 0; j < std::min(2 * d, na); ++j)
-                                weights_.prefetch(act_in[j], b, 0);
-                            for (std::size_t j = 0; j < std::min(d, na); ++j)
-                                weights_.prefetch(act_in[j], b, 1);
-                            for (std::size_t j = 0; j < na; ++j) {
-                                if (j + 2 * d < na) weights_.prefetch(act_in[j + 2 * d], b, 0);
-                                if (j + d < na) weights_.prefetch(act_in[j + d], b, 1);
-                                weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
-                            }
+                    // One pass over the events for all of this thread's blocks: a column's
+                    // runs for consecutive blocks lie together.
+                    const std::int64_t r0 = b0 * weights_.block();
+                    const std::int64_t r1 = std::min(out_, b1 * weights_.block());
+                    std::fill(y + r0, y + r1, 0.0f);
+                    if (dense) {
+                        for (std::int64_t c = 0; c < in_; ++c)
+                            weights_.add_column(c, xin[c], false, y, r0, r1);
+                    } else {
+                        const std::size_t d = weights_.prefetch_distance();
+                        // The first events' offsets and synapses too: with few events per
+                        // step they are a large share of the work.
+                        for (std::size_t j = 0; j < std::min(2 * d, na); ++j)
+                            weights_.prefetch(act_in[j], b0, b1, 0);
+                        for (std::size_t j = 0; j < std::min(d, na); ++j)
+                            weights_.prefetch(act_in[j], b0, b1, 1);
+                        for (std::size_t j = 0; j < na; ++j) {
+                            if (j + 2 * d < na) weights_.prefetch(act_in[j + 2 * d], b0, b1, 0);
+                            if (j + d < na) weights_.prefetch(act_in[j + d], b0, b1, 1);
+                            weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
                         }
-                        if (!bias_.empty())
-                            for (std::int64_t r = r0; r < r1; ++r)
-                                y[r] += bias_[static_cast<std::size_t>(r)];
+                    }
+                    if (!bias_.empty())
+                        for (std::int64_t r = r0; r < r1; ++r)
+                            y[r] += bias_[static_cast<std::size_t>(r)];
+                    for (std::int64_t b = b0; b < b1; ++b) {
+                        const std::int64_t q0 = b * weights_.block();
+                        const std::int64_t q1 = std::min(out_, q0 + weights_.block());
                         auto& act = scratch.block_active[static_cast<std::size_t>(b)];
                         if (list) {
-                            act.resize(static_cast<std::size_t>(r1 - r0));
-                            act.resize(collect_nonzero(y, r0, r1, act.data(), act.ternary));
+                            act.resize(static_cast<std::size_t>(q1 - q0));
+                            act.resize(collect_nonzero(y, q0, q1, act.data(), act.ternary));
                         } else {
                             act.clear();
-                            act.count = count_nonzero(y, r0, r1, act.ternary);
+                            act.count = count_nonzero(y, q0, q1, act.ternary);
                         }
                     }
                 },

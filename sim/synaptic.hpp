@@ -57,19 +57,18 @@ class ColumnWeights {
         return sparse_ ? nullptr : dense_.data() + c * out_;
     }
     // Hints the memory system about a column some events ahead: stage 0 fetches its offsets
-    // (one line for every block's run), stage 1 the block's synapses (needs the offsets,
+    // (one line for every block's run), stage 1 the synapses of blocks [b0, b1) (needs the offsets,
     // fetched earlier by stage 0).
-    void prefetch(std::int64_t c, std::int64_t block, int stage) const {
+    void prefetch(std::int64_t c, std::int64_t b0, std::int64_t b1, int stage) const {
         if (!sparse_) {
-            if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + block * block_);
+            if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + b0 * block_);
             return;
         }
-        const std::size_t at = run_at(c, block);
         if (stage == 0) {
-            __builtin_prefetch(colptr_.data() + at);
+            __builtin_prefetch(colptr_.data() + run_at(c, b0));
         } else {
-            // The whole run of this column, one cache line at a time.
-            const auto k0 = colptr_[at], k1 = colptr_[at + 1];
+            // The runs of blocks [b0, b1) of this column, one cache line at a time.
+            const auto k0 = colptr_[run_at(c, b0)], k1 = colptr_[run_at(c, b1)];
             for (auto k = k0; k < k1; k += 32) __builtin_prefetch(rows_.data() + k);
             if (!vals_.empty())
                 for (auto k = k0; k < k1; k += 16) __builtin_prefetch(vals_.data() + k);

@@ -171,12 +171,14 @@ void SpikingAttentionNode::project(const Activity& in, State& s, const StepConte
 }
 
 std::uint64_t SpikingAttentionNode::emit(const std::vector<float>& vals, Activity& out) {
-    // Every value, then the non-zero ones by vector compression: no branch per neuron.
+    // Every value, then the non-zero ones by vector compression: no branch per neuron. The
+    // values are spikes, so no ternarity check.
     std::copy(vals.begin(), vals.end(), out.values.begin());
     out.active.resize(vals.size());
-    bool ternary = true;
-    out.active.resize(collect_nonzero(out.values.data(), 0, static_cast<std::int64_t>(vals.size()),
-                                      out.active.data(), ternary));
+    const float* v = out.values.data();
+    out.active.resize(collect_indices(
+        0, static_cast<std::int64_t>(vals.size()), [v](std::int64_t i) { return v[i] != 0.0f; },
+        out.active.data()));
     out.ternary = true;
     out.all_ones = false;
     return out.active.size();

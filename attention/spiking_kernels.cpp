@@ -26,26 +26,29 @@ TERNION_CLONES void row_axpy(float* __restrict a, float x, const float* __restri
     for (std::int64_t j = 0; j < n; ++j) a[j] += x * w[j];
 }
 
-TERNION_CLONES void lif_row_di(float* __restrict h, const float* __restrict x, float* __restrict s,
-                               std::int64_t n, float tau, float vth, float vr) {
+// SpikingJelly's decay_input LIF over a row; scale(a) = a / tau, as a division or, when tau is a
+// power of two, the exact product (exact_reciprocal). Inlined into each clone below.
+template <class Scale>
+inline void lif_row_with(float* __restrict h, const float* __restrict x, float* __restrict s,
+                         std::int64_t n, Scale scale, float vth, float vr) {
     for (std::int64_t j = 0; j < n; ++j) {
-        const float v = h[j] + (x[j] - (h[j] - vr)) / tau;
+        const float v = h[j] + scale(x[j] - (h[j] - vr));
         const bool f = v >= vth;
         s[j] = f ? 1.0f : 0.0f;
         h[j] = f ? vr : v;
     }
 }
 
-// The same with 1/tau exact (tau a power of two): a product instead of a division.
-TERNION_CLONES void lif_row_di_mul(float* __restrict h, const float* __restrict x,
-                                   float* __restrict s, std::int64_t n, float inv_tau, float vth,
-                                   float vr) {
-    for (std::int64_t j = 0; j < n; ++j) {
-        const float v = h[j] + (x[j] - (h[j] - vr)) * inv_tau;
-        const bool f = v >= vth;
-        s[j] = f ? 1.0f : 0.0f;
-        h[j] = f ? vr : v;
-    }
+TERNION_CLONES void lif_row_div(float* __restrict h, const float* __restrict x, float* __restrict s,
+                                std::int64_t n, float tau, float vth, float vr) {
+    lif_row_with(
+        h, x, s, n, [tau](float a) { return a / tau; }, vth, vr);
+}
+
+TERNION_CLONES void lif_row_mul(float* __restrict h, const float* __restrict x, float* __restrict s,
+                                std::int64_t n, float inv_tau, float vth, float vr) {
+    lif_row_with(
+        h, x, s, n, [inv_tau](float a) { return a * inv_tau; }, vth, vr);
 }
 
 }  // namespace
@@ -56,9 +59,9 @@ void lif_row(float* h, const float* x, float* s, std::int64_t n, const LifParams
         return;
     }
     if (const auto inv = exact_reciprocal(p.tau))
-        lif_row_di_mul(h, x, s, n, *inv, p.v_threshold, p.v_reset);
+        lif_row_mul(h, x, s, n, *inv, p.v_threshold, p.v_reset);
     else
-        lif_row_di(h, x, s, n, p.tau, p.v_threshold, p.v_reset);
+        lif_row_div(h, x, s, n, p.tau, p.v_threshold, p.v_reset);
 }
 
 int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_out) {

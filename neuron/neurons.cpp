@@ -99,6 +99,7 @@ class NeuronBase : public Node {
         // each member updates the inputs it just computed; otherwise fixed-size blocks.
         const std::int64_t bs = ctx.team ? row_part_size(n, ctx.team->size()) : kNeuronBlock;
         const std::int64_t nb = (n + bs - 1) / bs;
+        const std::int64_t work = 2 * n;  // for_blocks' units: a neuron update counts two
         if (st.block != bs) {
             st.block_spikes.assign(static_cast<std::size_t>(nb), {});
             st.block = bs;
@@ -116,7 +117,7 @@ class NeuronBase : public Node {
                     update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
                 }
             },
-            2 * n);
+            work);
         out.active.clear();
         OpCounts& ops = *ctx.ops;
         const auto un = static_cast<std::uint64_t>(n);
@@ -129,7 +130,7 @@ class NeuronBase : public Node {
             ops.state_write_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
             return;
         }
-        ctx.concat_blocks(st.block_spikes, out.active, 2 * n);
+        ctx.concat_blocks(st.block_spikes, out.active, work);
         out.ternary = true;
         out.all_ones = !emits_negative();
         ops.neuron_update += un;

@@ -160,7 +160,8 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
     if (count == 1 && cfg.threads > 1) team = std::make_unique<ThreadTeam>(cfg.threads);
 
     // Nodes whose non-zeros no one reads by index: every consumer takes this node as its only
-    // input and reads whole values, and nothing records or delays it.
+    // input, undelayed (a delayed edge copies the list), and reads whole values; nothing
+    // records it, and it is not the output.
     std::vector<char> list_out(static_cast<std::size_t>(n), 1);
     {
         std::vector<int> consumers(static_cast<std::size_t>(n), 0), by_values(consumers);
@@ -175,7 +176,6 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
             list_out[k] = !(consumers[k] > 0 && by_values[k] == consumers[k] && u != out_node &&
                             !(cfg.observer && cfg.observer->wants(u)));
         }
-        for (int u : g.delayed_sources()) list_out[static_cast<std::size_t>(u)] = 1;
     }
 
     auto t0 = std::chrono::steady_clock::now();

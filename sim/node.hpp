@@ -48,6 +48,12 @@ struct Activity {
     std::size_t unlisted = 0;
 
     std::size_t nonzero() const { return listed ? active.size() : unlisted; }
+    // The producer's side of `listed`: no index list, only the count of non-zeros.
+    void mark_unlisted(std::size_t count) {
+        active.clear();
+        listed = false;
+        unlisted = count;
+    }
     void resize(std::int64_t n) {
         values.assign(static_cast<std::size_t>(n), 0.0f);
         active.clear();
@@ -145,28 +151,8 @@ std::size_t collect_indices(std::int64_t b0, std::int64_t b1, Flag flag, std::ui
     return n;
 }
 
-// The non-zero entries of v[b0, b1) into `out` (room for b1 - b0), with `ternary` set to
-// whether all of them are -1 or +1. Returns their count.
-inline std::size_t collect_nonzero(const float* v, std::int64_t b0, std::int64_t b1,
-                                   std::uint32_t* out, bool& ternary) {
-    const std::size_t n = collect_indices(
-        b0, b1, [v](std::int64_t i) { return v[i] != 0.0f; }, out);
-    // Is every hit -1 or +1? Few hits: look them up. Many: one dense pass, which compilers
-    // vectorise, beats an indexed load per hit (16000 of them cost 30 us a step).
-    unsigned other = 0;
-    if (n * 8 < static_cast<std::size_t>(b1 - b0)) {
-        for (std::size_t k = 0; k < n; ++k) other |= v[out[k]] != 1.0f && v[out[k]] != -1.0f;
-    } else {
-        for (std::int64_t i = b0; i < b1; ++i)
-            other |= static_cast<unsigned>(v[i] != 0.0f) &
-                     static_cast<unsigned>(std::fabs(v[i]) != 1.0f);
-    }
-    ternary = other == 0;
-    return n;
-}
-
-// The count of non-zeros in v[b0, b1), and whether all of them are -1 or +1: collect_nonzero
-// without the list, for outputs nobody reads by index.
+// The count of non-zeros in v[b0, b1), and whether all of them are -1 or +1, in one pass that
+// compilers vectorise: collect_nonzero without the list, for outputs nobody reads by index.
 inline std::size_t count_nonzero(const float* v, std::int64_t b0, std::int64_t b1, bool& ternary) {
     std::size_t n = 0;
     unsigned other = 0;
@@ -176,6 +162,24 @@ inline std::size_t count_nonzero(const float* v, std::int64_t b0, std::int64_t b
             static_cast<unsigned>(v[i] != 0.0f) & static_cast<unsigned>(std::fabs(v[i]) != 1.0f);
     }
     ternary = other == 0;
+    return n;
+}
+
+// The non-zero entries of v[b0, b1) into `out` (room for b1 - b0), with `ternary` set to
+// whether all of them are -1 or +1. Returns their count.
+inline std::size_t collect_nonzero(const float* v, std::int64_t b0, std::int64_t b1,
+                                   std::uint32_t* out, bool& ternary) {
+    const std::size_t n = collect_indices(
+        b0, b1, [v](std::int64_t i) { return v[i] != 0.0f; }, out);
+    // Is every hit -1 or +1? Many hits: count_nonzero's dense pass beats an indexed load per
+    // hit (16000 of them cost 30 us a step). Few: look them up.
+    if (n * 8 >= static_cast<std::size_t>(b1 - b0)) {
+        count_nonzero(v, b0, b1, ternary);
+        return n;
+    }
+    bool other = false;
+    for (std::size_t k = 0; k < n; ++k) other |= v[out[k]] != 1.0f && v[out[k]] != -1.0f;
+    ternary = !other;
     return n;
 }
 

@@ -162,10 +162,12 @@ void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
     std::uint64_t off = 0;
     for (std::int64_t c = 0; c < in; ++c) {
         for (std::int64_t b = 0; b < nb; ++b) {
-            colptr_[run_at(c, b)] = static_cast<std::uint32_t>(off);
+            // fill: this run's count, then where its next synapse goes.
             auto& f = fill[static_cast<std::size_t>(c * nb + b)];
+            const std::uint64_t start = off;
             off += f;
-            f = colptr_[run_at(c, b)];
+            f = start;
+            colptr_[run_at(c, b)] = static_cast<std::uint32_t>(start);
         }
         colptr_[run_at(c, nb)] = static_cast<std::uint32_t>(off);
     }
@@ -530,10 +532,9 @@ class LinearNode final : public Node {
             if (ctx.list_output) {
                 ctx.concat_blocks(scratch.block_active, out.active, work);
             } else {
-                out.active.clear();
-                out.listed = false;
-                out.unlisted = 0;
-                for (auto& a : scratch.block_active) out.unlisted += a.count;
+                std::size_t count = 0;
+                for (auto& a : scratch.block_active) count += a.count;
+                out.mark_unlisted(count);
             }
         } else if (!dense && !weights_.sparse()) {
             // Several tokens (the weights apply to the last axis of each), dense weights.
@@ -583,9 +584,7 @@ class LinearNode final : public Node {
                 out.active.resize(
                     collect_nonzero(y, 0, rows_ * out_, out.active.data(), out.ternary));
             } else {
-                out.active.clear();
-                out.listed = false;
-                out.unlisted = count_nonzero(y, 0, rows_ * out_, out.ternary);
+                out.mark_unlisted(count_nonzero(y, 0, rows_ * out_, out.ternary));
             }
         }
         // Counts from events and shapes: each non-zero input touches its column's weights.
@@ -637,9 +636,7 @@ class LinearNode final : public Node {
         }
         out.ternary = other == 0;
         if (!ctx.list_output) {
-            out.active.clear();
-            out.listed = false;
-            out.unlisted = total;
+            out.mark_unlisted(total);
             return;
         }
         out.active.resize(total + 64);  // mask_indices stores whole vectors

@@ -1,5 +1,6 @@
 #include "tools/cli_common.hpp"
 
+#include <algorithm>
 #include <iostream>
 #include <thread>
 
@@ -63,6 +64,13 @@ std::string group_digits(std::uint64_t v) {
         ++c;
     }
     return {r.rbegin(), r.rend()};
+}
+
+Spread spread(std::vector<double> v) {
+    if (v.empty()) return {};
+    std::sort(v.begin(), v.end());
+    const std::size_t m = v.size();
+    return {m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]), v.front(), v.back()};
 }
 
 }  // namespace ternion::cli

@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "models/nir_loader.hpp"
 #include "tools/commands.hpp"
@@ -27,5 +28,11 @@ int default_threads();
 
 // Formats a count with thousands separators.
 std::string group_digits(std::uint64_t v);
+
+// Median, minimum and maximum of timings (any unit; zeros when there are none).
+struct Spread {
+    double median = 0, min = 0, max = 0;
+};
+Spread spread(std::vector<double> v);
 
 }  // namespace ternion::cli

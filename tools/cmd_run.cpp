@@ -1,7 +1,6 @@
 // `ternion run`: simulate a model on an input file and report spikes, operation counts,
 // accuracy and (through hw/) energy per inference.
 #include <openssl/evp.h>
-#include <algorithm>
 
 #include <chrono>
 #include <cmath>
@@ -339,12 +338,9 @@ int cmd_run(const Args& args) {
         // Latency of one inference: the median is what a warm, steady stream of samples costs
         // (the first sample also pays for first-touch allocations and cold caches).
         if (!res.sample_s.empty()) {
-            auto t = res.sample_s;
-            std::sort(t.begin(), t.end());
-            const std::size_t m = t.size();
-            const double median = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
+            const auto t = spread(res.sample_s);
             j["timing"]["sample_ms"] = {
-                {"median", 1e3 * median}, {"min", 1e3 * t.front()}, {"max", 1e3 * t.back()}};
+                {"median", 1e3 * t.median}, {"min", 1e3 * t.min}, {"max", 1e3 * t.max}};
         }
         if (rec) j["trace"] = {{"file", trace_path}, {"bytes_in_memory", rec->estimated_bytes()}};
         hw::add_to_json(cost, j);

@@ -131,6 +131,11 @@ void write_tokens(const std::string& path, std::mt19937_64& rng) {
         .write(path);
 }
 
+// A SpikingJelly LIF for the large single-sample layers: slow leak, low threshold.
+std::map<std::string, Param> slow_lif() {
+    return {{"tau", P(20.0)}, {"decay_input", P(0.0)}, {"v_threshold", P(0.5)}};
+}
+
 void check_same(const Outcome& a, const Outcome& b, bool compare_ops) {
     REQUIRE(a.capture.values.size() == b.capture.values.size());
     for (const auto& [key, v] : a.capture.values) {
@@ -202,8 +207,7 @@ TEST_CASE("spikes and counts are identical for any thread count") {
         .node("input", "Input", {{"shape", P({double(n_in)})}})
         .node("fc", "Linear",
               {{"weight", P(random_weights(rng, n_in * n_out, 0.02, 1.0), {n_out, n_in})}})
-        .node("lif", "ternion.SJLIF",
-              {{"tau", P(20.0)}, {"decay_input", P(0.0)}, {"v_threshold", P(0.5)}})
+        .node("lif", "ternion.SJLIF", slow_lif())
         .node("output", "Output")
         .edge("input", "fc")
         .edge("fc", "lif")
@@ -234,19 +238,15 @@ TEST_CASE("unread index lists are skipped without changing a count or a spike") 
     write_spikes(in1.path(), random_spikes(rng, 4 * 10 * 64, 0.2, true), {4, 10, 64});
     write_spikes(in3.path(), random_spikes(rng, 3 * 5 * 48, 0.3, true), {3, 5, 3, 4, 4});
     const std::int64_t n_in = 2000, n_out = 6000;
-    auto lif = [] {
-        return std::map<std::string, Param>{
-            {"tau", P(20.0)}, {"decay_input", P(0.0)}, {"v_threshold", P(0.5)}};
-    };
     ModelFile()
         .node("input", "Input", {{"shape", P({double(n_in)})}})
         .node("fc", "Linear",
               {{"weight", P(random_weights(rng, n_in * n_out, 0.03, 1.0), {n_out, n_in})}})
-        .node("lif_a", "ternion.SJLIF", lif())
-        .node("lif_b", "ternion.SJLIF", lif())
+        .node("lif_a", "ternion.SJLIF", slow_lif())
+        .node("lif_b", "ternion.SJLIF", slow_lif())
         .node("fc2", "Linear",
               {{"weight", P(random_weights(rng, n_out * n_out, 0.01, 1.0), {n_out, n_out})}})
-        .node("lif_c", "ternion.SJLIF", lif())
+        .node("lif_c", "ternion.SJLIF", slow_lif())
         .node("both", "ternion.Identity", {})
         .node("output", "Output")
         .edge("input", "fc")

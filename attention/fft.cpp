@@ -267,76 +267,154 @@ std::shared_ptr<const std::vector<cfloat>> twiddle_table(std::int64_t L) {
     return t;
 }
 
-// Forward DFT (natural order in and out) of L lane vectors held as (re, im), using (tre, tim)
-// as the other half of the ping-pong. Returns true when the result ended in (tre, tim).
-bool stockham(v8* re, v8* im, v8* tre, v8* tim, std::int64_t L, const cfloat* T) {
-    v8 *xr = re, *xi = im, *yr = tre, *yi = tim;
-    bool swapped = false;
-    std::int64_t n = L, s = 1;
-    for (; n >= 4; n /= 4, s *= 4) {
-        const std::int64_t n4 = n / 4, step = L / n;
-        for (std::int64_t p = 0; p < n4; ++p) {
-            const cfloat w1 = T[p * step], w2 = T[2 * p * step], w3 = T[3 * p * step];
+// The convolution runs as a forward DIF FFT whose output stays in digit-reversed order, a
+// pointwise product with the kernel's spectrum permuted the same way, and the exact adjoint of
+// the DIF (a DIT with conjugate twiddles), which takes that order back to natural order: no
+// reordering pass. The recursion is depth-first: a block's forward step, its four quarters'
+// whole convolutions, then its inverse step, so below the top level or two every block is
+// transformed, multiplied and transformed back while it sits in cache. (A breadth-first
+// Stockham pass over a 16-channel, N = 16384 signal streams 2 MB through L3 at each of its 14
+// stages; see docs/ann-attention.md.)
+// Forward radix-4 DIF step on block x[0 .. m) (m = 4q), twiddles w^k = T[k * ts]:
+// quarter s receives (sum_r x[j + r q] (-i)^(r s)) w^(s j), the input of the sub-DFT of the
+// frequencies congruent to s mod 4.
+inline void dif4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t ts) {
+    for (std::int64_t j = 0; j < q; ++j) {
+        const v8 x0r = re[j], x0i = im[j], x1r = re[j + q], x1i = im[j + q];
+        const v8 x2r = re[j + 2 * q], x2i = im[j + 2 * q], x3r = re[j + 3 * q], x3i = im[j + 3 * q];
+        const v8 ar = x0r + x2r, ai = x0i + x2i, br = x1r + x3r, bi = x1i + x3i;
+        const v8 cr = x0r - x2r, ci = x0i - x2i, dr = x1r - x3r, di = x1i - x3i;
+        re[j] = ar + br;
+        im[j] = ai + bi;
+        if (j == 0) {  // all twiddles 1
+            re[q] = cr + di;
+            im[q] = ci - dr;
+            re[2 * q] = ar - br;
+            im[2 * q] = ai - bi;
+            re[3 * q] = cr - di;
+            im[3 * q] = ci + dr;
+            continue;
+        }
+        const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
+        const v8 w1r = splat(w1.real()), w1i = splat(w1.imag());
+        const v8 w2r = splat(w2.real()), w2i = splat(w2.imag());
+        const v8 w3r = splat(w3.real()), w3i = splat(w3.imag());
+        const v8 t1r = cr + di, t1i = ci - dr;  // c - i d
+        const v8 t2r = ar - br, t2i = ai - bi;  // a - b
+        const v8 t3r = cr - di, t3i = ci + dr;  // c + i d
+        re[j + q] = t1r * w1r - t1i * w1i;
+        im[j + q] = t1r * w1i + t1i * w1r;
+        re[j + 2 * q] = t2r * w2r - t2i * w2i;
+        im[j + 2 * q] = t2r * w2i + t2i * w2r;
+        re[j + 3 * q] = t3r * w3r - t3i * w3i;
+        im[j + 3 * q] = t3r * w3i + t3i * w3r;
+    }
+}
+
+// The adjoint of dif4: quarter s times conj(w^(s j)), then the unscaled inverse 4-point DFT.
+inline void dit4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t ts) {
+    for (std::int64_t j = 0; j < q; ++j) {
+        v8 y1r = re[j + q], y1i = im[j + q], y2r = re[j + 2 * q], y2i = im[j + 2 * q];
+        v8 y3r = re[j + 3 * q], y3i = im[j + 3 * q];
+        if (j != 0) {
+            const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
             const v8 w1r = splat(w1.real()), w1i = splat(w1.imag());
             const v8 w2r = splat(w2.real()), w2i = splat(w2.imag());
             const v8 w3r = splat(w3.real()), w3i = splat(w3.imag());
-            for (std::int64_t q = 0; q < s; ++q) {
-                const std::int64_t i0 = q + s * p;
-                const v8 ar = xr[i0], ai = xi[i0];
-                const v8 br = xr[i0 + s * n4], bi = xi[i0 + s * n4];
-                const v8 cr = xr[i0 + 2 * s * n4], ci = xi[i0 + 2 * s * n4];
-                const v8 dr = xr[i0 + 3 * s * n4], di = xi[i0 + 3 * s * n4];
-                const v8 apcr = ar + cr, apci = ai + ci, amcr = ar - cr, amci = ai - ci;
-                const v8 bpdr = br + dr, bpdi = bi + di, bmdr = br - dr, bmdi = bi - di;
-                // amc -/+ i (b - d)
-                const v8 t1r = amcr + bmdi, t1i = amci - bmdr;
-                const v8 t3r = amcr - bmdi, t3i = amci + bmdr;
-                const v8 t2r = apcr - bpdr, t2i = apci - bpdi;
-                const std::int64_t o = q + s * 4 * p;
-                yr[o] = apcr + bpdr;
-                yi[o] = apci + bpdi;
-                yr[o + s] = t1r * w1r - t1i * w1i;
-                yi[o + s] = t1r * w1i + t1i * w1r;
-                yr[o + 2 * s] = t2r * w2r - t2i * w2i;
-                yi[o + 2 * s] = t2r * w2i + t2i * w2r;
-                yr[o + 3 * s] = t3r * w3r - t3i * w3i;
-                yi[o + 3 * s] = t3r * w3i + t3i * w3r;
-            }
+            const v8 u1r = y1r * w1r + y1i * w1i, u1i = y1i * w1r - y1r * w1i;
+            const v8 u2r = y2r * w2r + y2i * w2i, u2i = y2i * w2r - y2r * w2i;
+            const v8 u3r = y3r * w3r + y3i * w3i, u3i = y3i * w3r - y3r * w3i;
+            y1r = u1r, y1i = u1i, y2r = u2r, y2i = u2i, y3r = u3r, y3i = u3i;
         }
-        std::swap(xr, yr);
-        std::swap(xi, yi);
-        swapped = !swapped;
+        const v8 y0r = re[j], y0i = im[j];
+        const v8 ar = y0r + y2r, ai = y0i + y2i, br = y1r + y3r, bi = y1i + y3i;
+        const v8 cr = y0r - y2r, ci = y0i - y2i, dr = y1r - y3r, di = y1i - y3i;
+        re[j] = ar + br;
+        im[j] = ai + bi;
+        re[j + q] = cr - di;  // c + i d
+        im[j + q] = ci + dr;
+        re[j + 2 * q] = ar - br;
+        im[j + 2 * q] = ai - bi;
+        re[j + 3 * q] = cr + di;  // c - i d
+        im[j + 3 * q] = ci - dr;
     }
-    if (n == 2) {  // odd power of two: one last radix-2 stage, twiddles all 1
-        for (std::int64_t q = 0; q < s; ++q) {
-            const v8 ar = xr[q], ai = xi[q], br = xr[q + s], bi = xi[q + s];
-            yr[q] = ar + br;
-            yi[q] = ai + bi;
-            yr[q + s] = ar - br;
-            yi[q + s] = ai - bi;
-        }
-        swapped = !swapped;
+}
+
+inline void times(v8& xr, v8& xi, float zr, float zi) {
+    const v8 r = xr * splat(zr) - xi * splat(zi);
+    xi = xr * splat(zi) + xi * splat(zr);
+    xr = r;
+}
+
+// Convolves block [0, m) in place: forward step, the sub-blocks, inverse step. z points at
+// this block's part of the permuted spectrum.
+void convolve_block(v8* re, v8* im, std::int64_t m, const cfloat* T, std::int64_t ts,
+                    const float* zr, const float* zi) {
+    if (m == 1) {
+        times(re[0], im[0], zr[0], zi[0]);
+        return;
     }
-    return swapped;
+    if (m == 2) {
+        v8 ar = re[0] + re[1], ai = im[0] + im[1], br = re[0] - re[1], bi = im[0] - im[1];
+        times(ar, ai, zr[0], zi[0]);
+        times(br, bi, zr[1], zi[1]);
+        re[0] = ar + br, im[0] = ai + bi, re[1] = ar - br, im[1] = ai - bi;
+        return;
+    }
+    const std::int64_t q = m / 4;
+    dif4(re, im, q, T, ts);
+    for (std::int64_t s = 0; s < 4; ++s)
+        convolve_block(re + s * q, im + s * q, q, T, ts * 4, zr + s * q, zi + s * q);
+    dit4(re, im, q, T, ts);
+}
+
+// perm[p] = the frequency the recursion leaves at position p (the layout of convolve_block).
+void build_order(std::int64_t* perm, std::int64_t m, std::int64_t base, std::int64_t stride) {
+    if (m == 1) {
+        perm[0] = base;
+        return;
+    }
+    if (m == 2) {
+        perm[0] = base;
+        perm[1] = base + stride;
+        return;
+    }
+    const std::int64_t q = m / 4;
+    for (std::int64_t s = 0; s < 4; ++s)
+        build_order(perm + s * q, q, base + s * stride, 4 * stride);
+}
+
+std::shared_ptr<const std::vector<std::int64_t>> order_table(std::int64_t L) {
+    static std::mutex mu;
+    static std::map<std::int64_t, std::shared_ptr<const std::vector<std::int64_t>>> cache;
+    std::lock_guard<std::mutex> lock(mu);
+    auto& t = cache[L];
+    if (!t) {
+        auto v = std::make_shared<std::vector<std::int64_t>>(static_cast<std::size_t>(L));
+        build_order(v->data(), L, 0, 1);
+        t = std::move(v);
+    }
+    return t;
 }
 
 }  // namespace
 
 struct ChannelConvolver::Impl {
     std::shared_ptr<const std::vector<cfloat>> tw;
-    std::vector<v8> re, im, tre, tim;  // [L] lane vectors each
-    std::vector<cfloat> zfull;         // the kernel's full spectrum
+    std::shared_ptr<const std::vector<std::int64_t>> order;
+    std::vector<v8> re, im;     // [L] lane vectors each, transformed in place
+    std::vector<float> zr, zi;  // the kernel's spectrum in the recursion's order
 };
 
 ChannelConvolver::ChannelConvolver(std::int64_t L) : L_(L), impl_(std::make_unique<Impl>()) {
     if (!supports(L)) throw std::invalid_argument("ChannelConvolver: length not a power of two");
     impl_->tw = twiddle_table(L);
+    impl_->order = order_table(L);
     const auto sz = static_cast<std::size_t>(L);
     impl_->re.resize(sz);
     impl_->im.resize(sz);
-    impl_->tre.resize(sz);
-    impl_->tim.resize(sz);
-    impl_->zfull.resize(sz);
+    impl_->zr.resize(sz);
+    impl_->zi.resize(sz);
 }
 
 ChannelConvolver::ChannelConvolver(const ChannelConvolver& o) : ChannelConvolver(o.L_) {}
@@ -360,8 +438,15 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
                            std::int64_t channels, std::int64_t sj, std::int64_t sc) {
     auto& I = *impl_;
     const std::int64_t L = L_;
-    for (std::int64_t k = 0; k <= L / 2; ++k) I.zfull[k] = zf[k];
-    for (std::int64_t k = L / 2 + 1; k < L; ++k) I.zfull[k] = std::conj(zf[L - k]);
+    // The full spectrum from the half one (z is real: X[L - k] = conj X[k]), in the order the
+    // recursion leaves the transform in.
+    const std::int64_t* order = I.order->data();
+    for (std::int64_t p = 0; p < L; ++p) {
+        const std::int64_t k = order[p];
+        const cfloat c = k <= L / 2 ? zf[k] : std::conj(zf[L - k]);
+        I.zr[p] = c.real();
+        I.zi[p] = c.imag();
+    }
     const cfloat* T = I.tw->data();
     auto gather = [&](const float* src, std::int64_t lanes, v8* out) {
         if (sj == 1) {
@@ -394,13 +479,16 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
     for (std::int64_t c0 = 0; c0 < channels; c0 += 16) {
         const std::int64_t nre = std::min<std::int64_t>(8, channels - c0);
         const std::int64_t nim = std::clamp<std::int64_t>(channels - c0 - 8, 0, 8);
-        v8 *re = I.re.data(), *im = I.im.data(), *tre = I.tre.data(), *tim = I.tim.data();
+        v8 *re = I.re.data(), *im = I.im.data();
         // Row-major with all 16 lanes: one pass over the rows loads both halves of each token's
         // 64-byte run (two passes would fetch every line twice at large n).
         const bool rows16 = sj != 1 && nim == 8;
         if (rows16) {
             const float* src = v + c0;
+            // Rows are a few KB apart: the hardware prefetcher does not run that far ahead.
+            constexpr std::int64_t ahead = 16;
             for (std::int64_t j = 0; j < n; ++j) {
+                if (j + ahead < n) __builtin_prefetch(src + (j + ahead) * sj);
                 std::memcpy(&re[j], src + j * sj, sizeof(v8));
                 std::memcpy(&im[j], src + j * sj + 8, sizeof(v8));
             }
@@ -412,25 +500,12 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
                 std::fill(im, im + n, splat(0.0f));
         }
         for (std::int64_t j = n; j < L; ++j) re[j] = im[j] = splat(0.0f);
-        if (stockham(re, im, tre, tim, L, T)) {
-            std::swap(re, tre);
-            std::swap(im, tim);
-        }
-        for (std::int64_t k = 0; k < L; ++k) {
-            const v8 zr = splat(I.zfull[k].real()), zi = splat(I.zfull[k].imag());
-            const v8 xr = re[k], xi = im[k];
-            re[k] = xr * zr - xi * zi;
-            im[k] = xr * zi + xi * zr;
-        }
-        // Inverse DFT = swap(DFT(swap(x))) with swap(a + ib) = b + ia: swapping the real and
-        // imaginary arrays is free in this split layout.
-        if (stockham(im, re, tim, tre, L, T)) {
-            std::swap(re, tre);
-            std::swap(im, tim);
-        }
+        convolve_block(re, im, L, T, 1, I.zr.data(), I.zi.data());
         if (rows16) {
             float* dst = y + c0;
+            constexpr std::int64_t ahead = 16;
             for (std::int64_t j = 0; j < n; ++j) {
+                if (j + ahead < n) __builtin_prefetch(dst + (j + ahead) * sj, 1);
                 std::memcpy(dst + j * sj, &re[j], sizeof(v8));
                 std::memcpy(dst + j * sj + 8, &im[j], sizeof(v8));
             }

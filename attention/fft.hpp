@@ -50,8 +50,9 @@ class RealFft {
 // with scalar complex arithmetic, while CAT transforms D channels of the same length. Here
 // channel pairs ride in the real and imaginary parts of one complex signal (z is real, so
 // conv(z, a + i b) = conv(z, a) + i conv(z, b): no half-spectrum split needed), and eight such
-// complex signals share every butterfly of a radix-4 Stockham FFT (one AVX2 register per
-// butterfly leg). Not thread-safe (scratch buffers): one per thread.
+// complex signals share every butterfly of an in-place radix-4 FFT (one AVX2 register per
+// butterfly leg) that keeps the spectrum in digit-reversed order between the forward and
+// inverse transforms. Not thread-safe (scratch buffers): one per thread.
 class ChannelConvolver {
   public:
     static bool supports(std::int64_t L) { return L >= 2 && (L & (L - 1)) == 0; }

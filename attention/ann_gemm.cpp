@@ -24,15 +24,23 @@ constexpr int kRows = 6;              // rows of C per kernel call
 constexpr std::int64_t kBlock = 256;  // columns per block: a 512-row block of B is 512 KiB, in L2
 
 // C[0..R) x [0..W) of one panel; W = columns written (<= 64), V = vectors computed.
+// An: rows of A the next call will read, fetched into cache a line per row every 16 steps of k
+// (rows are lda apart, a pattern the hardware prefetcher does not follow ahead of time), or null.
 template <int R, int V>
 void kernel(const float* __restrict A, std::int64_t lda, const float* __restrict Bp, std::int64_t k,
-            const float* __restrict bias, float* __restrict C, std::int64_t ldc, int width) {
+            const float* __restrict bias, float* __restrict C, std::int64_t ldc, int width,
+            const float* __restrict An) {
     __m512 acc[R][V];
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
         for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_ps();
     for (std::int64_t p = 0; p < k; ++p) {
+        if (An && (p & 15) == 0) {
+#pragma GCC unroll 12
+            for (int r = 0; r < R; ++r)
+                _mm_prefetch(reinterpret_cast<const char*>(An + r * lda + p), _MM_HINT_T0);
+        }
         __m512 b[V];
 #pragma GCC unroll 4
         for (int v = 0; v < V; ++v) b[v] = _mm512_load_ps(Bp + p * 64 + 16 * v);
@@ -57,7 +65,7 @@ void kernel(const float* __restrict A, std::int64_t lda, const float* __restrict
 }
 
 using Kernel = void (*)(const float*, std::int64_t, const float*, std::int64_t, const float*,
-                        float*, std::int64_t, int);
+                        float*, std::int64_t, int, const float*);
 
 template <int R>
 Kernel pick_v(int v) {
@@ -103,11 +111,13 @@ void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedM
         const std::int64_t j1 = std::min(wide_end, j0 + kBlock);
         for (std::int64_t i0 = 0; i0 < m; i0 += kRows) {
             const int rows = static_cast<int>(std::min<std::int64_t>(kRows, m - i0));
+            // The last panel of a row block fetches the next block's rows of A.
+            const float* next = i0 + 2 * kRows <= m ? A + (i0 + kRows) * lda : nullptr;
             for (std::int64_t c0 = j0; c0 < j1; c0 += 64) {
                 const int width = static_cast<int>(std::min<std::int64_t>(64, n - c0));
                 pick(rows, (width + 15) / 16)(A + i0 * lda, lda, B.panel(c0 / 64), k,
                                               bias ? bias + c0 : nullptr, C + i0 * ldc + c0, ldc,
-                                              width);
+                                              width, c0 + 64 >= j1 ? next : nullptr);
             }
         }
     }
@@ -119,11 +129,12 @@ void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedM
     const float* bb = bias ? bias + wide_end : nullptr;
     std::int64_t i0 = 0;
     for (; i0 + tall_rows <= m; i0 += tall_rows)
-        tall(A + i0 * lda, lda, Bp, k, bb, C + i0 * ldc + wide_end, ldc, width);
+        tall(A + i0 * lda, lda, Bp, k, bb, C + i0 * ldc + wide_end, ldc, width,
+             i0 + 2 * tall_rows <= m ? A + (i0 + tall_rows) * lda : nullptr);
     for (; i0 < m; i0 += kRows) {
         const int rows = static_cast<int>(std::min<std::int64_t>(kRows, m - i0));
         pick(rows, (width + 15) / 16)(A + i0 * lda, lda, Bp, k, bb, C + i0 * ldc + wide_end, ldc,
-                                      width);
+                                      width, nullptr);
     }
 }
 

@@ -218,35 +218,41 @@ TEST_CASE("ChannelConvolver (power-of-two batched kernel) equals the dense produ
 TEST_CASE("ChannelConvolver: row-major storage gives the column-major results") {
     // convolve_rows reads sample j of channel c at v[j * ld + c]: the CAT forward pass uses it
     // on the row-major V. Same arithmetic, so the results agree exactly; columns outside the
-    // channel range are left alone.
-    for (std::int64_t n : {2, 8, 32, 4096}) {
-        for (std::int64_t c : {1, 8, 9, 19, 64}) {
-            CAPTURE(n);
-            CAPTURE(c);
-            const std::int64_t ld = c + 3;
-            auto zr = randv(n, 41);
-            Eigen::VectorXf z =
-                softmax(Eigen::Map<Eigen::VectorXf>(zr.data(), n).cast<double>()).cast<float>();
-            RealFft plan(n);
-            std::vector<cfloat> zf(static_cast<std::size_t>(plan.spectrum_size()));
-            plan.forward(z.data(), zf.data());
-            for (auto& s : zf) s /= static_cast<float>(n);
-            auto vr = randv(n * ld, 42);
-            std::vector<float> vc(n * c), yc(n * c), yr(n * ld, -7.0f);
-            for (std::int64_t j = 0; j < n; ++j)
-                for (std::int64_t ch = 0; ch < c; ++ch) vc[ch * n + j] = vr[j * ld + ch];
-            ChannelConvolver conv(n);
-            conv.convolve(zf.data(), vc.data(), yc.data(), n, c);
-            conv.convolve_rows(zf.data(), vr.data(), yr.data(), ld, n, c);
-            bool same = true, untouched = true;
-            for (std::int64_t j = 0; j < n; ++j) {
-                for (std::int64_t ch = 0; ch < c; ++ch) same &= yr[j * ld + ch] == yc[ch * n + j];
-                for (std::int64_t ch = c; ch < ld; ++ch) untouched &= yr[j * ld + ch] == -7.0f;
+    // channel range are left alone. An ld that is a multiple of 8 floats on aligned storage
+    // takes the streaming-store path, as CAT's [N, D + pad] matrices do.
+    for (std::int64_t n : {2, 8, 32, 4096})
+        for (bool aligned_rows : {false, true}) {
+            for (std::int64_t c : {1, 8, 9, 19, 64}) {
+                CAPTURE(n);
+                CAPTURE(c);
+                CAPTURE(aligned_rows);
+                const std::int64_t ld = aligned_rows ? (c + 15) / 16 * 16 + 16 : c + 3;
+                auto zr = randv(n, 41);
+                Eigen::VectorXf z =
+                    softmax(Eigen::Map<Eigen::VectorXf>(zr.data(), n).cast<double>()).cast<float>();
+                RealFft plan(n);
+                std::vector<cfloat> zf(static_cast<std::size_t>(plan.spectrum_size()));
+                plan.forward(z.data(), zf.data());
+                for (auto& s : zf) s /= static_cast<float>(n);
+                auto vr = randv(n * ld, 42);
+                std::vector<float> vc(n * c), yc(n * c);
+                // Eigen's allocator aligns to its vector width (32 bytes or more with AVX).
+                std::vector<float, Eigen::aligned_allocator<float>> yr(n * ld, -7.0f);
+                for (std::int64_t j = 0; j < n; ++j)
+                    for (std::int64_t ch = 0; ch < c; ++ch) vc[ch * n + j] = vr[j * ld + ch];
+                ChannelConvolver conv(n);
+                conv.convolve(zf.data(), vc.data(), yc.data(), n, c);
+                conv.convolve_rows(zf.data(), vr.data(), yr.data(), ld, n, c);
+                bool same = true, untouched = true;
+                for (std::int64_t j = 0; j < n; ++j) {
+                    for (std::int64_t ch = 0; ch < c; ++ch)
+                        same &= yr[j * ld + ch] == yc[ch * n + j];
+                    for (std::int64_t ch = c; ch < ld; ++ch) untouched &= yr[j * ld + ch] == -7.0f;
+                }
+                CHECK(same);
+                CHECK(untouched);
             }
-            CHECK(same);
-            CHECK(untouched);
         }
-    }
 }
 
 TEST_CASE("C4: cross-correlation convention is the transpose, via conj(FFT(z))") {

@@ -20,7 +20,8 @@ bool packed_gemm_available() {
 
 namespace {
 
-constexpr int kRows = 6;              // rows of C per kernel call
+constexpr int kRows = 6;                                      // rows of C per kernel call
+constexpr std::int64_t kStreamBytes = std::int64_t{8} << 20;  // C at least this large
 constexpr std::int64_t kBlock = 256;  // columns per block: a 512-row block of B is 512 KiB, in L2
 
 // C[0..R) x [0..W) of one panel; W = columns written (<= 64), V = vectors computed.
@@ -29,7 +30,7 @@ constexpr std::int64_t kBlock = 256;  // columns per block: a 512-row block of B
 template <int R, int V>
 void kernel(const float* __restrict A, std::int64_t lda, const float* __restrict Bp, std::int64_t k,
             const float* __restrict bias, float* __restrict C, std::int64_t ldc, int width,
-            const float* __restrict An) {
+            const float* __restrict An, bool stream) {
     __m512 acc[R][V];
 #pragma GCC unroll 12
     for (int r = 0; r < R; ++r)
@@ -60,12 +61,15 @@ void kernel(const float* __restrict A, std::int64_t lda, const float* __restrict
                 left >= 16 ? __mmask16(0xffff) : static_cast<__mmask16>((1u << left) - 1u);
             __m512 c = acc[r][v];
             if (bias) c = _mm512_add_ps(c, _mm512_maskz_loadu_ps(m, bias + 16 * v));
-            _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m, c);
+            if (stream && left >= 16)
+                _mm512_stream_ps(C + r * ldc + 16 * v, c);
+            else
+                _mm512_mask_storeu_ps(C + r * ldc + 16 * v, m, c);
         }
 }
 
 using Kernel = void (*)(const float*, std::int64_t, const float*, std::int64_t, const float*,
-                        float*, std::int64_t, int, const float*);
+                        float*, std::int64_t, int, const float*, bool);
 
 template <int R>
 Kernel pick_v(int v) {
@@ -107,6 +111,10 @@ void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedM
     // columns takes 12 rows, so that one load of B still feeds 12 or 24 FMAs. (Not more: rows of
     // A 2 KiB apart share two L1 sets, and more than 8 per set would evict each other.)
     const std::int64_t wide_end = n % 64 != 0 && n % 64 <= 32 ? n / 64 * 64 : n;
+    // A C larger than the caches is written with streaming stores where a store fills a whole
+    // line: reading each line before overwriting it was wasted memory traffic.
+    const bool stream = m * ldc * static_cast<std::int64_t>(sizeof(float)) >= kStreamBytes &&
+                        reinterpret_cast<std::uintptr_t>(C) % 64 == 0 && ldc % 16 == 0;
     for (std::int64_t j0 = 0; j0 < wide_end; j0 += kBlock) {
         const std::int64_t j1 = std::min(wide_end, j0 + kBlock);
         for (std::int64_t i0 = 0; i0 < m; i0 += kRows) {
@@ -117,11 +125,14 @@ void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedM
                 const int width = static_cast<int>(std::min<std::int64_t>(64, n - c0));
                 pick(rows, (width + 15) / 16)(A + i0 * lda, lda, B.panel(c0 / 64), k,
                                               bias ? bias + c0 : nullptr, C + i0 * ldc + c0, ldc,
-                                              width, c0 + 64 >= j1 ? next : nullptr);
+                                              width, c0 + 64 >= j1 ? next : nullptr, stream);
             }
         }
     }
-    if (wide_end == n) return;
+    if (wide_end == n) {
+        if (stream) _mm_sfence();
+        return;
+    }
     const int width = static_cast<int>(n - wide_end);
     const Kernel tall = width <= 16 ? kernel<12, 1> : kernel<12, 2>;
     constexpr std::int64_t tall_rows = 12;
@@ -130,12 +141,13 @@ void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedM
     std::int64_t i0 = 0;
     for (; i0 + tall_rows <= m; i0 += tall_rows)
         tall(A + i0 * lda, lda, Bp, k, bb, C + i0 * ldc + wide_end, ldc, width,
-             i0 + 2 * tall_rows <= m ? A + (i0 + tall_rows) * lda : nullptr);
+             i0 + 2 * tall_rows <= m ? A + (i0 + tall_rows) * lda : nullptr, stream);
     for (; i0 < m; i0 += kRows) {
         const int rows = static_cast<int>(std::min<std::int64_t>(kRows, m - i0));
         pick(rows, (width + 15) / 16)(A + i0 * lda, lda, Bp, k, bb, C + i0 * ldc + wide_end, ldc,
-                                      width, nullptr);
+                                      width, nullptr, stream);
     }
+    if (stream) _mm_sfence();
 }
 
 #else

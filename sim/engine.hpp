@@ -51,6 +51,8 @@ struct RunConfig {
     bool progress = false;          // progress bar on stderr
     StepObserver* observer = nullptr;
     bool count_ops = true;  // false only for measuring the cost of counting
+    // Work per step below which a node does not split across threads (StepContext).
+    std::int64_t parallel_work = StepContext::kParallelWork;
 };
 
 struct NodeStats {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -232,20 +233,27 @@ struct StepContext {
     std::uint64_t* aux = nullptr;
 
     // Below this much work in a step (synapse events, neuron updates), a node's blocks run on
-    // the calling thread: waking other threads and waiting for them costs a few microseconds,
-    // more than small layers take.
-    static constexpr std::int64_t kParallelWork = 4096;
+    // the calling thread: waking the other threads and waiting for them costs 2-10 µs on a
+    // shared 2-vCPU machine, about what 16384 synapse events take (~1 ns each). At 4096, a
+    // 4000-neuron LIF network ran 0.45-0.7x as fast on 2 threads as on 1 (0.93x at 16384); at
+    // N = 16000 every layer is above either threshold.
+    static constexpr std::int64_t kParallelWork = 16384;
+    // The threshold in force (RunConfig::parallel_work): tests lower it to 0 so that even small
+    // layers split and thread-count determinism is checked on them.
+    std::int64_t parallel_work = kParallelWork;
+    // Default `work` of for_blocks / concat_blocks: always worth splitting.
+    static constexpr std::int64_t kAlwaysSplit = std::numeric_limits<std::int64_t>::max();
 
     // out = the blocks' indices one after another. With a team, each member copies its own
     // blocks: the lists stay in the cache of the thread that wrote them, instead of crossing to
     // one copying thread every step (and back when the member rewrites them).
     // `work` as given to for_blocks for the same blocks: a node run on one thread copies alone.
     void concat_blocks(const std::vector<BlockIndices>& blocks, IndexList& out,
-                       std::int64_t work = kParallelWork) const {
+                       std::int64_t work = kAlwaysSplit) const {
         std::size_t total = 0;
         for (const auto& b : blocks) total += b.size();
         out.resize(total);
-        if (!team || total < 64 || work < kParallelWork) {
+        if (!team || total < 64 || work < parallel_work) {
             std::size_t at = 0;
             for (const auto& b : blocks) {
                 std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(at));
@@ -269,8 +277,8 @@ struct StepContext {
     // Blocks write disjoint outputs, so results do not depend on how many threads run them.
     template <class F>
     void for_blocks(std::int64_t n, std::int64_t grain, F&& f,
-                    std::int64_t work = kParallelWork) const {
-        if (!parallel_inner || n <= grain || work < kParallelWork) {
+                    std::int64_t work = kAlwaysSplit) const {
+        if (!parallel_inner || n <= grain || work < parallel_work) {
             f(std::int64_t{0}, n);
             return;
         }

@@ -54,6 +54,9 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
     cfg.threads = threads;
     cfg.timesteps = T;
     cfg.seed = seed;
+    // Split every node, however small, so that determinism across thread counts is tested on
+    // the split paths too (by default small layers stay on one thread).
+    cfg.parallel_work = 0;
     // Unobserved runs let producers skip index lists no consumer reads (list_output).
     cfg.observer = observe ? &o->capture : nullptr;
     o->result = run(*o->graph, *src, cfg);

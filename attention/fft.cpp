@@ -275,6 +275,7 @@ std::shared_ptr<const std::vector<cfloat>> twiddle_table(std::int64_t L) {
 // transformed, multiplied and transformed back while it sits in cache. (A breadth-first
 // Stockham pass over a 16-channel, N = 16384 signal streams 2 MB through L3 at each of its 14
 // stages; see docs/ann-attention.md.)
+
 // Forward radix-4 DIF step on block x[0 .. m) (m = 4q), twiddles w^k = T[k * ts]:
 // quarter s receives (sum_r x[j + r q] (-i)^(r s)) w^(s j), the input of the sub-DFT of the
 // frequencies congruent to s mod 4.

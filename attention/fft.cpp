@@ -476,6 +476,9 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
                 for (std::int64_t l = 0; l < lanes; ++l) dst[j * sj + l] = in[j][l];
         }
     };
+    // Rows (row-major input) are a few KB apart: the hardware prefetcher does not run that far
+    // ahead, so the row loops prefetch this many rows ahead themselves.
+    constexpr std::int64_t ahead = 16;
     // 16 channels per pass: lanes 0..7 of the real part and lanes 0..7 of the imaginary part.
     for (std::int64_t c0 = 0; c0 < channels; c0 += 16) {
         const std::int64_t nre = std::min<std::int64_t>(8, channels - c0);
@@ -486,8 +489,6 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
         const bool rows16 = sj != 1 && nim == 8;
         if (rows16) {
             const float* src = v + c0;
-            // Rows are a few KB apart: the hardware prefetcher does not run that far ahead.
-            constexpr std::int64_t ahead = 16;
             for (std::int64_t j = 0; j < n; ++j) {
                 if (j + ahead < n) __builtin_prefetch(src + (j + ahead) * sj);
                 std::memcpy(&re[j], src + j * sj, sizeof(v8));
@@ -517,7 +518,6 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
                 continue;
             }
 #endif
-            constexpr std::int64_t ahead = 16;
             for (std::int64_t j = 0; j < n; ++j) {
                 if (j + ahead < n) __builtin_prefetch(dst + (j + ahead) * sj, 1);
                 std::memcpy(dst + j * sj, &re[j], sizeof(v8));

@@ -68,13 +68,12 @@ int bench_attention(const Args& args) {
     std::vector<double> ms;
     for (int r = 0; r < repeats; ++r) ms.push_back(once());
     const Spread s = spread(ms);
-    const double median = s.median;
     const auto ops = att->op_counts(n);
     if (vm.count("json")) {
-        nlohmann::json j{{"bench", "attention"}, {"kind", kind},        {"tokens", n},
-                         {"dim", dim},           {"heads", heads},      {"threads", threads},
-                         {"repeats", repeats},   {"ms_median", median}, {"ms_min", s.min},
-                         {"ms_max", s.max},      {"ms_all", ms},        {"mac", ops.mac},
+        nlohmann::json j{{"bench", "attention"}, {"kind", kind},          {"tokens", n},
+                         {"dim", dim},           {"heads", heads},        {"threads", threads},
+                         {"repeats", repeats},   {"ms_median", s.median}, {"ms_min", s.min},
+                         {"ms_max", s.max},      {"ms_all", ms},          {"mac", ops.mac},
                          {"exp", ops.exp}};
         std::cout << j.dump() << "\n";
     } else {
@@ -82,7 +81,7 @@ int bench_attention(const Args& args) {
             "%s N=%lld D=%lld H=%lld threads=%d: median %.3f ms (min %.3f, max %.3f, %d "
             "runs), %s MACs, %s exp\n",
             kind.c_str(), static_cast<long long>(n), static_cast<long long>(dim),
-            static_cast<long long>(heads), threads, median, s.min, s.max, repeats,
+            static_cast<long long>(heads), threads, s.median, s.min, s.max, repeats,
             group_digits(ops.mac).c_str(), group_digits(ops.exp).c_str());
     }
     return 0;

@@ -248,12 +248,16 @@ struct StepContext {
     // blocks: the lists stay in the cache of the thread that wrote them, instead of crossing to
     // one copying thread every step (and back when the member rewrites them).
     // `work` as given to for_blocks for the same blocks: a node run on one thread copies alone.
+    // A short list is copied by the caller even then: a copied index costs about a unit of work,
+    // so below parallel_work indices the members' wake-up and wait would cost more than the copy
+    // (a 16000-neuron layer emits ~450 spikes a step).
     void concat_blocks(const std::vector<BlockIndices>& blocks, IndexList& out,
                        std::int64_t work = kAlwaysSplit) const {
         std::size_t total = 0;
         for (const auto& b : blocks) total += b.size();
         out.resize(total);
-        if (!team || total < 64 || work < parallel_work) {
+        if (!team || total < 64 || work < parallel_work ||
+            static_cast<std::int64_t>(total) < parallel_work) {
             std::size_t at = 0;
             for (const auto& b : blocks) {
                 std::copy(b.begin(), b.end(), out.begin() + static_cast<std::ptrdiff_t>(at));

@@ -50,7 +50,8 @@ class SpikingAttentionNode : public Node {
         std::vector<float> q, k, v, y;        // [N][D] spikes (V: analog for BSA), attention out
         std::vector<std::int32_t> s, yi;      // integer scores / products, scratch
         std::vector<std::int32_t> expo;       // Shiftmax exponents
-        std::vector<std::uint64_t> qm, km, vm, kt, vt;  // bit masks (SSA)
+        std::vector<std::uint64_t> qm, km, vm, qt, kt, vt;  // bit masks (SSA)
+        std::vector<std::uint64_t> vcount;                  // V spikes per token (SSA)
         std::vector<std::uint32_t> cnt;
         // [H][N][N] scores and weights of the last step, kept only when ctx.keep_attention.
         std::vector<float> att_scores, att_weights;

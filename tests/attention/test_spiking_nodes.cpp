@@ -62,13 +62,14 @@ struct Stepper {
 
 const LifParams kFireOnOne{2.0f, true, 0.5f, 0.0f};  // input 1 -> v = 0.5 -> spike, reset
 
-}  // namespace
-
-TEST_CASE("SSA equals a dense hand computation over several steps") {
-    std::mt19937 rng(11);
-    const std::int64_t N = 5, Din = 6, D = 4, H = 2, dh = 2, T = 4;
-    auto q = rand_w(rng, D, Din, 0.8f, 2.2f), k = rand_w(rng, D, Din, 0.8f, 2.2f),
-         v = rand_w(rng, D, Din, 0.8f, 2.2f);
+// SSA against a dense hand computation: output spikes, Q spike counts, and the accumulates of
+// the cheaper association per head, counted here from the spike tensors themselves.
+void check_ssa(std::int64_t N, std::int64_t Din, std::int64_t D, std::int64_t H, std::int64_t T,
+               std::uint32_t seed, float bias) {
+    std::mt19937 rng(seed);
+    const std::int64_t dh = D / H;
+    auto q = rand_w(rng, D, Din, 0.8f, bias), k = rand_w(rng, D, Din, 0.8f, bias),
+         v = rand_w(rng, D, Din, 0.8f, bias);
     SsaNode node("ssa", Projection(q.w, q.b, D, Din), Projection(k.w, k.b, D, Din),
                  Projection(v.w, v.b, D, Din), H, LifParams{}, LifParams{2.0f, true, 0.5f, 0.0f},
                  0.125f, SsaAssociation::automatic);
@@ -84,10 +85,11 @@ TEST_CASE("SSA equals a dense hand computation over several steps") {
         }
         return 0.0f;
     };
-    std::uint64_t total_spikes = 0;
+    std::uint64_t total_spikes = 0, qk_heads = 0, kv_heads = 0;
     for (std::int64_t t = 0; t < T; ++t) {
         std::vector<float> x(N * Din);
-        for (auto& e : x) e = (rng() % 2) ? 1.0f : 0.0f;
+        std::uint64_t nx = 0;
+        for (auto& e : x) nx += (e = (rng() % 2) ? 1.0f : 0.0f) != 0.0f;
         std::vector<float> Q(N * D), K(N * D), V(N * D);
         for (std::int64_t n = 0; n < N; ++n)
             for (std::int64_t o = 0; o < D; ++o) {
@@ -102,7 +104,11 @@ TEST_CASE("SSA equals a dense hand computation over several steps") {
                 V[n * D + o] = lif(hv[n * D + o], c, 1.0f);
             }
         std::vector<float> expect(N * D);
-        for (std::int64_t h = 0; h < H; ++h)
+        std::uint64_t acs = 3 * nx * std::uint64_t(D);  // every weight is non-zero
+        for (std::int64_t h = 0; h < H; ++h) {
+            auto at = [&](const std::vector<float>& m, std::int64_t n, std::int64_t c) {
+                return m[n * D + h * dh + c] != 0.0f;
+            };
             for (std::int64_t i = 0; i < N; ++i)
                 for (std::int64_t c = 0; c < dh; ++c) {
                     double y = 0;  // (Q K^T) V of head h
@@ -115,14 +121,59 @@ TEST_CASE("SSA equals a dense hand computation over several steps") {
                     expect[i * D + h * dh + c] =
                         lif(ha[i * D + h * dh + c], float(y * 0.125), 0.5f);
                 }
+            // (Q K^T) V: a (Q, K) pair per coincident channel, then V_j's spikes for every
+            // non-zero score; Q (K^T V): a (K, V) pair per token, then Q's spikes times the
+            // non-zero entries of their K^T V row.
+            std::uint64_t qk = 0, kv = 0;
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j) {
+                    std::uint64_t both = 0, vj = 0;
+                    for (std::int64_t c = 0; c < dh; ++c) {
+                        both += at(Q, i, c) && at(K, j, c);
+                        vj += at(V, j, c);
+                    }
+                    qk += both + (both ? vj : 0);
+                }
+            for (std::int64_t j = 0; j < N; ++j) {
+                std::uint64_t kj = 0, vj = 0;
+                for (std::int64_t c = 0; c < dh; ++c) kj += at(K, j, c), vj += at(V, j, c);
+                kv += kj * vj;
+            }
+            for (std::int64_t c = 0; c < dh; ++c) {
+                std::uint64_t qc = 0, row = 0;
+                for (std::int64_t i = 0; i < N; ++i) qc += at(Q, i, c);
+                for (std::int64_t c2 = 0; c2 < dh; ++c2) {
+                    bool any = false;
+                    for (std::int64_t j = 0; j < N; ++j) any = any || (at(K, j, c) && at(V, j, c2));
+                    row += any;
+                }
+                kv += qc * row;
+            }
+            acs += std::min(qk, kv);
+            ++(qk <= kv ? qk_heads : kv_heads);
+        }
         const auto& out = s.run(act(x), Engine::event, t);
         CHECK(out.values == expect);
         total_spikes += out.active.size();
         std::uint64_t nq = 0;
         for (float e : Q) nq += e != 0;
         CHECK(s.aux[0] == nq);
+        CHECK(s.ops.ac == acs);
+        CHECK(s.aux[3] + s.aux[4] == std::uint64_t(H));
     }
     CHECK(total_spikes > 0);
+    CHECK(qk_heads + kv_heads == std::uint64_t(H * T));
+}
+
+}  // namespace
+
+TEST_CASE("SSA equals a dense hand computation over several steps") {
+    check_ssa(5, 6, 4, 2, 4, 11, 2.2f);
+}
+
+TEST_CASE("SSA beyond one mask word: 70 tokens, 66 channels per head") {
+    // Token and channel bit masks span two 64-bit words each.
+    check_ssa(70, 8, 132, 2, 3, 12, 0.6f);
 }
 
 TEST_CASE("SSA closed-form counts: all-ones and single-token patterns; associations agree") {

@@ -72,7 +72,7 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
             const std::int64_t r0 = b * kBlock, r1 = std::min(out, r0 + kBlock);
             for (std::int64_t r = r0; r < r1; ++r) {
                 float v = w[static_cast<std::size_t>(r * in + c)];
-                if (v != 0.0f) syn.push_back({static_cast<std::uint32_t>(r - r0), v});
+                if (v != 0.0f) syn.push_back({static_cast<std::uint32_t>(r - row_base(b)), v});
             }
         }
         colptr_[run_at(c, nb)] = static_cast<std::uint32_t>(syn.size());
@@ -178,7 +178,7 @@ void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
             if (v == 0.0f) continue;
             const std::int64_t b = r / kBlock;
             auto& f = fill[static_cast<std::size_t>(indices[static_cast<std::size_t>(k)] * nb + b)];
-            syn[f] = {static_cast<std::uint32_t>(r - b * kBlock), v};
+            syn[f] = {static_cast<std::uint32_t>(r - row_base(b)), v};
             ++f;
         }
     compact(syn);
@@ -189,7 +189,7 @@ float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
     const std::int64_t kBlock = block_;
     const std::int64_t b = r / kBlock;
     for (auto k = colptr_[run_at(c, b)]; k < colptr_[run_at(c, b) + 1]; ++k)
-        if (rows_[k] == r - b * kBlock)
+        if (rows_[k] == r - row_base(b))
             return codebook_.size() == 1 ? codebook_[0]
                                          : (codes_.empty() ? vals_[k] : codebook_[codes_[k]]);
     return 0.0f;
@@ -221,12 +221,15 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
         }
         return;
     }
-    // r0 is block aligned: deliver block by block.
+    // r0 is block aligned. With whole-layer row offsets, the runs of consecutive blocks are one
+    // run (they lie together, rows ascending): one delivery loop however many blocks there are.
     const std::int64_t kBlock = block_;
-    for (std::int64_t b = r0 / kBlock; b * kBlock < r1; ++b) {
+    const std::int64_t b_end = (r1 + kBlock - 1) / kBlock;
+    const bool merged = row_base(1) == 0;
+    for (std::int64_t b = r0 / kBlock; b < b_end; b = merged ? b_end : b + 1) {
         const auto k0 = colptr_[run_at(c, b)];
-        const auto k1 = colptr_[run_at(c, b) + 1];
-        float* yb = y + b * kBlock;
+        const auto k1 = colptr_[run_at(c, merged ? b_end : b + 1)];
+        float* yb = y + row_base(b);
         if (codebook_.size() == 1) {
             const float w = codebook_[0];
             deliver(k0, k1, yb, x, unit, [w](std::uint64_t) { return w; });

@@ -23,7 +23,7 @@ class ColumnWeights {
     // Rows per block: a column's synapses in one block form one contiguous run (latency, not
     // bandwidth, bounds event delivery), so blocks are as large as possible: one per worker
     // thread, at most 65472 rows (uint16 offsets, whole 64-row groups). The partition never changes
-    // results.
+    // results. Layers of at most 65472 rows store whole-layer row numbers (row_base).
     static constexpr std::int64_t kMaxBlock = 65472;  // 1023 cache lines of rows
     void set_blocks(int parts) { parts_ = parts < 1 ? 1 : parts; }
     std::int64_t block() const { return block_; }
@@ -107,6 +107,10 @@ class ColumnWeights {
     std::size_t run_at(std::int64_t c, std::int64_t b) const {
         return static_cast<std::size_t>(c * stride_ + b);
     }
+    // First row of block b that stored rows count from: 0 while every row fits 16 bits, so a
+    // pass over several blocks (one thread running them all) reads a column as one run; else
+    // the block's first row.
+    std::int64_t row_base(std::int64_t b) const { return out_ <= kMaxBlock ? 0 : b * block_; }
     std::int64_t stride_ = 2;
     std::size_t prefetch_events_ = 4;
     // 32-bit offsets: no tensor, so no synapse count, exceeds kMaxElements (2^31).

@@ -123,3 +123,43 @@ TEST_CASE("ColumnWeights: entries and column deliveries equal the matrix for eve
                 CHECK((csr.nblocks() - 1) * csr.block() < k.out);
             }
 }
+
+TEST_CASE("ColumnWeights: more rows than 16-bit offsets reach (block-local rows)") {
+    // Up to 65472 rows a column's runs hold whole-layer row numbers; past that each block counts
+    // from its first row. Both sides of the boundary, with 1 to 3 blocks.
+    for (const std::int64_t out : {std::int64_t{65472}, std::int64_t{70001}}) {
+        const std::int64_t in = 3;
+        std::mt19937 rng(static_cast<std::uint32_t>(out));
+        std::uniform_real_distribution<float> u(0.0f, 1.0f);
+        std::vector<float> m(static_cast<std::size_t>(out * in), 0.0f);
+        for (auto& x : m)
+            if (u(rng) < 0.01f) x = u(rng) - 0.5f;
+        m[static_cast<std::size_t>((out - 1) * in)] = 0.75f;  // the last row
+        std::vector<std::int64_t> indptr, indices;
+        std::vector<float> data;
+        to_csr(m, out, in, indptr, indices, data);
+        for (int parts = 1; parts <= 3; ++parts) {
+            CAPTURE(out);
+            CAPTURE(parts);
+            ColumnWeights cw;
+            cw.set_blocks(parts);
+            cw.set_codebook(false);
+            cw.build_csr(indptr, indices, data, out, in);
+            REQUIRE(cw.sparse());
+            CHECK(cw.nblocks() == (out > ColumnWeights::kMaxBlock ? std::max(2, parts) : parts));
+            CHECK(cw.at(out - 1, 0) == 0.75f);
+            for (std::int64_t c = 0; c < in; ++c) {
+                std::vector<float> whole(static_cast<std::size_t>(out), 0.5f), blocks = whole,
+                                                                               want = whole;
+                for (std::int64_t r = 0; r < out; ++r)
+                    want[static_cast<std::size_t>(r)] -= m[static_cast<std::size_t>(r * in + c)];
+                cw.add_column(c, -1.0f, true, whole.data(), 0, out);
+                for (std::int64_t b = 0; b < cw.nblocks(); ++b)
+                    cw.add_column(c, -1.0f, true, blocks.data(), b * cw.block(),
+                                  std::min(out, (b + 1) * cw.block()));
+                CHECK(whole == want);
+                CHECK(blocks == want);
+            }
+        }
+    }
+}

@@ -6,6 +6,10 @@
 #include <limits>
 #include <numbers>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "attention/ann_internal.hpp"
 #include "attention/fft.hpp"
 #include "sim/error.hpp"
@@ -13,6 +17,18 @@
 #include "sim/node_spec.hpp"
 
 namespace ternion::ann {
+
+void prefer_huge_pages(void* p, std::size_t bytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    constexpr std::uintptr_t kHuge = std::uintptr_t{2} << 20;
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    const std::uintptr_t lo = (a + kHuge - 1) & ~(kHuge - 1), hi = (a + bytes) & ~(kHuge - 1);
+    if (hi > lo) madvise(reinterpret_cast<void*>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)bytes;
+#endif
+}
 
 // ----- parameter sources -----
 
@@ -304,6 +320,7 @@ void convolve_heads(const MatR& zs, const MatR& V, std::int64_t channels, MatR& 
     const std::int64_t n = V.rows(), H = zs.cols(), c = channels / H;
     const std::int64_t L = causal ? causal_fft_length(n) : n;
     Y.resize(n, V.cols());
+    prefer_huge_pages(Y.data(), static_cast<std::size_t>(Y.size()) * sizeof(float));
     // Split heads into channel blocks when threads are available: each block redoes one FFT
     // of z, a small price for balancing 8 heads over any thread count.
     const std::int64_t blocks =

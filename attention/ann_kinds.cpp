@@ -231,6 +231,7 @@ class CatKind final : public Attention {
         MatR& Z = w->Z;  // [n, H] logits
         MatR &V = w->V, &M = w->M;
         V.resize(n, va.out());
+        prefer_huge_pages(V.data(), static_cast<std::size_t>(V.size()) * sizeof(float));
         project_into(va, x, V, par);
         if (var_ == CatVariant::avgkey) {
             MatR Q, K;

@@ -58,9 +58,9 @@ void check_gemm(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t lda
 TEST_CASE("gemm_packed equals the ascending-k loop bit for bit") {
     // Without AVX-512 this checks the portable path (which projections then leave to Eigen).
     std::mt19937 rng(3);
-    const std::int64_t shapes[][3] = {{1, 1, 1},    {5, 7, 16},   {13, 9, 32},
-                                      {25, 33, 48}, {6, 64, 64},  {40, 17, 80},
-                                      {29, 5, 528}, {12, 3, 520}, {7, 130, 200}};
+    const std::int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 16},    {13, 9, 32},  {25, 33, 48},
+                                      {6, 64, 64},   {40, 17, 80},  {29, 5, 528}, {12, 3, 520},
+                                      {7, 130, 200}, {30, 40, 136}, {26, 11, 5}};
     for (const auto& sh : shapes)
         for (bool with_bias : {false, true})
             check_gemm<std::vector<float>>(sh[0], sh[1], sh[2], sh[1] + 3, sh[2] + 5, sh[2] + 7,

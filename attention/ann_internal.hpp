@@ -16,14 +16,14 @@
 
 namespace ternion::ann {
 
-// Calls f(begin, end) over blocks of [0, n); in parallel only when asked, so one code path
-// serves both the engine's single-threaded steps and multi-threaded benchmarks.
 // Asks the kernel to back the whole 2 MiB pages inside [p, p + bytes) with huge pages, where
 // it supports that (Linux with transparent huge pages in "madvise" mode): the FFT kernel walks
 // a [n, D] buffer a row (2 KiB) at a time, touching a new 4 KiB page every other row. A hint:
 // no effect where unsupported, and the contents never change.
 void prefer_huge_pages(void* p, std::size_t bytes);
 
+// Calls f(begin, end) over blocks of [0, n); in parallel only when asked, so one code path
+// serves both the engine's single-threaded steps and multi-threaded benchmarks.
 template <class F>
 void for_range(std::int64_t n, std::int64_t grain, bool parallel, F&& f) {
     if (!parallel || n <= grain) {

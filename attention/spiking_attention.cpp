@@ -30,20 +30,24 @@ void dense_scores(const T* q, const T* k, std::int64_t N, std::int64_t D, std::i
         }
 }
 
-// Calls f(bit index) for every set bit of a multi-word mask, ascending.
+// Multi-word bit masks, word w at m[w * stride] (stride 1: contiguous; SSA's token masks are
+// word-major, one channel's words dh apart).
+// Calls f(bit index) for every set bit, ascending.
 template <class F>
-void for_bits(const std::uint64_t* m, std::int64_t words, F&& f) {
+void for_bits(const std::uint64_t* m, std::int64_t words, F&& f, std::int64_t stride = 1) {
     for (std::int64_t w = 0; w < words; ++w)
-        for (std::uint64_t b = m[w]; b; b &= b - 1) f(w * 64 + std::countr_zero(b));
+        for (std::uint64_t b = m[w * stride]; b; b &= b - 1) f(w * 64 + std::countr_zero(b));
 }
-bool any_and(const std::uint64_t* a, const std::uint64_t* b, std::int64_t words) {
+bool any_and(const std::uint64_t* a, const std::uint64_t* b, std::int64_t words,
+             std::int64_t stride = 1) {
     for (std::int64_t w = 0; w < words; ++w)
-        if (a[w] & b[w]) return true;
+        if (a[w * stride] & b[w * stride]) return true;
     return false;
 }
-std::uint64_t popcount(const std::uint64_t* a, std::int64_t words) {
+std::uint64_t popcount(const std::uint64_t* a, std::int64_t words, std::int64_t stride = 1) {
     std::uint64_t c = 0;
-    for (std::int64_t w = 0; w < words; ++w) c += static_cast<std::uint64_t>(std::popcount(a[w]));
+    for (std::int64_t w = 0; w < words; ++w)
+        c += static_cast<std::uint64_t>(std::popcount(a[w * stride]));
     return c;
 }
 
@@ -298,13 +302,8 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         // Query spikes per channel (s.cnt), key spikes per channel (kcnt).
         std::uint32_t* kcnt = s.cnt.data() + dh;
         for (std::int64_t c = 0; c < dh; ++c) {
-            std::uint32_t a = 0, b = 0;
-            for (std::int64_t w = 0; w < NW; ++w) {
-                a += static_cast<std::uint32_t>(std::popcount(s.qt[sz(w * dh + c)]));
-                b += static_cast<std::uint32_t>(std::popcount(s.kt[sz(w * dh + c)]));
-            }
-            s.cnt[sz(c)] = a;
-            kcnt[c] = b;
+            s.cnt[sz(c)] = static_cast<std::uint32_t>(popcount(&s.qt[sz(c)], NW, dh));
+            kcnt[c] = static_cast<std::uint32_t>(popcount(&s.kt[sz(c)], NW, dh));
         }
         if (s.att_kept)  // for traces: Q.K^T counts of this head, and times the scale
             for (std::int64_t i = 0; i < N; ++i)
@@ -340,12 +339,8 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
                 const std::uint64_t kc = s.kt[sz(c)];
                 for (std::int64_t c2 = 0; c2 < dh; ++c2) row += (kc & s.vt[sz(c2)]) != 0;
             } else {
-                for (std::int64_t c2 = 0; c2 < dh; ++c2) {
-                    bool any = false;
-                    for (std::int64_t w = 0; w < NW && !any; ++w)
-                        any = (s.kt[sz(w * dh + c)] & s.vt[sz(w * dh + c2)]) != 0;
-                    row += any;
-                }
+                for (std::int64_t c2 = 0; c2 < dh; ++c2)
+                    row += any_and(&s.kt[sz(c)], &s.vt[sz(c2)], NW, dh) ? 1 : 0;
             }
             kv2 += std::uint64_t{s.cnt[sz(c)]} * row;
         }
@@ -369,9 +364,8 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
             std::fill(S, S + N * N, 0);
             for (std::int64_t i = 0; i < N; ++i)
                 for_bits(&s.qm[sz(i * W)], W, [&](std::int64_t c) {
-                    for (std::int64_t w = 0; w < NW; ++w)
-                        for (std::uint64_t b = s.kt[sz(w * dh + c)]; b; b &= b - 1)
-                            ++S[i * N + w * 64 + std::countr_zero(b)];
+                    for_bits(
+                        &s.kt[sz(c)], NW, [&](std::int64_t j) { ++S[i * N + j]; }, dh);
                 });
             for (std::int64_t i = 0; i < N; ++i)
                 for (std::int64_t j = 0; j < N; ++j)

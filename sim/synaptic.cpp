@@ -221,11 +221,13 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
         }
         return;
     }
-    // r0 is block aligned. With whole-layer row offsets, the runs of consecutive blocks are one
-    // run (they lie together, rows ascending): one delivery loop however many blocks there are.
+    // r0 is block aligned, r1 too unless it is out_. With whole-layer row numbers the runs of
+    // consecutive blocks are one run (they lie together, rows ascending): one delivery loop
+    // however many blocks there are. (The whole range, one thread's common case, needs no
+    // division: stride_ is nblocks() + 1.)
     const std::int64_t kBlock = block_;
-    const std::int64_t b_end = (r1 + kBlock - 1) / kBlock;
-    const bool merged = row_base(1) == 0;
+    const std::int64_t b_end = r1 >= out_ ? stride_ - 1 : r1 / kBlock;
+    const bool merged = whole_layer_rows();
     for (std::int64_t b = r0 / kBlock; b < b_end; b = merged ? b_end : b + 1) {
         const auto k0 = colptr_[run_at(c, b)];
         const auto k1 = colptr_[run_at(c, merged ? b_end : b + 1)];

@@ -107,10 +107,11 @@ class ColumnWeights {
     std::size_t run_at(std::int64_t c, std::int64_t b) const {
         return static_cast<std::size_t>(c * stride_ + b);
     }
-    // First row of block b that stored rows count from: 0 while every row fits 16 bits, so a
-    // pass over several blocks (one thread running them all) reads a column as one run; else
-    // the block's first row.
-    std::int64_t row_base(std::int64_t b) const { return out_ <= kMaxBlock ? 0 : b * block_; }
+    // Stored rows count from the layer's first row while every row fits 16 bits, so a pass
+    // over several blocks (one thread running them all) reads a column as one run; else from
+    // each block's first row (row_base).
+    bool whole_layer_rows() const { return out_ <= kMaxBlock; }
+    std::int64_t row_base(std::int64_t b) const { return whole_layer_rows() ? 0 : b * block_; }
     std::int64_t stride_ = 2;
     std::size_t prefetch_events_ = 4;
     // 32-bit offsets: no tensor, so no synapse count, exceeds kMaxElements (2^31).

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "attention/spiking_attention.hpp"
@@ -63,16 +64,19 @@ struct Stepper {
 const LifParams kFireOnOne{2.0f, true, 0.5f, 0.0f};  // input 1 -> v = 0.5 -> spike, reset
 
 // SSA against a dense hand computation: output spikes, Q spike counts, and the accumulates of
-// the cheaper association per head, counted here from the spike tensors themselves.
-void check_ssa(std::int64_t N, std::int64_t Din, std::int64_t D, std::int64_t H, std::int64_t T,
-               std::uint32_t seed, float bias) {
+// the association taken per head (the cheaper one unless `assoc` forces one), counted here from
+// the spike tensors themselves. Returns how many (head, step) pairs took Q K^T first and how
+// many K^T V first.
+std::pair<std::uint64_t, std::uint64_t> check_ssa(
+    std::int64_t N, std::int64_t Din, std::int64_t D, std::int64_t H, std::int64_t T,
+    std::uint32_t seed, float bias, SsaAssociation assoc = SsaAssociation::automatic) {
     std::mt19937 rng(seed);
     const std::int64_t dh = D / H;
     auto q = rand_w(rng, D, Din, 0.8f, bias), k = rand_w(rng, D, Din, 0.8f, bias),
          v = rand_w(rng, D, Din, 0.8f, bias);
     SsaNode node("ssa", Projection(q.w, q.b, D, Din), Projection(k.w, k.b, D, Din),
                  Projection(v.w, v.b, D, Din), H, LifParams{}, LifParams{2.0f, true, 0.5f, 0.0f},
-                 0.125f, SsaAssociation::automatic);
+                 0.125f, assoc);
     node.bind({N, Din});
     CHECK(node.out_shape() == Shape{N, D});
     Stepper s(node);
@@ -85,7 +89,7 @@ void check_ssa(std::int64_t N, std::int64_t Din, std::int64_t D, std::int64_t H,
         }
         return 0.0f;
     };
-    std::uint64_t total_spikes = 0, qk_heads = 0, kv_heads = 0;
+    std::uint64_t total_spikes = 0, qk_steps = 0, kv_steps = 0;
     for (std::int64_t t = 0; t < T; ++t) {
         std::vector<float> x(N * Din);
         std::uint64_t nx = 0;
@@ -105,6 +109,7 @@ void check_ssa(std::int64_t N, std::int64_t Din, std::int64_t D, std::int64_t H,
             }
         std::vector<float> expect(N * D);
         std::uint64_t acs = 3 * nx * std::uint64_t(D);  // every weight is non-zero
+        std::uint64_t qk_heads = 0;  // heads where Q K^T first is no dearer (ties go to it)
         for (std::int64_t h = 0; h < H; ++h) {
             auto at = [&](const std::vector<float>& m, std::int64_t n, std::int64_t c) {
                 return m[n * D + h * dh + c] != 0.0f;
@@ -149,8 +154,10 @@ void check_ssa(std::int64_t N, std::int64_t Din, std::int64_t D, std::int64_t H,
                 }
                 kv += qc * row;
             }
-            acs += std::min(qk, kv);
-            ++(qk <= kv ? qk_heads : kv_heads);
+            const bool qk_first = assoc == SsaAssociation::qk_first ||
+                                  (assoc == SsaAssociation::automatic && qk <= kv);
+            acs += qk_first ? qk : kv;
+            qk_heads += qk_first;
         }
         const auto& out = s.run(act(x), Engine::event, t);
         CHECK(out.values == expect);
@@ -159,10 +166,13 @@ void check_ssa(std::int64_t N, std::int64_t Din, std::int64_t D, std::int64_t H,
         for (float e : Q) nq += e != 0;
         CHECK(s.aux[0] == nq);
         CHECK(s.ops.ac == acs);
-        CHECK(s.aux[3] + s.aux[4] == std::uint64_t(H));
+        CHECK(s.aux[3] == qk_heads);
+        CHECK(s.aux[4] == std::uint64_t(H) - qk_heads);
+        qk_steps += qk_heads;
+        kv_steps += std::uint64_t(H) - qk_heads;
     }
     CHECK(total_spikes > 0);
-    CHECK(qk_heads + kv_heads == std::uint64_t(H * T));
+    return {qk_steps, kv_steps};
 }
 
 }  // namespace
@@ -171,9 +181,16 @@ TEST_CASE("SSA equals a dense hand computation over several steps") {
     check_ssa(5, 6, 4, 2, 4, 11, 2.2f);
 }
 
-TEST_CASE("SSA beyond one mask word: 70 tokens, 66 channels per head") {
-    // Token and channel bit masks span two 64-bit words each.
-    check_ssa(70, 8, 132, 2, 3, 12, 0.6f);
+TEST_CASE("SSA beyond one mask word: 70 tokens, 66 channels per head, both associations") {
+    // Token and channel bit masks span two 64-bit words each. These spikes make K^T V first
+    // the cheaper order, so Q K^T first is also forced to run its product over the masks.
+    const auto [qk, kv] = check_ssa(70, 8, 132, 2, 3, 12, 0.6f);
+    CHECK(qk == 0);
+    CHECK(kv == 6);
+    const auto [qk_forced, kv_forced] =
+        check_ssa(70, 8, 132, 2, 3, 12, 0.6f, SsaAssociation::qk_first);
+    CHECK(qk_forced == 6);
+    CHECK(kv_forced == 0);
 }
 
 TEST_CASE("SSA closed-form counts: all-ones and single-token patterns; associations agree") {

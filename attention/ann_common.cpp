@@ -161,6 +161,53 @@ void Linear::apply(const CRef& x, MatR& y, bool parallel) const {
     project_into(*this, x, y, parallel);
 }
 
+void GroupMatrix::resize(std::int64_t rows, std::int64_t cols) {
+    rows_ = rows;
+    cols_ = cols;
+    const auto need = static_cast<std::size_t>(groups() * gstride());
+    if (need <= capacity_) return;
+    const std::size_t bytes = need * sizeof(float);
+    data_.reset(static_cast<float*>(::operator new[](bytes, std::align_val_t{64})));
+    capacity_ = need;
+    // The hint goes in before the first touch, so the pages faulted in below are huge ones.
+    prefer_huge_pages(data_.get(), bytes);
+    std::fill_n(data_.get(), need, 0.0f);
+}
+
+void project_to_groups(const Linear& l, const CRef& x, GroupMatrix& y, bool parallel) {
+    const bool packed = l.packed && l.packed->k() == l.W.rows() && l.packed->n() == l.W.cols();
+    const float* bias = l.b.size() ? l.b.data() : nullptr;
+    for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
+        if (packed) {
+            gemm_packed(x.data() + lo * x.outerStride(), Layout::rows(x.outerStride()), hi - lo,
+                        *l.packed, bias, y.data() + lo * 16, y.layout());
+            return;
+        }
+        // Without the packed kernel: Eigen's product (as project_into) into a row block, then
+        // copied into the groups.
+        MatR blk(hi - lo, l.out());
+        project_into(l, x.middleRows(lo, hi - lo), blk, false);
+        for (std::int64_t i = lo; i < hi; ++i)
+            for (std::int64_t j = 0; j < l.out(); ++j) y.at(i, j) = blk(i - lo, j);
+    });
+}
+
+void project_from_groups(const Linear& l, const GroupMatrix& x, Eigen::Ref<MatR> y, bool parallel) {
+    const bool packed = l.packed && l.packed->k() == l.W.rows() && l.packed->n() == l.W.cols();
+    const float* bias = l.b.size() ? l.b.data() : nullptr;
+    for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
+        if (packed) {
+            gemm_packed(x.data() + lo * 16, x.layout(), hi - lo, *l.packed, bias,
+                        y.data() + lo * y.outerStride(), Layout::rows(y.outerStride()));
+            return;
+        }
+        MatR blk(hi - lo, l.in());
+        for (std::int64_t i = lo; i < hi; ++i)
+            for (std::int64_t j = 0; j < l.in(); ++j) blk(i - lo, j) = x.at(i, j);
+        project_into(l, blk, y.middleRows(lo, hi - lo), false);
+    });
+}
+
 OpCounts Linear::ops(std::int64_t n) const {
     OpCounts c;
     c.mac = u64(n * in() * out());
@@ -263,29 +310,38 @@ void ConvWork::ensure(std::int64_t len) {
 
 namespace {
 
-// Convolves every channel of v with z through a real FFT of length L: circular when L == n,
-// linear (first n outputs) when L >= 2n - 1. Sample j of channel c sits at v[j * sj + c * sc]
-// (and y likewise): column-major [n, c] is sj = 1, sc = n; row-major with leading dimension
-// ld is sj = ld, sc = 1. Power-of-two lengths take the batched eight-lane kernel (conv);
-// other lengths one kissfft / Bluestein pass per channel.
-void fft_convolve(ConvWork& w, const float* z, const float* v, float* y, std::int64_t n,
-                  std::int64_t channels, std::int64_t sj, std::int64_t sc) {
+// The spectrum of the kernel z (n values, zero-padded to L) scaled by 1/L (the inverse
+// transform is unscaled), into w.zf and, for power-of-two L, the batched kernel.
+void kernel_spectrum(ConvWork& w, const float* z, std::int64_t n) {
     RealFft& plan = *w.plan;
-    const std::int64_t L = plan.size(), H = plan.spectrum_size();
-    std::vector<float>& pad = w.pad;
-    std::fill(pad.begin(), pad.end(), 0.0f);
-    std::copy(z, z + n, pad.begin());
-    plan.forward(pad.data(), w.zf.data());
-    const float inv_l = 1.0f / static_cast<float>(L);  // the inverse transform is unscaled
+    const std::int64_t L = plan.size();
+    std::fill(w.pad.begin(), w.pad.end(), 0.0f);
+    std::copy(z, z + n, w.pad.begin());
+    plan.forward(w.pad.data(), w.zf.data());
+    const float inv_l = 1.0f / static_cast<float>(L);
     for (auto& s : w.zf) s *= inv_l;
+    if (w.conv) w.conv->set_kernel(w.zf.data());
+}
+
+// Convolves every channel of v with the kernel set by kernel_spectrum through a real FFT of
+// length L: circular when L == n, linear (first n outputs) when L >= 2n - 1. Sample j of
+// channel c sits at v[j * sj + c * sc] (and y likewise; y may be v): column-major [n, c] is
+// sj = 1, sc = n; row-major with leading dimension ld is sj = ld, sc = 1. Power-of-two lengths
+// take the batched eight-lane kernel; other lengths one kissfft / Bluestein pass per channel.
+void convolve_channels(ConvWork& w, const float* v, float* y, std::int64_t n, std::int64_t channels,
+                       std::int64_t sj, std::int64_t sc) {
     if (w.conv) {
         if (sj == 1)
             w.conv->convolve(w.zf.data(), v, y, n, channels);
         else
-            w.conv->convolve_rows(w.zf.data(), v, y, sj, n, channels);
+            w.conv->convolve_rows(v, y, sj, n, channels);
         return;
     }
+    RealFft& plan = *w.plan;
+    const std::int64_t H = plan.spectrum_size();
+    std::vector<float>& pad = w.pad;
     for (std::int64_t c = 0; c < channels; ++c) {
+        std::fill(pad.begin(), pad.end(), 0.0f);
         for (std::int64_t j = 0; j < n; ++j) pad[j] = v[j * sj + c * sc];
         plan.forward(pad.data(), w.vf.data());
         for (std::int64_t k = 0; k < H; ++k) w.vf[k] *= w.zf[k];
@@ -300,7 +356,8 @@ void circular_convolve(const float* z, const float* v, float* y, std::int64_t n,
                        std::int64_t channels) {
     ConvWork w;
     w.ensure(n);
-    fft_convolve(w, z, v, y, n, channels, 1, n);
+    kernel_spectrum(w, z, n);
+    convolve_channels(w, v, y, n, channels, 1, n);
 }
 
 std::int64_t causal_fft_length(std::int64_t n) {
@@ -311,33 +368,46 @@ void causal_convolve(const float* z, const float* v, float* y, std::int64_t n,
                      std::int64_t channels) {
     ConvWork w;
     w.ensure(causal_fft_length(n));
-    fft_convolve(w, z, v, y, n, channels, 1, n);
+    kernel_spectrum(w, z, n);
+    convolve_channels(w, v, y, n, channels, 1, n);
 }
 
-// Used by the CAT kinds: head h mixes channels [h c, (h+1) c) of V with column h of zs.
-void convolve_heads(const MatR& zs, const MatR& V, std::int64_t channels, MatR& Y, bool causal,
+void convolve_heads(const MatR& zs, GroupMatrix& V, std::int64_t channels, bool causal,
                     bool parallel, ScratchPool<ConvWork>& work) {
     const std::int64_t n = V.rows(), H = zs.cols(), c = channels / H;
     const std::int64_t L = causal ? causal_fft_length(n) : n;
-    Y.resize(n, V.cols());
-    prefer_huge_pages(Y.data(), static_cast<std::size_t>(Y.size()) * sizeof(float));
-    // Split heads into channel blocks when threads are available: each block redoes one FFT
-    // of z, a small price for balancing 8 heads over any thread count.
-    const std::int64_t blocks =
-        parallel ? std::max<std::int64_t>(1, std::min<std::int64_t>(c, 4)) : 1;
-    const std::int64_t per = (c + blocks - 1) / blocks;
-    for_range(H * blocks, 1, parallel, [&](std::int64_t b, std::int64_t e) {
-        auto w = work.acquire();
-        w->ensure(L);
-        for (std::int64_t task = b; task < e; ++task) {
-            const std::int64_t h = task / blocks, c0 = (task % blocks) * per;
-            const std::int64_t cn = std::min(per, c - c0);
-            if (cn <= 0) continue;
-            w->z = zs.col(h);
-            const std::int64_t col = h * c + c0;  // row-major: channel col starts at col
-            fft_convolve(*w, w->z.data(), V.data() + col, Y.data() + col, n, cn, V.cols(), 1);
+    // Pieces of one head within one group: a whole group (16 channels of one head) is
+    // transformed in place; heads that do not fill whole groups go through the row-major path,
+    // a group's rows being 16 floats apart.
+    struct Piece {
+        std::int64_t head, first, count;
+    };
+    std::vector<Piece> pieces;
+    for (std::int64_t h = 0; h < H; ++h)
+        for (std::int64_t ch = h * c; ch < (h + 1) * c;) {
+            const std::int64_t end = std::min((h + 1) * c, (ch / 16 + 1) * 16);
+            pieces.push_back({h, ch, end - ch});
+            ch = end;
         }
-    });
+    for_range(static_cast<std::int64_t>(pieces.size()), 1, parallel,
+              [&](std::int64_t b, std::int64_t e) {
+                  auto w = work.acquire();
+                  w->ensure(L);
+                  std::int64_t head = -1;
+                  for (std::int64_t t = b; t < e; ++t) {
+                      const Piece& pc = pieces[static_cast<std::size_t>(t)];
+                      if (pc.head != head) {
+                          head = pc.head;
+                          w->z = zs.col(head);
+                          kernel_spectrum(*w, w->z.data(), n);
+                      }
+                      float* base = V.group(pc.first / 16) + pc.first % 16;
+                      if (w->conv && pc.count == 16)
+                          w->conv->convolve_group(base, n);
+                      else
+                          convolve_channels(*w, base, base, n, pc.count, 16, 1);
+                  }
+              });
 }
 
 // ----- Primal-Attention and time embeddings -----

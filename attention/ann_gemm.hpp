@@ -30,9 +30,26 @@ class PackedMatrix {
 // Whether gemm_packed runs here (built for and running on AVX-512).
 bool packed_gemm_available();
 
-// C[m, n] = A[m, k] B (+ bias[n], added after the sum when not null), all row-major with
-// leading dimensions lda and ldc.
-void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedMatrix& B,
-                 const float* bias, float* C, std::int64_t ldc);
+// Where element (i, j) of a matrix lives: data[i * row + (j / 16) * group + j % 16]. Row-major
+// with leading dimension ld is {ld, 16}; column groups of 16 ([cols / 16][rows][16], a
+// GroupMatrix with group stride g) are {16, g}.
+struct Layout {
+    std::int64_t row, group;
+    static Layout rows(std::int64_t ld) { return {ld, 16}; }
+    std::int64_t at(std::int64_t i, std::int64_t j) const {
+        return i * row + (j / 16) * group + j % 16;
+    }
+};
+
+// C[m, n] = A[m, k] B (+ bias[n], added after the sum when not null), A and C in the given
+// layouts (full 16-float groups of C must be 64-byte aligned for streaming stores to be used).
+void gemm_packed(const float* A, Layout la, std::int64_t m, const PackedMatrix& B,
+                 const float* bias, float* C, Layout lc);
+
+// Row-major A and C with leading dimensions lda and ldc.
+inline void gemm_packed(const float* A, std::int64_t lda, std::int64_t m, const PackedMatrix& B,
+                        const float* bias, float* C, std::int64_t ldc) {
+    gemm_packed(A, Layout::rows(lda), m, B, bias, C, Layout::rows(ldc));
+}
 
 }  // namespace ternion::ann

@@ -132,12 +132,11 @@ class SoftmaxKind final : public Attention {
 
 // ----- CAT -----
 
-// Buffers of one CAT forward pass, kept between calls: [n, D] each, so allocating them per
-// call costs a page fault per 4 KB.
+// Buffers of one CAT forward pass, kept between calls: allocating [n, D] per call costs a page
+// fault per 4 KB.
 struct CatWork {
-    MatR Z;     // [n, H] logits, then the softmax weights z*
-    MatR V, M;  // [n, D + pad] row-major like x and y: every GEMM reads and writes rows;
-                // the FFT kernel loads eight adjacent channels of a token as one vector
+    MatR Z;         // [n, H] logits, then the softmax weights z*
+    GroupMatrix V;  // [n, D + pad]: V and the logits, then (mixed in place) the heads' outputs
 };
 
 enum class CatVariant { circular, causal, avgkey };
@@ -229,10 +228,9 @@ class CatKind final : public Attention {
         const std::int64_t n = x.rows(), D = in_dim(), H = heads(), dh = D / H;
         auto w = work_.acquire();
         MatR& Z = w->Z;  // [n, H] logits
-        MatR &V = w->V, &M = w->M;
+        GroupMatrix& V = w->V;
         V.resize(n, va.out());
-        prefer_huge_pages(V.data(), static_cast<std::size_t>(V.size()) * sizeof(float));
-        project_into(va, x, V, par);
+        project_to_groups(va, x, V, par);
         if (var_ == CatVariant::avgkey) {
             MatR Q, K;
             q.apply(x, Q, par);
@@ -243,7 +241,9 @@ class CatKind final : public Attention {
             for (std::int64_t h = 0; h < H; ++h)
                 Z.col(h) = s * (Q.middleCols(h * dh, dh) * kbar.segment(h * dh, dh).transpose());
         } else {
-            Z = V.middleCols(D, H);
+            Z.resize(n, H);
+            for (std::int64_t i = 0; i < n; ++i)
+                for (std::int64_t h = 0; h < H; ++h) Z(i, h) = V.at(i, D + h);
         }
         // Softmax over the tokens (each column), not over the heads.
         const RowVec mx = Z.colwise().maxCoeff();
@@ -251,16 +251,17 @@ class CatKind final : public Attention {
         const RowVec sum = Z.colwise().sum();
         Z = Z * sum.cwiseInverse().asDiagonal();
 
-        convolve_heads(Z, V, D, M, var_ == CatVariant::causal, par, conv_);
+        convolve_heads(Z, V, D, var_ == CatVariant::causal, par, conv_);
         if (var_ == CatVariant::causal && renormalize) {
             for (std::int64_t h = 0; h < H; ++h) {
-                Eigen::VectorXf mass(n);
                 float acc = 0.0f;
-                for (std::int64_t i = 0; i < n; ++i) mass[i] = 1.0f / (acc += Z(i, h));
-                M.middleCols(h * dh, dh) = mass.asDiagonal() * M.middleCols(h * dh, dh);
+                for (std::int64_t i = 0; i < n; ++i) {
+                    const float mass = 1.0f / (acc += Z(i, h));
+                    for (std::int64_t ch = h * dh; ch < (h + 1) * dh; ++ch) V.at(i, ch) *= mass;
+                }
             }
         }
-        project_into(o, M.leftCols(D), y, par);
+        project_from_groups(o, V, y, par);
     }
 
     CatVariant var_;

@@ -171,7 +171,7 @@ void RealFft::inverse(const cfloat* in, float* out) {
     for (std::int64_t j = 0; j < n_; ++j) out[j] = I.full[j].real();
 }
 
-// ----- ChannelConvolver: radix-4 Stockham over eight complex lanes -----
+// ----- ChannelConvolver: radix-4 FFT over eight complex lanes -----
 
 namespace {
 
@@ -212,8 +212,9 @@ inline void transpose8(v8* r) {
 #endif
 }
 
-// Lane vectors out[j] (j < n) from `lanes` channels ch[l] (each n contiguous floats); lanes
-// beyond `lanes` are zero. Eight samples at a time through a register transpose.
+// Lane vectors out[2j] (j < n, every other vector: the interleaved layout below) from `lanes`
+// channels ch[l] (each n contiguous floats); lanes beyond `lanes` are zero. Eight samples at a
+// time through a register transpose.
 void gather_lanes(const float* const* ch, std::int64_t lanes, std::int64_t n, v8* out) {
     std::int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
@@ -225,26 +226,26 @@ void gather_lanes(const float* const* ch, std::int64_t lanes, std::int64_t n, v8
                 r[l] = v8{};
         }
         transpose8(r);
-        for (std::int64_t k = 0; k < 8; ++k) out[j + k] = r[k];
+        for (std::int64_t k = 0; k < 8; ++k) out[2 * (j + k)] = r[k];
     }
     for (; j < n; ++j) {
         v8 a{};
         for (std::int64_t l = 0; l < lanes; ++l) a[l] = ch[l][j];
-        out[j] = a;
+        out[2 * j] = a;
     }
 }
 
-// The inverse of gather_lanes: lane l of in[j] to ch[l][j] for l < lanes, j < n.
+// The inverse of gather_lanes: lane l of in[2j] to ch[l][j] for l < lanes, j < n.
 void scatter_lanes(const v8* in, std::int64_t lanes, std::int64_t n, float* const* ch) {
     std::int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
         v8 r[8];
-        for (std::int64_t k = 0; k < 8; ++k) r[k] = in[j + k];
+        for (std::int64_t k = 0; k < 8; ++k) r[k] = in[2 * (j + k)];
         transpose8(r);
         for (std::int64_t l = 0; l < lanes; ++l) std::memcpy(ch[l] + j, &r[l], sizeof(v8));
     }
     for (; j < n; ++j)
-        for (std::int64_t l = 0; l < lanes; ++l) ch[l][j] = in[j][l];
+        for (std::int64_t l = 0; l < lanes; ++l) ch[l][j] = in[2 * j][l];
 }
 
 // exp(-2 pi i k / L) for k < L, computed in double: one table serves every stage, and the
@@ -275,25 +276,35 @@ std::shared_ptr<const std::vector<cfloat>> twiddle_table(std::int64_t L) {
 // transformed, multiplied and transformed back while it sits in cache. (A breadth-first
 // Stockham pass over a 16-channel, N = 16384 signal streams 2 MB through L3 at each of its 14
 // stages; see docs/ann-attention.md.)
+//
+// Sample j of the signal is x[2j] (real parts, 8 lanes) and x[2j + 1] (imaginary parts): one
+// 64-byte line per sample. A butterfly's four legs are then four lines; with separate real and
+// imaginary arrays they were eight lines, all in one L1 set at power-of-two distances, which
+// evicted each other (5 ms of 23 at N = 16384, D = 512). It is also the layout of a column
+// group of 16 channels ([n][16], see convolve_group), so such a group is transformed in place.
 
 // Forward radix-4 DIF step on block x[0 .. m) (m = 4q), twiddles w^k = T[k * ts]:
 // quarter s receives (sum_r x[j + r q] (-i)^(r s)) w^(s j), the input of the sub-DFT of the
-// frequencies congruent to s mod 4.
+// frequencies congruent to s mod 4. S: distance between samples in vectors (2 in memory, 1 for
+// a block held in local arrays).
+template <std::int64_t S>
 inline void dif4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t ts) {
+#pragma GCC unroll 4
     for (std::int64_t j = 0; j < q; ++j) {
-        const v8 x0r = re[j], x0i = im[j], x1r = re[j + q], x1i = im[j + q];
-        const v8 x2r = re[j + 2 * q], x2i = im[j + 2 * q], x3r = re[j + 3 * q], x3i = im[j + 3 * q];
+        const std::int64_t j0 = S * j, j1 = S * (j + q), j2 = S * (j + 2 * q), j3 = S * (j + 3 * q);
+        const v8 x0r = re[j0], x0i = im[j0], x1r = re[j1], x1i = im[j1];
+        const v8 x2r = re[j2], x2i = im[j2], x3r = re[j3], x3i = im[j3];
         const v8 ar = x0r + x2r, ai = x0i + x2i, br = x1r + x3r, bi = x1i + x3i;
         const v8 cr = x0r - x2r, ci = x0i - x2i, dr = x1r - x3r, di = x1i - x3i;
-        re[j] = ar + br;
-        im[j] = ai + bi;
+        re[j0] = ar + br;
+        im[j0] = ai + bi;
         if (j == 0) {  // all twiddles 1
-            re[q] = cr + di;
-            im[q] = ci - dr;
-            re[2 * q] = ar - br;
-            im[2 * q] = ai - bi;
-            re[3 * q] = cr - di;
-            im[3 * q] = ci + dr;
+            re[j1] = cr + di;
+            im[j1] = ci - dr;
+            re[j2] = ar - br;
+            im[j2] = ai - bi;
+            re[j3] = cr - di;
+            im[j3] = ci + dr;
             continue;
         }
         const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
@@ -303,20 +314,23 @@ inline void dif4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
         const v8 t1r = cr + di, t1i = ci - dr;  // c - i d
         const v8 t2r = ar - br, t2i = ai - bi;  // a - b
         const v8 t3r = cr - di, t3i = ci + dr;  // c + i d
-        re[j + q] = t1r * w1r - t1i * w1i;
-        im[j + q] = t1r * w1i + t1i * w1r;
-        re[j + 2 * q] = t2r * w2r - t2i * w2i;
-        im[j + 2 * q] = t2r * w2i + t2i * w2r;
-        re[j + 3 * q] = t3r * w3r - t3i * w3i;
-        im[j + 3 * q] = t3r * w3i + t3i * w3r;
+        re[j1] = t1r * w1r - t1i * w1i;
+        im[j1] = t1r * w1i + t1i * w1r;
+        re[j2] = t2r * w2r - t2i * w2i;
+        im[j2] = t2r * w2i + t2i * w2r;
+        re[j3] = t3r * w3r - t3i * w3i;
+        im[j3] = t3r * w3i + t3i * w3r;
     }
 }
 
 // The adjoint of dif4: quarter s times conj(w^(s j)), then the unscaled inverse 4-point DFT.
+template <std::int64_t S>
 inline void dit4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t ts) {
+#pragma GCC unroll 4
     for (std::int64_t j = 0; j < q; ++j) {
-        v8 y1r = re[j + q], y1i = im[j + q], y2r = re[j + 2 * q], y2i = im[j + 2 * q];
-        v8 y3r = re[j + 3 * q], y3i = im[j + 3 * q];
+        const std::int64_t j0 = S * j, j1 = S * (j + q), j2 = S * (j + 2 * q), j3 = S * (j + 3 * q);
+        v8 y1r = re[j1], y1i = im[j1], y2r = re[j2], y2i = im[j2];
+        v8 y3r = re[j3], y3i = im[j3];
         if (j != 0) {
             const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
             const v8 w1r = splat(w1.real()), w1i = splat(w1.imag());
@@ -327,17 +341,17 @@ inline void dit4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
             const v8 u3r = y3r * w3r + y3i * w3i, u3i = y3i * w3r - y3r * w3i;
             y1r = u1r, y1i = u1i, y2r = u2r, y2i = u2i, y3r = u3r, y3i = u3i;
         }
-        const v8 y0r = re[j], y0i = im[j];
+        const v8 y0r = re[j0], y0i = im[j0];
         const v8 ar = y0r + y2r, ai = y0i + y2i, br = y1r + y3r, bi = y1i + y3i;
         const v8 cr = y0r - y2r, ci = y0i - y2i, dr = y1r - y3r, di = y1i - y3i;
-        re[j] = ar + br;
-        im[j] = ai + bi;
-        re[j + q] = cr - di;  // c + i d
-        im[j + q] = ci + dr;
-        re[j + 2 * q] = ar - br;
-        im[j + 2 * q] = ai - bi;
-        re[j + 3 * q] = cr + di;  // c - i d
-        im[j + 3 * q] = ci - dr;
+        re[j0] = ar + br;
+        im[j0] = ai + bi;
+        re[j1] = cr - di;  // c + i d
+        im[j1] = ci + dr;
+        re[j2] = ar - br;
+        im[j2] = ai - bi;
+        re[j3] = cr + di;  // c - i d
+        im[j3] = ci - dr;
     }
 }
 
@@ -347,26 +361,72 @@ inline void times(v8& xr, v8& xi, float zr, float zi) {
     xr = r;
 }
 
-// Convolves block [0, m) in place: forward step, the sub-blocks, inverse step. z points at
-// this block's part of the permuted spectrum.
+// A whole block of 4: dif4 at q = 1, the four products, dit4 at q = 1, in registers (the same
+// operations in the same order as the general recursion).
+template <std::int64_t S>
+inline void leaf4(v8* re, v8* im, const float* zr, const float* zi) {
+    const v8 x0r = re[0], x0i = im[0], x1r = re[S], x1i = im[S];
+    const v8 x2r = re[2 * S], x2i = im[2 * S], x3r = re[3 * S], x3i = im[3 * S];
+    v8 ar = x0r + x2r, ai = x0i + x2i, br = x1r + x3r, bi = x1i + x3i;
+    v8 cr = x0r - x2r, ci = x0i - x2i, dr = x1r - x3r, di = x1i - x3i;
+    v8 y0r = ar + br, y0i = ai + bi, y1r = cr + di, y1i = ci - dr;
+    v8 y2r = ar - br, y2i = ai - bi, y3r = cr - di, y3i = ci + dr;
+    times(y0r, y0i, zr[0], zi[0]);
+    times(y1r, y1i, zr[1], zi[1]);
+    times(y2r, y2i, zr[2], zi[2]);
+    times(y3r, y3i, zr[3], zi[3]);
+    ar = y0r + y2r, ai = y0i + y2i, br = y1r + y3r, bi = y1i + y3i;
+    cr = y0r - y2r, ci = y0i - y2i, dr = y1r - y3r, di = y1i - y3i;
+    re[0] = ar + br, im[0] = ai + bi;
+    re[S] = cr - di, im[S] = ci + dr;
+    re[2 * S] = ar - br, im[2 * S] = ai - bi;
+    re[3 * S] = cr + di, im[3 * S] = ci - dr;
+}
+
+// A whole block of 16 (two radix-4 steps each way) loaded once into local arrays, which the
+// compiler keeps in the 32 vector registers: one load and one store per sample instead of two.
+inline void leaf16(v8* re, v8* im, const cfloat* T, std::int64_t ts, const float* zr,
+                   const float* zi) {
+    v8 xr[16], xi[16];
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) xr[k] = re[2 * k], xi[k] = im[2 * k];
+    dif4<1>(xr, xi, 4, T, ts);
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; ++s) leaf4<1>(xr + 4 * s, xi + 4 * s, zr + 4 * s, zi + 4 * s);
+    dit4<1>(xr, xi, 4, T, ts);
+#pragma GCC unroll 16
+    for (int k = 0; k < 16; ++k) re[2 * k] = xr[k], im[2 * k] = xi[k];
+}
+
+// Convolves block [0, m) in place (re = x, im = x + 1): forward step, the sub-blocks, inverse
+// step. z points at this block's part of the permuted spectrum.
 void convolve_block(v8* re, v8* im, std::int64_t m, const cfloat* T, std::int64_t ts,
                     const float* zr, const float* zi) {
-    if (m == 1) {
-        times(re[0], im[0], zr[0], zi[0]);
-        return;
-    }
-    if (m == 2) {
-        v8 ar = re[0] + re[1], ai = im[0] + im[1], br = re[0] - re[1], bi = im[0] - im[1];
-        times(ar, ai, zr[0], zi[0]);
-        times(br, bi, zr[1], zi[1]);
-        re[0] = ar + br, im[0] = ai + bi, re[1] = ar - br, im[1] = ai - bi;
-        return;
+    switch (m) {
+        case 1:
+            times(re[0], im[0], zr[0], zi[0]);
+            return;
+        case 2: {
+            v8 ar = re[0] + re[2], ai = im[0] + im[2], br = re[0] - re[2], bi = im[0] - im[2];
+            times(ar, ai, zr[0], zi[0]);
+            times(br, bi, zr[1], zi[1]);
+            re[0] = ar + br, im[0] = ai + bi, re[2] = ar - br, im[2] = ai - bi;
+            return;
+        }
+        case 4:
+            leaf4<2>(re, im, zr, zi);
+            return;
+        case 16:
+            leaf16(re, im, T, ts, zr, zi);
+            return;
+        default:
+            break;
     }
     const std::int64_t q = m / 4;
-    dif4(re, im, q, T, ts);
+    dif4<2>(re, im, q, T, ts);
     for (std::int64_t s = 0; s < 4; ++s)
-        convolve_block(re + s * q, im + s * q, q, T, ts * 4, zr + s * q, zi + s * q);
-    dit4(re, im, q, T, ts);
+        convolve_block(re + 2 * s * q, im + 2 * s * q, q, T, ts * 4, zr + s * q, zi + s * q);
+    dit4<2>(re, im, q, T, ts);
 }
 
 // perm[p] = the frequency the recursion leaves at position p (the layout of convolve_block).
@@ -403,8 +463,9 @@ std::shared_ptr<const std::vector<std::int64_t>> order_table(std::int64_t L) {
 struct ChannelConvolver::Impl {
     std::shared_ptr<const std::vector<cfloat>> tw;
     std::shared_ptr<const std::vector<std::int64_t>> order;
-    std::vector<v8> re, im;     // [L] lane vectors each, transformed in place
+    std::vector<v8> x;          // [2L]: sample j's real lanes at 2j, imaginary lanes at 2j + 1
     std::vector<float> zr, zi;  // the kernel's spectrum in the recursion's order
+    bool has_kernel = false;
 };
 
 ChannelConvolver::ChannelConvolver(std::int64_t L) : L_(L), impl_(std::make_unique<Impl>()) {
@@ -412,8 +473,7 @@ ChannelConvolver::ChannelConvolver(std::int64_t L) : L_(L), impl_(std::make_uniq
     impl_->tw = twiddle_table(L);
     impl_->order = order_table(L);
     const auto sz = static_cast<std::size_t>(L);
-    impl_->re.resize(sz);
-    impl_->im.resize(sz);
+    impl_->x.resize(2 * sz);
     impl_->zr.resize(sz);
     impl_->zi.resize(sz);
 }
@@ -422,21 +482,7 @@ ChannelConvolver::ChannelConvolver(const ChannelConvolver& o) : ChannelConvolver
 
 ChannelConvolver::~ChannelConvolver() = default;
 
-void ChannelConvolver::convolve(const cfloat* zf, const float* v, float* y, std::int64_t n,
-                                std::int64_t channels) {
-    run(zf, v, y, n, channels, 1, n);
-}
-
-void ChannelConvolver::convolve_rows(const cfloat* zf, const float* v, float* y, std::int64_t ld,
-                                     std::int64_t n, std::int64_t channels) {
-    run(zf, v, y, n, channels, ld, 1);
-}
-
-// Sample j of channel c at v[j * sj + c * sc]: column-major (sj = 1, sc = n) gathers eight
-// channels through a register transpose, row-major (sj = ld, sc = 1) loads eight adjacent
-// channels of one sample as one vector.
-void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int64_t n,
-                           std::int64_t channels, std::int64_t sj, std::int64_t sc) {
+void ChannelConvolver::set_kernel(const cfloat* zf) {
     auto& I = *impl_;
     const std::int64_t L = L_;
     // The full spectrum from the half one (z is real: X[L - k] = conj X[k]), in the order the
@@ -448,19 +494,71 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
         I.zr[p] = c.real();
         I.zi[p] = c.imag();
     }
-    const cfloat* T = I.tw->data();
+    I.has_kernel = true;
+}
+
+void ChannelConvolver::transform(float* x) {
+    auto& I = *impl_;
+    if (!I.has_kernel) throw std::logic_error("ChannelConvolver: no kernel set");
+    v8* v = reinterpret_cast<v8*>(x);
+    convolve_block(v, v + 1, L_, I.tw->data(), 1, I.zr.data(), I.zi.data());
+}
+
+void ChannelConvolver::convolve(const cfloat* zf, const float* v, float* y, std::int64_t n,
+                                std::int64_t channels) {
+    set_kernel(zf);
+    run(v, y, n, channels, 1, n);
+}
+
+void ChannelConvolver::convolve_rows(const cfloat* zf, const float* v, float* y, std::int64_t ld,
+                                     std::int64_t n, std::int64_t channels) {
+    set_kernel(zf);
+    run(v, y, n, channels, ld, 1);
+}
+
+void ChannelConvolver::convolve_rows(const float* v, float* y, std::int64_t ld, std::int64_t n,
+                                     std::int64_t channels) {
+    run(v, y, n, channels, ld, 1);
+}
+
+void ChannelConvolver::convolve_group(float* data, std::int64_t n) {
+    if (n < 1 || n > L_) throw std::invalid_argument("ChannelConvolver: group length out of range");
+    // A group of n == L samples is already the kernel's layout: no copies at all. Otherwise the
+    // n samples are copied in whole lines, zero-padded to L, and the first n copied back.
+    if (n == L_ && reinterpret_cast<std::uintptr_t>(data) % alignof(v8) == 0) {
+        transform(data);
+        return;
+    }
+    float* x = reinterpret_cast<float*>(impl_->x.data());
+    std::memcpy(x, data, static_cast<std::size_t>(n) * 16 * sizeof(float));
+    std::memset(x + n * 16, 0, static_cast<std::size_t>(L_ - n) * 16 * sizeof(float));
+    transform(x);
+    std::memcpy(data, x, static_cast<std::size_t>(n) * 16 * sizeof(float));
+}
+
+// Sample j of channel c at v[j * sj + c * sc]: column-major (sj = 1, sc = n) gathers eight
+// channels through a register transpose, row-major (sj = ld, sc = 1) loads eight adjacent
+// channels of one sample as one vector. Reads every sample of a pass of 16 channels before
+// writing any, so y may be v.
+void ChannelConvolver::run(const float* v, float* y, std::int64_t n, std::int64_t channels,
+                           std::int64_t sj, std::int64_t sc) {
+    auto& I = *impl_;
+    const std::int64_t L = L_;
+    v8* const re = I.x.data();
+    v8* const im = I.x.data() + 1;
+    // Lane vectors of `lanes` channels from src into out[2j] (j < n), and back.
     auto gather = [&](const float* src, std::int64_t lanes, v8* out) {
         if (sj == 1) {
             const float* ch[8] = {};
             for (std::int64_t l = 0; l < lanes; ++l) ch[l] = src + l * sc;
             gather_lanes(ch, lanes, n, out);
         } else if (lanes == 8) {
-            for (std::int64_t j = 0; j < n; ++j) std::memcpy(&out[j], src + j * sj, sizeof(v8));
+            for (std::int64_t j = 0; j < n; ++j) std::memcpy(&out[2 * j], src + j * sj, sizeof(v8));
         } else {
             for (std::int64_t j = 0; j < n; ++j) {
                 v8 a{};
                 for (std::int64_t l = 0; l < lanes; ++l) a[l] = src[j * sj + l];
-                out[j] = a;
+                out[2 * j] = a;
             }
         }
     };
@@ -470,10 +568,10 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
             for (std::int64_t l = 0; l < lanes; ++l) ch[l] = dst + l * sc;
             scatter_lanes(in, lanes, n, ch);
         } else if (lanes == 8) {
-            for (std::int64_t j = 0; j < n; ++j) std::memcpy(dst + j * sj, &in[j], sizeof(v8));
+            for (std::int64_t j = 0; j < n; ++j) std::memcpy(dst + j * sj, &in[2 * j], sizeof(v8));
         } else {
             for (std::int64_t j = 0; j < n; ++j)
-                for (std::int64_t l = 0; l < lanes; ++l) dst[j * sj + l] = in[j][l];
+                for (std::int64_t l = 0; l < lanes; ++l) dst[j * sj + l] = in[2 * j][l];
         }
     };
     // Rows (row-major input) are a few KB apart: the hardware prefetcher does not run that far
@@ -483,36 +581,32 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
     for (std::int64_t c0 = 0; c0 < channels; c0 += 16) {
         const std::int64_t nre = std::min<std::int64_t>(8, channels - c0);
         const std::int64_t nim = std::clamp<std::int64_t>(channels - c0 - 8, 0, 8);
-        v8 *re = I.re.data(), *im = I.im.data();
-        // Row-major with all 16 lanes: one pass over the rows loads both halves of each token's
-        // 64-byte run (two passes would fetch every line twice at large n).
+        // Row-major with all 16 lanes: each token's 64-byte run is one sample's line.
         const bool rows16 = sj != 1 && nim == 8;
         if (rows16) {
             const float* src = v + c0;
             for (std::int64_t j = 0; j < n; ++j) {
                 if (j + ahead < n) __builtin_prefetch(src + (j + ahead) * sj);
-                std::memcpy(&re[j], src + j * sj, sizeof(v8));
-                std::memcpy(&im[j], src + j * sj + 8, sizeof(v8));
+                std::memcpy(&re[2 * j], src + j * sj, 2 * sizeof(v8));
             }
         } else {
             gather(v + c0 * sc, nre, re);
             if (nim)
                 gather(v + (c0 + 8) * sc, nim, im);
             else
-                std::fill(im, im + n, splat(0.0f));
+                for (std::int64_t j = 0; j < n; ++j) im[2 * j] = splat(0.0f);
         }
-        for (std::int64_t j = n; j < L; ++j) re[j] = im[j] = splat(0.0f);
-        convolve_block(re, im, L, T, 1, I.zr.data(), I.zi.data());
+        for (std::int64_t j = n; j < L; ++j) re[2 * j] = im[2 * j] = splat(0.0f);
+        transform(reinterpret_cast<float*>(re));
         if (rows16) {
             float* dst = y + c0;
 #if defined(__AVX__)
             // Every line of these rows is written whole, so streaming stores skip reading it
-            // first (3 ms of ~27 at N = 16384, D = 512); the GEMM that reads M next finds it
-            // in memory either way, as M is larger than the caches.
+            // first (3 ms of ~27 at N = 16384, D = 512, when CAT's V was row-major).
             if (reinterpret_cast<std::uintptr_t>(dst) % 32 == 0 && sj % 8 == 0) {
                 for (std::int64_t j = 0; j < n; ++j) {
-                    _mm256_stream_ps(dst + j * sj, reinterpret_cast<__m256>(re[j]));
-                    _mm256_stream_ps(dst + j * sj + 8, reinterpret_cast<__m256>(im[j]));
+                    _mm256_stream_ps(dst + j * sj, reinterpret_cast<__m256>(re[2 * j]));
+                    _mm256_stream_ps(dst + j * sj + 8, reinterpret_cast<__m256>(im[2 * j]));
                 }
                 _mm_sfence();
                 continue;
@@ -520,8 +614,7 @@ void ChannelConvolver::run(const cfloat* zf, const float* v, float* y, std::int6
 #endif
             for (std::int64_t j = 0; j < n; ++j) {
                 if (j + ahead < n) __builtin_prefetch(dst + (j + ahead) * sj, 1);
-                std::memcpy(dst + j * sj, &re[j], sizeof(v8));
-                std::memcpy(dst + j * sj + 8, &im[j], sizeof(v8));
+                std::memcpy(dst + j * sj, &re[2 * j], 2 * sizeof(v8));
             }
         } else {
             scatter(re, nre, y + c0 * sc);

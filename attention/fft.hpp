@@ -52,7 +52,8 @@ class RealFft {
 // conv(z, a + i b) = conv(z, a) + i conv(z, b): no half-spectrum split needed), and eight such
 // complex signals share every butterfly of an in-place radix-4 FFT (one AVX2 register per
 // butterfly leg) that keeps the spectrum in digit-reversed order between the forward and
-// inverse transforms. Not thread-safe (scratch buffers): one per thread.
+// inverse transforms. A sample of the 16 channels is one 64-byte line: 8 real lanes, then 8
+// imaginary ones. Not thread-safe (scratch buffers): one per thread.
 class ChannelConvolver {
   public:
     static bool supports(std::int64_t L) { return L >= 2 && (L & (L - 1)) == 0; }
@@ -62,19 +63,30 @@ class ChannelConvolver {
     ~ChannelConvolver();
 
     std::int64_t size() const { return L_; }
-    // zf: the half spectrum (L/2 + 1 values) of the kernel, already scaled by 1/L.
+    // zf: the half spectrum (L/2 + 1 values) of the kernel, already scaled by 1/L. Kept for
+    // the calls below that take no zf.
+    void set_kernel(const cfloat* zf);
     // v, y: column-major [n, channels] with n <= L (zero-padded to L; the first n outputs
     // are written). L == n gives the circular convolution, L >= 2n - 1 the linear one.
     void convolve(const cfloat* zf, const float* v, float* y, std::int64_t n,
                   std::int64_t channels);
     // The same for row-major v and y: sample j of channel c at v[j * ld + c] (channels of one
-    // token side by side, as a projection writes them), so no transposes are needed.
+    // token side by side, as a projection writes them), so no transposes are needed. y may be
+    // v. Without zf: the kernel set last.
     void convolve_rows(const cfloat* zf, const float* v, float* y, std::int64_t ld, std::int64_t n,
                        std::int64_t channels);
+    void convolve_rows(const float* v, float* y, std::int64_t ld, std::int64_t n,
+                       std::int64_t channels);
+    // In place on a group of 16 channels stored sample by sample (channel c of sample j at
+    // data[16 j + c], a column group of ann::GroupMatrix), n <= L, with the kernel set last.
+    // At n == L on 32-byte aligned data the group is transformed where it lies, no copies.
+    void convolve_group(float* data, std::int64_t n);
 
   private:
-    void run(const cfloat* zf, const float* v, float* y, std::int64_t n, std::int64_t channels,
-             std::int64_t sj, std::int64_t sc);
+    void run(const float* v, float* y, std::int64_t n, std::int64_t channels, std::int64_t sj,
+             std::int64_t sc);
+    // Forward transform, product with the kernel, inverse, on the 2L vectors at x (aligned).
+    void transform(float* x);
     struct Impl;
     std::int64_t L_;
     std::unique_ptr<Impl> impl_;

@@ -1,7 +1,8 @@
 // gemm_packed against a plain triple loop that sums in the same order (ascending k, fused
 // multiply-adds, then the bias): equal bit for bit, over shapes that exercise every kernel
 // (full 64-column panels, 48-, 32- and 16-column tails, the 12-row tall tails, leftover rows),
-// leading dimensions wider than the matrices, and outputs large enough for streaming stores.
+// leading dimensions wider than the matrices, outputs large enough for streaming stores, and
+// column-group layouts (CAT's V) on either side.
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
@@ -53,6 +54,44 @@ void check_gemm(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t lda
     CHECK(clobbered == 0);
 }
 
+// The same with A and C in the given layouts (row-major {ld, 16} or column groups {16, g}),
+// A and C buffers of a_size and c_size floats; every C entry the product does not own must
+// keep its 99.
+void check_gemm_layout(std::int64_t m, std::int64_t k, std::int64_t n, Layout la,
+                       std::size_t a_size, Layout lc, std::size_t c_size, std::mt19937& rng) {
+    CAPTURE(m);
+    CAPTURE(k);
+    CAPTURE(n);
+    CAPTURE(la.row);
+    CAPTURE(lc.row);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    using Aligned = std::vector<float, Eigen::aligned_allocator<float>>;
+    Aligned A(a_size), C(c_size, 99.0f);
+    std::vector<float> B(static_cast<std::size_t>(k * n)), bias(static_cast<std::size_t>(n));
+    for (auto& x : A) x = U(rng);
+    for (auto& x : B) x = U(rng);
+    for (auto& x : bias) x = U(rng);
+    PackedMatrix P(B.data(), n, k, n);
+    gemm_packed(A.data(), la, m, P, bias.data(), C.data(), lc);
+    std::int64_t diffs = 0;
+    std::vector<char> owned(c_size, 0);
+    for (std::int64_t i = 0; i < m; ++i)
+        for (std::int64_t j = 0; j < n; ++j) {
+            float s = 0.0f;
+            for (std::int64_t p = 0; p < k; ++p)
+                s = std::fma(A[static_cast<std::size_t>(la.at(i, p))],
+                             B[static_cast<std::size_t>(p * n + j)], s);
+            s += bias[static_cast<std::size_t>(j)];
+            const auto at = static_cast<std::size_t>(lc.at(i, j));
+            owned[at] = 1;
+            diffs += std::memcmp(&s, &C[at], 4) != 0;
+        }
+    std::int64_t clobbered = 0;
+    for (std::size_t e = 0; e < c_size; ++e) clobbered += !owned[e] && C[e] != 99.0f;
+    CHECK(diffs == 0);
+    CHECK(clobbered == 0);
+}
+
 }  // namespace
 
 TEST_CASE("gemm_packed equals the ascending-k loop bit for bit") {
@@ -73,4 +112,29 @@ TEST_CASE("gemm_packed with streaming stores (C of 8 MB or more, aligned rows)")
     std::mt19937 rng(4);
     using Aligned = std::vector<float, Eigen::aligned_allocator<float>>;
     for (std::int64_t n : {64, 72, 48}) check_gemm<Aligned>(33000, 5, n, 7, n, 80, true, rng);
+}
+
+TEST_CASE("gemm_packed reads and writes column groups of 16 (CAT's V)") {
+    // k not a multiple of 16 (a partial last group of A), n with 48- and 16-column tails (a
+    // partial last group of C), group strides of exactly m rows and wider, and a C large
+    // enough for streaming stores into groups.
+    std::mt19937 rng(5);
+    const std::int64_t shapes[][3] = {{13, 40, 48}, {29, 33, 72}, {12, 64, 528}, {7, 16, 16}};
+    for (const auto& sh : shapes) {
+        const std::int64_t m = sh[0], k = sh[1], n = sh[2];
+        for (std::int64_t extra : {0, 3}) {
+            const std::int64_t ga = (m + extra) * 16, gc = (m + extra) * 16;
+            const auto a_groups = static_cast<std::size_t>((k + 15) / 16 * ga);
+            const auto c_groups = static_cast<std::size_t>((n + 15) / 16 * gc);
+            const auto a_rows = static_cast<std::size_t>(m * (k + 5));
+            const auto c_rows = static_cast<std::size_t>(m * (n + 7));
+            // groups -> rows, rows -> groups, groups -> groups
+            check_gemm_layout(m, k, n, Layout{16, ga}, a_groups, Layout::rows(n + 7), c_rows, rng);
+            check_gemm_layout(m, k, n, Layout::rows(k + 5), a_rows, Layout{16, gc}, c_groups, rng);
+            check_gemm_layout(m, k, n, Layout{16, ga}, a_groups, Layout{16, gc}, c_groups, rng);
+        }
+    }
+    const std::int64_t m = 33000, k = 5, n = 72;  // 9.5 MB of C: streaming stores
+    check_gemm_layout(m, k, n, Layout::rows(k), static_cast<std::size_t>(m * k), Layout{16, m * 16},
+                      static_cast<std::size_t>(5 * m * 16), rng);
 }

@@ -14,14 +14,9 @@
 #include "attention/ann_attention.hpp"
 #include "attention/ann_gemm.hpp"
 #include "attention/fft.hpp"
+#include "sim/memory.hpp"  // prefer_huge_pages
 
 namespace ternion::ann {
-
-// Asks the kernel to back the whole 2 MiB pages inside [p, p + bytes) with huge pages, where
-// it supports that (Linux with transparent huge pages in "madvise" mode): the FFT kernel walks
-// a [n, D] buffer a row (2 KiB) at a time, touching a new 4 KiB page every other row. A hint:
-// no effect where unsupported, and the contents never change.
-void prefer_huge_pages(void* p, std::size_t bytes);
 
 // Calls f(begin, end) over blocks of [0, n); in parallel only when asked, so one code path
 // serves both the engine's single-threaded steps and multi-threaded benchmarks.

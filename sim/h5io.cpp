@@ -176,9 +176,12 @@ std::vector<std::int8_t> Reader::read_int8(const std::string& ds, DatasetInfo* i
 }
 
 namespace {
+// Rows [start, start + count) of ds into out (capacity elements) or, when out is null, into a
+// new vector (returned).
 template <class T>
 std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, std::int64_t start,
-                         std::int64_t count, hid_t mem_type) {
+                         std::int64_t count, hid_t mem_type, T* out = nullptr,
+                         std::size_t capacity = 0) {
     DatasetInfo inf = r.info(ds);
     if (inf.dims.empty() || start < 0 || count < 0 || start + count > inf.dims[0])
         r.fail(ds, "row range out of bounds");
@@ -189,11 +192,17 @@ std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, std
     cnt[0] = static_cast<hsize_t>(count);
     std::int64_t n = 1;
     for (auto c : cnt) n *= static_cast<std::int64_t>(c);
-    std::vector<T> v(static_cast<std::size_t>(n));
+    std::vector<T> v;
+    if (!out) {
+        v.resize(static_cast<std::size_t>(n));
+        out = v.data();
+    } else if (static_cast<std::size_t>(n) > capacity) {
+        r.fail(ds, "rows larger than the buffer given");
+    }
     if (n == 0) return v;
     H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, st.data(), nullptr, cnt.data(), nullptr);
     Handle mspace(H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr), H5Sclose);
-    if (H5Dread(d.id(), mem_type, mspace.id(), fspace.id(), H5P_DEFAULT, v.data()) < 0)
+    if (H5Dread(d.id(), mem_type, mspace.id(), fspace.id(), H5P_DEFAULT, out) < 0)
         r.fail(ds, "read failed (corrupt or truncated data)");
     return v;
 }
@@ -206,6 +215,10 @@ std::vector<std::int8_t> Reader::read_int8_rows(const std::string& ds, std::int6
 std::vector<float> Reader::read_float_rows(const std::string& ds, std::int64_t start,
                                            std::int64_t count) const {
     return read_rows<float>(*this, file_.id(), ds, start, count, H5T_NATIVE_FLOAT);
+}
+void Reader::read_float_rows(const std::string& ds, std::int64_t start, std::int64_t count,
+                             float* out, std::size_t capacity) const {
+    read_rows<float>(*this, file_.id(), ds, start, count, H5T_NATIVE_FLOAT, out, capacity);
 }
 
 std::vector<std::string> Reader::read_strings(const std::string& ds, Shape* dims_out) const {
@@ -360,6 +373,15 @@ void Writer::write_raw(const std::string& ds, hid_t mem_type, const void* data, 
 
 void Writer::write(const std::string& ds, const std::vector<float>& v, const Shape& dims, bool c) {
     write_raw(ds, H5T_NATIVE_FLOAT, v.data(), dims, c, sizeof(float));
+}
+void Writer::write(const std::string& ds, const float* v, std::size_t n, const Shape& dims,
+                   bool c) {
+    std::int64_t want = 1;
+    for (auto d : dims) want *= d;
+    if (static_cast<std::size_t>(want) != n)
+        throw std::invalid_argument("h5 write " + ds + ": " + std::to_string(n) +
+                                    " values for the shape given");
+    write_raw(ds, H5T_NATIVE_FLOAT, v, dims, c, sizeof(float));
 }
 void Writer::write(const std::string& ds, const std::vector<double>& v, const Shape& dims, bool c) {
     write_raw(ds, H5T_NATIVE_DOUBLE, v.data(), dims, c, sizeof(double));

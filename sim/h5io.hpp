@@ -74,6 +74,9 @@ class Reader {
                                             std::int64_t count) const;
     std::vector<float> read_float_rows(const std::string& ds, std::int64_t start,
                                        std::int64_t count) const;
+    // The same into a caller's buffer of `capacity` floats (e.g. a LargeVector).
+    void read_float_rows(const std::string& ds, std::int64_t start, std::int64_t count, float* out,
+                         std::size_t capacity) const;
     std::string read_string(const std::string& ds) const;
     // Strings of a 1-d or 2-d string dataset (fixed or variable length), row-major.
     std::vector<std::string> read_strings(const std::string& ds, Shape* dims = nullptr) const;
@@ -99,6 +102,9 @@ class Writer {
 
     void group(const std::string& path);  // creates missing parents
     void write(const std::string& ds, const std::vector<float>& v, const Shape& dims,
+               bool compress = true);
+    // n floats at v (n must equal the product of dims).
+    void write(const std::string& ds, const float* v, std::size_t n, const Shape& dims,
                bool compress = true);
     void write(const std::string& ds, const std::vector<double>& v, const Shape& dims,
                bool compress = true);

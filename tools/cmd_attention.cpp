@@ -12,6 +12,7 @@
 #include "hw/cost_model.hpp"
 #include "sim/error.hpp"
 #include "sim/h5io.hpp"
+#include "sim/memory.hpp"
 #include "tools/cli_common.hpp"
 
 namespace ternion::cli {
@@ -107,10 +108,12 @@ int cmd_attention(const Args& args) {
     std::optional<hw::Profile> profile;
     if (vm.count("json")) profile = hw::load_profile(vm["profile"].as<std::string>());
 
-    std::vector<float> y(static_cast<std::size_t>(batch * n * att->out_dim()));
+    // Huge-page backed (sim/memory.hpp): the attention walks them a row or group at a time.
+    LargeVector<float> y(static_cast<std::size_t>(batch * n * att->out_dim()));
+    LargeVector<float> x(static_cast<std::size_t>(n * dim));
     OpCounts ops;
     for (std::int64_t b = 0; b < batch; ++b) {
-        auto x = xr.read_float_rows("/x", b, 1);  // one sample at a time bounds memory
+        xr.read_float_rows("/x", b, 1, x.data(), x.size());  // a sample at a time bounds memory
         for (float v : x)
             if (!std::isfinite(v))
                 xr.fail("/x", "contains NaN or Inf (sample " + std::to_string(b) + ")");
@@ -121,7 +124,7 @@ int cmd_attention(const Args& args) {
     TempFile tmp{out_path + ".tmp-" + std::to_string(::getpid())};
     {
         h5::Writer out(tmp.path);
-        out.write("/y", y, {batch, n, att->out_dim()}, false);
+        out.write("/y", y.data(), y.size(), {batch, n, att->out_dim()}, false);
         out.attr("/y", "kind", kind);
         out.close();
     }

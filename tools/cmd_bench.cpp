@@ -11,6 +11,7 @@
 
 #include "attention/ann_attention.hpp"
 #include "sim/error.hpp"
+#include "sim/memory.hpp"
 #include "tools/cli_common.hpp"
 
 namespace ternion::cli {
@@ -53,8 +54,10 @@ int bench_attention(const Args& args) {
     auto att = ann::make_attention(kind, w);
     std::mt19937 g(1);
     std::normal_distribution<float> nd;
-    std::vector<float> x(static_cast<std::size_t>(n * att->in_dim())), t(n),
+    // The buffers `ternion attention` uses for its inputs and outputs (sim/memory.hpp).
+    LargeVector<float> x(static_cast<std::size_t>(n * att->in_dim())),
         y(static_cast<std::size_t>(n * att->out_dim()));
+    std::vector<float> t(n);
     for (auto& v : x) v = nd(g);
     for (std::int64_t i = 0; i < n; ++i) t[i] = static_cast<float>(i);
 

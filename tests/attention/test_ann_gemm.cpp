@@ -99,7 +99,7 @@ TEST_CASE("gemm_packed equals the ascending-k loop bit for bit") {
     std::mt19937 rng(3);
     const std::int64_t shapes[][3] = {{1, 1, 1},     {5, 7, 16},    {13, 9, 32},  {25, 33, 48},
                                       {6, 64, 64},   {40, 17, 80},  {29, 5, 528}, {12, 3, 520},
-                                      {7, 130, 200}, {30, 40, 136}, {26, 11, 5}};
+                                      {7, 130, 200}, {30, 40, 136}, {26, 11, 5},  {7, 20, 67}};
     for (const auto& sh : shapes)
         for (bool with_bias : {false, true})
             check_gemm<std::vector<float>>(sh[0], sh[1], sh[2], sh[1] + 3, sh[2] + 5, sh[2] + 7,

@@ -1,10 +1,14 @@
 // Trace recorder tests: what the recorder writes (events, grids, op counts, energy) read back
-// with the HDF5 reader and compared with an independent capture of the same run.
+// with the HDF5 reader and compared with an independent capture of the same run; and the HDF5
+// reader and writer on a caller's buffer.
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <stdexcept>
 
 #include "sim/h5io.hpp"
+#include "sim/memory.hpp"
 #include "sim/trace.hpp"
 #include "tests/support/model_file.hpp"
 #include "tests/support/run_model.hpp"
@@ -195,4 +199,30 @@ TEST_CASE("the size is estimated before the run and refused over the budget") {
     CHECK_NOTHROW(TraceRecorder(*g, o, 0, m.S, m.T));
     o.samples = {m.S};  // outside the run
     CHECK_THROWS_AS(TraceRecorder(*g, o, 0, m.S, m.T), OptionError);
+}
+
+TEST_CASE("h5io with a caller's buffer: rows read into it, /y written from it, sizes checked") {
+    TempFile f;
+    std::vector<float> v(3 * 4 * 5);
+    for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i) * 0.5f;
+    {
+        h5::Writer w(f.path());
+        w.write("/x", v.data(), v.size(), {3, 4, 5}, false);
+        CHECK_THROWS_AS(w.write("/bad", v.data(), v.size() - 1, {3, 4, 5}, false),
+                        std::invalid_argument);
+        w.close();
+    }
+    h5::Reader r(f.path());
+    LargeVector<float> buf(40, -1.0f);
+    r.read_float_rows("/x", 1, 2, buf.data(), buf.size());
+    for (std::size_t i = 0; i < 40; ++i) CHECK(buf[i] == v[20 + i]);
+    CHECK(r.read_float_rows("/x", 1, 2) == std::vector<float>(v.begin() + 20, v.end()));
+    // A buffer too small for the rows, and rows out of range: errors naming the dataset.
+    CHECK_THROWS_WITH(r.read_float_rows("/x", 0, 2, buf.data(), 39), doctest::Contains("/x"));
+    CHECK_THROWS_WITH(r.read_float_rows("/x", 2, 2, buf.data(), buf.size()),
+                      doctest::Contains("out of bounds"));
+    // Large vectors are 2 MiB aligned (huge pages), small ones 64-byte aligned.
+    LargeVector<float> big(std::size_t{2} << 20);
+    CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % (std::size_t{2} << 20) == 0);
+    CHECK(reinterpret_cast<std::uintptr_t>(buf.data()) % 64 == 0);
 }

@@ -2,7 +2,7 @@
 // multiply-adds, then the bias): equal bit for bit, over shapes that exercise every kernel
 // (full 64-column panels, 48-, 32- and 16-column tails, the 12-row tall tails, leftover rows),
 // leading dimensions wider than the matrices, outputs large enough for streaming stores, and
-// column-group layouts (CAT's V) on either side.
+// column-group layouts (CAT's V) on either side, and the projections that use them.
 #include <doctest/doctest.h>
 
 #include <Eigen/Core>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention/ann_gemm.hpp"
+#include "attention/ann_internal.hpp"
 
 using namespace ternion::ann;
 
@@ -137,4 +138,43 @@ TEST_CASE("gemm_packed reads and writes column groups of 16 (CAT's V)") {
     const std::int64_t m = 33000, k = 5, n = 72;  // 9.5 MB of C: streaming stores
     check_gemm_layout(m, k, n, Layout::rows(k), static_cast<std::size_t>(m * k), Layout{16, m * 16},
                       static_cast<std::size_t>(5 * m * 16), rng);
+}
+
+TEST_CASE("projections into and out of column groups, packed and through Eigen") {
+    // CAT's V path: x W + b written into a GroupMatrix and read back as the next product's A.
+    // Linear without `packed` takes the Eigen fallback (the path of machines without AVX-512),
+    // so both are checked against a product written out here.
+    std::mt19937 rng(6);
+    std::uniform_real_distribution<float> U(-1.0f, 1.0f);
+    const std::int64_t n = 37, din = 40, dmid = 24, dout = 20;
+    MatR x(n, din);
+    for (std::int64_t i = 0; i < x.size(); ++i) x.data()[i] = U(rng);
+    Linear a, b;
+    a.W = MatR::NullaryExpr(din, dmid, [&] { return U(rng); });
+    a.b = RowVec::NullaryExpr(dmid, [&] { return U(rng); });
+    b.W = MatR::NullaryExpr(dmid, dout, [&] { return U(rng); });
+    Eigen::MatrixXd mid = x.cast<double>() * a.W.cast<double>();
+    mid.rowwise() += a.b.cast<double>();
+    const Eigen::MatrixXd ref = mid * b.W.cast<double>();
+    for (bool packed : {false, true}) {
+        CAPTURE(packed);
+        if (packed) {
+            a.pack();
+            b.pack();
+        }
+        for (bool par : {false, true}) {
+            GroupMatrix g;
+            g.resize(n, dmid);
+            CHECK(g.groups() == 2);
+            project_to_groups(a, x, g, par);
+            double err_mid = 0.0;
+            for (std::int64_t i = 0; i < n; ++i)
+                for (std::int64_t j = 0; j < dmid; ++j)
+                    err_mid = std::max(err_mid, std::abs(g.at(i, j) - mid(i, j)));
+            CHECK(err_mid < 1e-4);
+            MatR y(n, dout);
+            project_from_groups(b, g, y, par);
+            CHECK((y.cast<double>() - ref).cwiseAbs().maxCoeff() < 1e-3);
+        }
+    }
 }

@@ -149,22 +149,16 @@ void GroupMatrix::resize(std::int64_t rows, std::int64_t cols) {
     rows_ = rows;
     cols_ = cols;
     const auto need = static_cast<std::size_t>(groups() * gstride());
-    if (need <= capacity_) return;
-    const std::size_t bytes = need * sizeof(float);
-    data_.reset(static_cast<float*>(::operator new[](bytes, std::align_val_t{64})));
-    capacity_ = need;
-    // The hint goes in before the first touch, so the pages faulted in below are huge ones.
-    prefer_huge_pages(data_.get(), bytes);
-    std::fill_n(data_.get(), need, 0.0f);
+    if (need > data_.size()) data_ = LargeVector<float>(need);  // no copy of stale contents
 }
 
 void project_to_groups(const Linear& l, const CRef& x, GroupMatrix& y, bool parallel) {
-    const bool packed = l.packed && l.packed->k() == l.W.rows() && l.packed->n() == l.W.cols();
+    const PackedMatrix* packed = l.usable_packed();
     const float* bias = l.b.size() ? l.b.data() : nullptr;
     for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
         if (packed) {
             gemm_packed(x.data() + lo * x.outerStride(), Layout::rows(x.outerStride()), hi - lo,
-                        *l.packed, bias, y.data() + lo * 16, y.layout());
+                        *packed, bias, y.data() + lo * 16, y.layout());
             return;
         }
         // Without the packed kernel: Eigen's product (as project_into) into a row block, then
@@ -177,11 +171,11 @@ void project_to_groups(const Linear& l, const CRef& x, GroupMatrix& y, bool para
 }
 
 void project_from_groups(const Linear& l, const GroupMatrix& x, Eigen::Ref<MatR> y, bool parallel) {
-    const bool packed = l.packed && l.packed->k() == l.W.rows() && l.packed->n() == l.W.cols();
+    const PackedMatrix* packed = l.usable_packed();
     const float* bias = l.b.size() ? l.b.data() : nullptr;
     for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
         if (packed) {
-            gemm_packed(x.data() + lo * 16, x.layout(), hi - lo, *l.packed, bias,
+            gemm_packed(x.data() + lo * 16, x.layout(), hi - lo, *packed, bias,
                         y.data() + lo * y.outerStride(), Layout::rows(y.outerStride()));
             return;
         }
@@ -323,9 +317,8 @@ void convolve_channels(ConvWork& w, const float* v, float* y, std::int64_t n, st
     }
     RealFft& plan = *w.plan;
     const std::int64_t H = plan.spectrum_size();
-    std::vector<float>& pad = w.pad;
+    std::vector<float>& pad = w.pad;  // [n, L) stays zero from kernel_spectrum
     for (std::int64_t c = 0; c < channels; ++c) {
-        std::fill(pad.begin(), pad.end(), 0.0f);
         for (std::int64_t j = 0; j < n; ++j) pad[j] = v[j * sj + c * sc];
         plan.forward(pad.data(), w.vf.data());
         for (std::int64_t k = 0; k < H; ++k) w.vf[k] *= w.zf[k];

@@ -7,14 +7,13 @@
 
 #include <memory>
 #include <mutex>
-#include <new>
 #include <string>
 #include <vector>
 
 #include "attention/ann_attention.hpp"
 #include "attention/ann_gemm.hpp"
 #include "attention/fft.hpp"
-#include "sim/memory.hpp"  // prefer_huge_pages
+#include "sim/memory.hpp"  // prefer_huge_pages, LargeVector
 
 namespace ternion::ann {
 
@@ -82,6 +81,11 @@ struct Linear {
                      ? std::make_shared<const PackedMatrix>(W.data(), W.cols(), W.rows(), W.cols())
                      : nullptr;
     }
+    // The packed weights when they match W (pack() ran after W was last set), else null.
+    const PackedMatrix* usable_packed() const {
+        return packed && packed->k() == W.rows() && packed->n() == W.cols() ? packed.get()
+                                                                            : nullptr;
+    }
     std::int64_t in() const { return W.rows(); }
     std::int64_t out() const { return W.cols(); }
     void apply(const CRef& x, MatR& y, bool parallel) const;
@@ -97,29 +101,22 @@ struct Linear {
 // 2 KiB apart, 8 of the 23 ms of mixing at N = 16384, D = 512.
 class GroupMatrix {
   public:
-    GroupMatrix() = default;
-    GroupMatrix(const GroupMatrix&) = delete;
-    GroupMatrix& operator=(const GroupMatrix&) = delete;
-    // Contents are unspecified after a change of shape (zero on first allocation).
+    // Contents are unspecified after a change of shape (zero when the buffer grows).
     void resize(std::int64_t rows, std::int64_t cols);
     std::int64_t rows() const { return rows_; }
     std::int64_t cols() const { return cols_; }
     std::int64_t groups() const { return (cols_ + 15) / 16; }
     std::int64_t gstride() const { return rows_ * 16; }
-    float* data() { return data_.get(); }
-    const float* data() const { return data_.get(); }
+    float* data() { return data_.data(); }
+    const float* data() const { return data_.data(); }
     float* group(std::int64_t g) { return data() + g * gstride(); }
     Layout layout() const { return Layout{16, gstride()}; }
     float& at(std::int64_t i, std::int64_t j) { return data()[layout().at(i, j)]; }
     float at(std::int64_t i, std::int64_t j) const { return data()[layout().at(i, j)]; }
 
   private:
-    struct Free {
-        void operator()(float* p) const { ::operator delete[](p, std::align_val_t{64}); }
-    };
     std::int64_t rows_ = 0, cols_ = 0;
-    std::size_t capacity_ = 0;  // floats
-    std::unique_ptr<float[], Free> data_;
+    LargeVector<float> data_;  // huge pages when large (sim/memory.hpp)
 };
 
 // y = x W + b (x row-major) into a GroupMatrix sized [x.rows(), l.out()].
@@ -133,12 +130,12 @@ void project_from_groups(const Linear& l, const GroupMatrix& x, Eigen::Ref<MatR>
 // accumulated onto it, which saves the zeroing pass of `y = x W` and the separate bias pass.
 template <class In, class Out>
 void project_into(const Linear& l, const In& x, Out&& y, bool parallel) {
-    const bool packed = l.packed && l.packed->k() == l.W.rows() && l.packed->n() == l.W.cols() &&
-                        x.innerStride() == 1 && y.innerStride() == 1;
+    const PackedMatrix* packed =
+        x.innerStride() == 1 && y.innerStride() == 1 ? l.usable_packed() : nullptr;
     // Row blocks of x are independent GEMMs; one block when serial keeps Eigen's blocking.
     for_range(x.rows(), 256, parallel, [&](std::int64_t lo, std::int64_t hi) {
         if (packed) {
-            gemm_packed(x.data() + lo * x.outerStride(), x.outerStride(), hi - lo, *l.packed,
+            gemm_packed(x.data() + lo * x.outerStride(), x.outerStride(), hi - lo, *packed,
                         l.b.size() ? l.b.data() : nullptr, y.data() + lo * y.outerStride(),
                         y.outerStride());
             return;

@@ -361,41 +361,33 @@ inline void times(v8& xr, v8& xi, float zr, float zi) {
     xr = r;
 }
 
-// A whole block of 4: dif4 at q = 1, the four products, dit4 at q = 1, in registers (the same
-// operations in the same order as the general recursion).
-template <std::int64_t S>
-inline void leaf4(v8* re, v8* im, const float* zr, const float* zi) {
-    const v8 x0r = re[0], x0i = im[0], x1r = re[S], x1i = im[S];
-    const v8 x2r = re[2 * S], x2i = im[2 * S], x3r = re[3 * S], x3i = im[3 * S];
-    v8 ar = x0r + x2r, ai = x0i + x2i, br = x1r + x3r, bi = x1i + x3i;
-    v8 cr = x0r - x2r, ci = x0i - x2i, dr = x1r - x3r, di = x1i - x3i;
-    v8 y0r = ar + br, y0i = ai + bi, y1r = cr + di, y1i = ci - dr;
-    v8 y2r = ar - br, y2i = ai - bi, y3r = cr - di, y3i = ci + dr;
-    times(y0r, y0i, zr[0], zi[0]);
-    times(y1r, y1i, zr[1], zi[1]);
-    times(y2r, y2i, zr[2], zi[2]);
-    times(y3r, y3i, zr[3], zi[3]);
-    ar = y0r + y2r, ai = y0i + y2i, br = y1r + y3r, bi = y1i + y3i;
-    cr = y0r - y2r, ci = y0i - y2i, dr = y1r - y3r, di = y1i - y3i;
-    re[0] = ar + br, im[0] = ai + bi;
-    re[S] = cr - di, im[S] = ci + dr;
-    re[2 * S] = ar - br, im[2 * S] = ai - bi;
-    re[3 * S] = cr + di, im[3 * S] = ci - dr;
+// The recursion below on a whole block of M = 4 or 16 samples held in local arrays (S = 1),
+// which the compiler keeps in the 32 vector registers: one load and one store per sample for
+// the last one or two steps each way, instead of one per step.
+template <int M>
+inline void convolve_local(v8* xr, v8* xi, const cfloat* T, std::int64_t ts, const float* zr,
+                           const float* zi) {
+    constexpr int q = M / 4;
+    dif4<1>(xr, xi, q, T, ts);
+#pragma GCC unroll 4
+    for (int s = 0; s < 4; ++s) {
+        if constexpr (q == 1)
+            times(xr[s], xi[s], zr[s], zi[s]);
+        else
+            convolve_local<q>(xr + s * q, xi + s * q, T, ts * 4, zr + s * q, zi + s * q);
+    }
+    dit4<1>(xr, xi, q, T, ts);
 }
 
-// A whole block of 16 (two radix-4 steps each way) loaded once into local arrays, which the
-// compiler keeps in the 32 vector registers: one load and one store per sample instead of two.
-inline void leaf16(v8* re, v8* im, const cfloat* T, std::int64_t ts, const float* zr,
-                   const float* zi) {
-    v8 xr[16], xi[16];
+template <int M>
+inline void convolve_leaf(v8* re, v8* im, const cfloat* T, std::int64_t ts, const float* zr,
+                          const float* zi) {
+    v8 xr[M], xi[M];
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) xr[k] = re[2 * k], xi[k] = im[2 * k];
-    dif4<1>(xr, xi, 4, T, ts);
-#pragma GCC unroll 4
-    for (int s = 0; s < 4; ++s) leaf4<1>(xr + 4 * s, xi + 4 * s, zr + 4 * s, zi + 4 * s);
-    dit4<1>(xr, xi, 4, T, ts);
+    for (int k = 0; k < M; ++k) xr[k] = re[2 * k], xi[k] = im[2 * k];
+    convolve_local<M>(xr, xi, T, ts, zr, zi);
 #pragma GCC unroll 16
-    for (int k = 0; k < 16; ++k) re[2 * k] = xr[k], im[2 * k] = xi[k];
+    for (int k = 0; k < M; ++k) re[2 * k] = xr[k], im[2 * k] = xi[k];
 }
 
 // Convolves block [0, m) in place (re = x, im = x + 1): forward step, the sub-blocks, inverse
@@ -414,10 +406,10 @@ void convolve_block(v8* re, v8* im, std::int64_t m, const cfloat* T, std::int64_
             return;
         }
         case 4:
-            leaf4<2>(re, im, zr, zi);
+            convolve_leaf<4>(re, im, T, ts, zr, zi);
             return;
         case 16:
-            leaf16(re, im, T, ts, zr, zi);
+            convolve_leaf<16>(re, im, T, ts, zr, zi);
             return;
         default:
             break;
@@ -523,17 +515,12 @@ void ChannelConvolver::convolve_rows(const float* v, float* y, std::int64_t ld, 
 
 void ChannelConvolver::convolve_group(float* data, std::int64_t n) {
     if (n < 1 || n > L_) throw std::invalid_argument("ChannelConvolver: group length out of range");
-    // A group of n == L samples is already the kernel's layout: no copies at all. Otherwise the
-    // n samples are copied in whole lines, zero-padded to L, and the first n copied back.
-    if (n == L_ && reinterpret_cast<std::uintptr_t>(data) % alignof(v8) == 0) {
+    // A group of n == L samples is already the kernel's layout: no copies at all. Otherwise it
+    // is 16 row-major channels with rows 16 floats apart, copied in a line at a time.
+    if (n == L_ && reinterpret_cast<std::uintptr_t>(data) % alignof(v8) == 0)
         transform(data);
-        return;
-    }
-    float* x = reinterpret_cast<float*>(impl_->x.data());
-    std::memcpy(x, data, static_cast<std::size_t>(n) * 16 * sizeof(float));
-    std::memset(x + n * 16, 0, static_cast<std::size_t>(L_ - n) * 16 * sizeof(float));
-    transform(x);
-    std::memcpy(data, x, static_cast<std::size_t>(n) * 16 * sizeof(float));
+    else
+        run(data, data, n, 16, 16, 1);
 }
 
 // Sample j of channel c at v[j * sj + c * sc]: column-major (sj = 1, sc = n) gathers eight
@@ -583,7 +570,11 @@ void ChannelConvolver::run(const float* v, float* y, std::int64_t n, std::int64_
         const std::int64_t nim = std::clamp<std::int64_t>(channels - c0 - 8, 0, 8);
         // Row-major with all 16 lanes: each token's 64-byte run is one sample's line.
         const bool rows16 = sj != 1 && nim == 8;
-        if (rows16) {
+        // Rows exactly one line apart (a column group) are one contiguous block.
+        const bool contiguous = rows16 && sj == 16;
+        if (contiguous) {
+            std::memcpy(re, v + c0, static_cast<std::size_t>(n) * 2 * sizeof(v8));
+        } else if (rows16) {
             const float* src = v + c0;
             for (std::int64_t j = 0; j < n; ++j) {
                 if (j + ahead < n) __builtin_prefetch(src + (j + ahead) * sj);
@@ -598,20 +589,10 @@ void ChannelConvolver::run(const float* v, float* y, std::int64_t n, std::int64_
         }
         for (std::int64_t j = n; j < L; ++j) re[2 * j] = im[2 * j] = splat(0.0f);
         transform(reinterpret_cast<float*>(re));
-        if (rows16) {
+        if (contiguous) {
+            std::memcpy(y + c0, re, static_cast<std::size_t>(n) * 2 * sizeof(v8));
+        } else if (rows16) {
             float* dst = y + c0;
-#if defined(__AVX__)
-            // Every line of these rows is written whole, so streaming stores skip reading it
-            // first (3 ms of ~27 at N = 16384, D = 512, when CAT's V was row-major).
-            if (reinterpret_cast<std::uintptr_t>(dst) % 32 == 0 && sj % 8 == 0) {
-                for (std::int64_t j = 0; j < n; ++j) {
-                    _mm256_stream_ps(dst + j * sj, reinterpret_cast<__m256>(re[2 * j]));
-                    _mm256_stream_ps(dst + j * sj + 8, reinterpret_cast<__m256>(im[2 * j]));
-                }
-                _mm_sfence();
-                continue;
-            }
-#endif
             for (std::int64_t j = 0; j < n; ++j) {
                 if (j + ahead < n) __builtin_prefetch(dst + (j + ahead) * sj, 1);
                 std::memcpy(dst + j * sj, &re[2 * j], 2 * sizeof(v8));

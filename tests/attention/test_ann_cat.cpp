@@ -218,8 +218,7 @@ TEST_CASE("ChannelConvolver (power-of-two batched kernel) equals the dense produ
 TEST_CASE("ChannelConvolver: row-major storage gives the column-major results") {
     // convolve_rows reads sample j of channel c at v[j * ld + c]: the CAT forward pass uses it
     // on the row-major V. Same arithmetic, so the results agree exactly; columns outside the
-    // channel range are left alone. An ld that is a multiple of 8 floats on aligned storage
-    // takes the streaming-store path, as CAT's [N, D + pad] matrices do.
+    // channel range are left alone, with aligned and unaligned row strides.
     for (std::int64_t n : {2, 8, 32, 4096})
         for (bool aligned_rows : {false, true}) {
             for (std::int64_t c : {1, 8, 9, 19, 64}) {

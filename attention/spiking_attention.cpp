@@ -1,5 +1,7 @@
 #include "attention/spiking_attention.hpp"
 
+#include "sim/event_cost.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -98,6 +100,15 @@ std::vector<std::pair<std::string, double>> SpikingAttentionNode::attributes() c
             {"head_dim", double(head_dim_)},
             {"dim_in", double(dim_in_)}};
 }
+std::optional<AttentionShape> SpikingAttentionNode::attention_shape() const {
+    AttentionShape a;
+    a.tokens = tokens_;
+    a.dim = dim_;
+    a.heads = heads_;
+    a.dim_in = dim_in_;
+    a.proj_dense_macs_per_step = 3 * static_cast<std::uint64_t>(tokens_ * dim_in_ * dim_);
+    return a;
+}
 std::vector<std::pair<std::string, std::string>> SpikingAttentionNode::summary() const {
     return {{"tokens", std::to_string(tokens_)},
             {"dim", std::to_string(dim_)},
@@ -148,30 +159,18 @@ void SpikingAttentionNode::project(const Activity& in, State& s, const StepConte
         qkv_.apply_event(in.values.data(), in.active, tokens_, s.proj.data(), in.ternary);
     else
         qkv_.apply_dense(in.values.data(), tokens_, s.proj.data());
-    if (!ctx.ops) return;
-    // The same rule as the core's synaptic layers: a spike costs one AC per non-zero weight it
-    // reaches, a small integer x (coincident spikes, e.g. the 2 of a SEW residual) |x| ACs,
-    // any other value one MAC.
-    std::uint64_t touched = 0, weighted = 0;
-    bool integral = true;
-    for (auto a : in.active) {
-        const std::uint64_t f = qkv_.row_nnz(static_cast<std::int64_t>(a) % dim_in_);
-        touched += f;
-        if (!in.ternary && integral) {
-            const float x = std::fabs(in.values[a]);
-            if (x == std::floor(x) && x <= 16.0f)
-                weighted += static_cast<std::uint64_t>(x) * f;
-            else
-                integral = false;
-        }
-    }
-    if (in.ternary)
-        ctx.ops->ac += touched;
-    else if (integral)
-        ctx.ops->ac += weighted;
-    else
-        ctx.ops->mac += touched;
-    ctx.ops->weight_read_bytes += 4 * touched;
+    if (!ctx.ops || !ctx.count_ops) return;
+    // The core's event-cost rule, with the projection's fan-out per input channel.
+    const EventCost c = event_cost(
+        in.active.size(), in.ternary,
+        [&](std::size_t k) {
+            return qkv_.row_nnz(static_cast<std::int64_t>(in.active[k]) % dim_in_);
+        },
+        [&](std::size_t k) { return in.values[in.active[k]]; });
+    book_event_cost(c, in.ternary, sizeof(float), ctx);
+    AttentionCounts& att = counts(ctx);
+    att.proj_ac += c.ac;
+    att.proj_mac += c.mac;
 }
 
 std::uint64_t SpikingAttentionNode::emit(const std::vector<float>& vals, Activity& out) {
@@ -224,9 +223,6 @@ std::unique_ptr<NodeState> SsaNode::make_state() const {
     return s;
 }
 
-std::vector<std::string> SsaNode::aux_names() const {
-    return {"q_spikes", "k_spikes", "v_spikes", "qk_first_heads", "kv_first_heads"};
-}
 std::vector<std::pair<std::string, double>> SsaNode::attributes() const {
     auto a = SpikingAttentionNode::attributes();
     a.emplace_back("scale", double(scale_));
@@ -251,9 +247,10 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         nv += s.v[i] != 0.0f;
     }
     book_neurons(ctx, 3 * sz(N * D));
-    add_aux(ctx, 0, nq);
-    add_aux(ctx, 1, nk);
-    add_aux(ctx, 2, nv);
+    AttentionCounts& att = counts(ctx);
+    att.q_spikes += nq;
+    att.k_spikes += nk;
+    att.v_spikes += nv;
 
     const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
     std::uint64_t acs = 0;
@@ -347,7 +344,9 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         const bool qk_first = assoc_ == SsaAssociation::qk_first ||
                               (assoc_ == SsaAssociation::automatic && qk1 + qk2 <= kv1 + kv2);
         acs += qk_first ? qk1 + qk2 : kv1 + kv2;
-        add_aux(ctx, qk_first ? 3 : 4, 1);
+        att.score_ac += qk_first ? qk1 : kv1;
+        att.mix_ac += qk_first ? qk2 : kv2;
+        (qk_first ? att.qk_first_heads : att.kv_first_heads) += 1;
 
         // The product itself: small integers, identical for both associations and engines.
         std::int32_t* S = s.s.data();
@@ -414,9 +413,6 @@ std::unique_ptr<NodeState> SdsaNode::make_state() const {
     return s;
 }
 
-std::vector<std::string> SdsaNode::aux_names() const {
-    return {"q_spikes", "k_spikes", "v_spikes", "mask_channels"};
-}
 bool SdsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
     return SpikingAttentionNode::membrane(state, out);
 }
@@ -450,16 +446,18 @@ void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
     }
     book_neurons(ctx, 3 * sz(N * D) + sz(D));
     if (ctx.ops) ctx.ops->ac += both;
-    add_aux(ctx, 0, nq);
-    add_aux(ctx, 1, nk);
-    add_aux(ctx, 2, nv);
+    AttentionCounts& att = counts(ctx);
+    att.score_ac += both;
+    att.q_spikes += nq;
+    att.k_spikes += nk;
+    att.v_spikes += nv;
     std::uint64_t open = 0;
     std::vector<float> mask(sz(D));
     for (std::int64_t c = 0; c < D; ++c) {
         mask[sz(c)] = spiking::lif_step(s.hout[sz(c)], static_cast<float>(s.yi[sz(c)]), attn_);
         open += mask[sz(c)] != 0.0f;
     }
-    add_aux(ctx, 3, open);
+    att.mask_channels += open;
     // Channel mask on V: selection, not arithmetic (not counted).
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t c = 0; c < D; ++c) s.y[sz(n * D + c)] = mask[sz(c)] * s.v[sz(n * D + c)];
@@ -485,10 +483,6 @@ std::unique_ptr<NodeState> BsaNode::make_state() const {
     return s;
 }
 
-std::vector<std::string> BsaNode::aux_names() const {
-    return {"q_spikes", "k_spikes", "q_neg_spikes", "k_neg_spikes", "tmp_acs", "out_neg_spikes"};
-}
-
 void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
                    const StepContext& ctx) const {
     auto& s = *static_cast<State*>(state);
@@ -509,10 +503,11 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
         }
     }
     book_neurons(ctx, 2 * sz(N * D));
-    add_aux(ctx, 0, nq);
-    add_aux(ctx, 1, nk);
-    add_aux(ctx, 2, nqn);
-    add_aux(ctx, 3, nkn);
+    AttentionCounts& att = counts(ctx);
+    att.q_spikes += nq;
+    att.k_spikes += nk;
+    att.q_neg_spikes += nqn;
+    att.k_neg_spikes += nkn;
 
     std::uint64_t tmp = 0;
     std::int32_t* S = s.s.data();
@@ -586,16 +581,23 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
             std::copy(row.begin(), row.end(), s.y.begin() + i * D + c0);
         }
     }
-    add_aux(ctx, 4, tmp);
-    if (ctx.ops) {
+    {
         const auto n = static_cast<std::uint64_t>(N), d = static_cast<std::uint64_t>(dh),
                    h = static_cast<std::uint64_t>(H);
         // TMP accumulates; Shiftmax per row: n adds for the sum and n exponent subtractions,
         // n shifts, n comparisons (max search and leading-one detection); Shiftmax.V: one shift
         // and one add per (query, key, channel).
-        ctx.ops->ac += tmp + h * (n * 2 * n + n * n * d);
-        ctx.ops->shift += h * (n * n + n * n * d);
-        ctx.ops->cmp += h * n * n;
+        att.score_ac += tmp;
+        att.norm_ac += h * n * 2 * n;
+        att.norm_shift += h * n * n;
+        att.norm_cmp += h * n * n;
+        att.mix_ac += h * n * n * d;
+        att.mix_shift += h * n * n * d;
+        if (ctx.ops) {
+            ctx.ops->ac += tmp + h * (n * 2 * n + n * n * d);
+            ctx.ops->shift += h * (n * n + n * n * d);
+            ctx.ops->cmp += h * n * n;
+        }
     }
     std::uint64_t neg = 0;
     for (std::size_t i = 0; i < s.y.size(); ++i) {
@@ -603,7 +605,7 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
         neg += s.y[i] < 0.0f;
     }
     book_neurons(ctx, sz(N * D));
-    add_aux(ctx, 5, neg);
+    att.out_neg_spikes += neg;
     const auto spikes = emit(s.y, out);
     if (ctx.ops) ctx.ops->spikes_out += spikes;
 }

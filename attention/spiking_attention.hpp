@@ -32,6 +32,7 @@ class SpikingAttentionNode : public Node {
     std::uint64_t param_count() const override;
     double weight_density() const override;
     std::vector<std::pair<std::string, double>> attributes() const override;
+    std::optional<AttentionShape> attention_shape() const override;
     std::vector<std::pair<std::string, std::string>> summary() const override;
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
     // Zeroes the neuron states; everything else in the state is rewritten by every step.
@@ -64,8 +65,10 @@ class SpikingAttentionNode : public Node {
     // Writes out = spikes in `vals` (length N*D), ascending; returns the non-zero count.
     static std::uint64_t emit(const std::vector<float>& vals, Activity& out);
     static void book_neurons(const StepContext& ctx, std::uint64_t neurons);
-    static void add_aux(const StepContext& ctx, int i, std::uint64_t v) {
-        if (ctx.aux) ctx.aux[i] += v;
+    // The typed counters of this step, or a sink when the caller does not collect them.
+    static AttentionCounts& counts(const StepContext& ctx) {
+        thread_local AttentionCounts sink;
+        return ctx.attention ? *ctx.attention : sink;
     }
 
     spiking::Projection qkv_;
@@ -81,7 +84,6 @@ class SsaNode : public SpikingAttentionNode {
     std::unique_ptr<NodeState> make_state() const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
-    std::vector<std::string> aux_names() const override;
     std::vector<std::pair<std::string, double>> attributes() const override;
 
   private:
@@ -97,7 +99,6 @@ class SdsaNode : public SpikingAttentionNode {
     std::unique_ptr<NodeState> make_state() const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
-    std::vector<std::string> aux_names() const override;
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
 
   private:
@@ -111,7 +112,6 @@ class BsaNode : public SpikingAttentionNode {
     std::unique_ptr<NodeState> make_state() const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
-    std::vector<std::string> aux_names() const override;
 
   private:
     spiking::TsnParams qk_, out_;

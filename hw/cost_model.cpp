@@ -49,65 +49,60 @@ bool is_connection(const LayerRecord& l) {
     return is_connection_type(l.type) || l.dense_synops_per_step > 0;
 }
 
-std::optional<std::uint64_t> aux(const LayerRecord& l, const char* name) {
-    for (const auto& [n, v] : l.aux)
-        if (n == name) return v;
-    return std::nullopt;
-}
-
-std::optional<double> attribute(const LayerRecord& l, const char* name) {
-    for (const auto& [n, v] : l.attributes)
-        if (n == name) return v;
-    return std::nullopt;
-}
-
 std::string fmt(double v) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%.6g", v);
     return buf;
 }
 
-// Paper mode, one attention layer: Spikformer's closed form for ternion.SSA, else fr x T x FLOPs.
-// Returns ACs per inference; writes how it counted into `basis` and fallbacks into `notes`.
+// Paper mode, one attention layer, in ACs per inference: the projections inside the node are
+// spike-fed linears (fr_in x T x their dense MACs); the spike-spike part follows the paper of
+// each attention: Spikformer's closed form for SSA, the Spike-driven Transformer's O(N D) column
+// sum for SDSA (its coincident Q, K pairs), and for BSA the ternary product at the Q and K rates
+// plus Shiftmax and Shiftmax.V as counted. Writes how it counted into `basis`.
 double paper_attention(const LayerRecord& l, std::int64_t S, std::int64_t T, std::string& basis,
                        std::vector<std::string>& notes, double& attn_part) {
     const double fr_in = l.input_rate(S, T);
-    const double flops = static_cast<double>(l.dense_macs_per_step);
-    if (l.type == "ternion.SSA") {
-        auto q = aux(l, "q_spikes"), k = aux(l, "k_spikes"), v = aux(l, "v_spikes");
-        auto N = attribute(l, "tokens"), D = attribute(l, "dim"), H = attribute(l, "heads");
-        if (q && k && v && N && D && H && *N > 0 && *D > 0 && *H > 0 && S > 0 && T > 0) {
-            const double denom = static_cast<double>(S) * static_cast<double>(T) * *N * *D;
-            const double fq = static_cast<double>(*q) / denom;
-            const double fk = static_cast<double>(*k) / denom;
-            const double fv = static_cast<double>(*v) / denom;
-            const double dh = *D / *H;
-            // Q (K^T V): K^T V costs N (D/H)^2 per head gated by the sparser of K and V,
-            // Q times the result N (D/H)^2 gated by Q (Spikingformer's energy code).
-            const double attn =
-                static_cast<double>(T) * *H * *N * dh * dh * (std::min(fk, fv) + fq);
-            attn_part = attn;
-            double total = attn;
-            basis = "paper: SSA closed form T*H*N*(D/H)^2*(min(fr_K,fr_V)+fr_Q), fr_Q=" + fmt(fq) +
-                    " fr_K=" + fmt(fk) + " fr_V=" + fmt(fv);
-            // Projections inside the node (if it declares their dense MACs) are spike-fed linears.
-            if (auto proj = attribute(l, "proj_macs_per_step")) {
-                total += fr_in * static_cast<double>(T) * *proj;
-                basis += " + fr_in*T*proj_macs";
-            }
-            return total;
-        }
-        notes.push_back("layer '" + l.name +
-                        "' (ternion.SSA): aux q_spikes/k_spikes/v_spikes or attributes "
-                        "tokens/dim/heads missing; counted as fr_in x T x FLOPs instead of the "
-                        "SSA closed form");
-    } else {
+    const double Td = static_cast<double>(T), Sd = static_cast<double>(S);
+    const auto& sh = l.attention_shape;
+    if (!sh || sh->tokens <= 0 || sh->dim <= 0 || sh->heads <= 0 || S <= 0 || T <= 0) {
         notes.push_back("layer '" + l.name + "' (" + l.type +
-                        "): no closed form for this attention; counted as fr_in x T x FLOPs");
+                        "): no spiking-attention structure; counted as fr_in x T x FLOPs");
+        basis = "paper: fr_in*T*FLOPs (fallback), fr_in=" + fmt(fr_in);
+        attn_part = fr_in * Td * static_cast<double>(l.dense_macs_per_step);
+        return attn_part;
     }
-    basis = "paper: fr_in*T*FLOPs (fallback), fr_in=" + fmt(fr_in);
-    attn_part = fr_in * static_cast<double>(T) * flops;
-    return attn_part;
+    const auto& a = l.attention;
+    const double N = static_cast<double>(sh->tokens), D = static_cast<double>(sh->dim),
+                 H = static_cast<double>(sh->heads), dh = D / H;
+    const double elems = Sd * Td * N * D;
+    const double fq = static_cast<double>(a.q_spikes) / elems,
+                 fk = static_cast<double>(a.k_spikes) / elems,
+                 fv = static_cast<double>(a.v_spikes) / elems;
+    const double proj = fr_in * Td * static_cast<double>(sh->proj_dense_macs_per_step);
+    if (l.type == "ternion.SSA") {
+        // Q (K^T V): K^T V costs N dh^2 per head gated by the sparser of K and V, Q times the
+        // result N dh^2 gated by Q (Spikingformer's energy code).
+        attn_part = Td * H * N * dh * dh * (std::min(fk, fv) + fq);
+        basis =
+            "paper: fr_in*T*proj_macs + SSA closed form T*H*N*(D/H)^2*(min(fr_K,fr_V)+fr_Q), "
+            "fr_Q=" +
+            fmt(fq) + " fr_K=" + fmt(fk) + " fr_V=" + fmt(fv);
+    } else if (l.type == "ternion.SDSA") {
+        attn_part = static_cast<double>(a.score_ac) / Sd;
+        basis = "paper: fr_in*T*proj_macs + SDSA column sum of Q (.) K (coincident spikes)";
+    } else if (l.type == "ternion.BSA") {
+        attn_part = Td * H * N * N * dh * fq * fk + static_cast<double>(a.norm_ac + a.mix_ac) / Sd;
+        basis =
+            "paper: fr_in*T*proj_macs + BSA T*H*N^2*(D/H)*fr_Q*fr_K + Shiftmax and "
+            "Shiftmax.V adds, fr_Q=" +
+            fmt(fq) + " fr_K=" + fmt(fk);
+    } else {
+        attn_part =
+            fr_in * Td * static_cast<double>(l.dense_macs_per_step - sh->proj_dense_macs_per_step);
+        basis = "paper: fr_in*T*FLOPs";
+    }
+    return proj + attn_part;
 }
 
 }  // namespace
@@ -157,12 +152,15 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
                 c.count[kAc] = c.count[kMac] = 0.0;
                 if (l.category == NodeCategory::attention) {
                     // All the node's products are priced, but reported apart: NeuroBench does not
-                    // hook plain matmuls. Projections inside the node (aux proj_ac/proj_mac) are
-                    // connection layers for NeuroBench.
-                    const double pac = static_cast<double>(aux(l, "proj_ac").value_or(0));
-                    const double pmac = static_cast<double>(aux(l, "proj_mac").value_or(0));
-                    const double mac_ac = std::max(0.0, ac - pac),
-                                 mat_mac = std::max(0.0, mac - pmac);
+                    // hook plain matmuls. The projections inside the node are Linear layers for
+                    // NeuroBench: one op per (non-zero input, non-zero weight) pair, ACs at steps
+                    // whose input is all in {-1,0,1}, else MACs.
+                    const double pac = static_cast<double>(l.synapses.pairs_ternary);
+                    const double pmac = static_cast<double>(l.synapses.pairs_other);
+                    const double mac_ac =
+                        std::max(0.0, ac - static_cast<double>(l.attention.proj_ac));
+                    const double mat_mac =
+                        std::max(0.0, mac - static_cast<double>(l.attention.proj_mac));
                     c.count[kAc] = ac;
                     c.count[kMac] = mac;
                     c.attention_matmul = true;
@@ -173,16 +171,13 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
                     nb.attention_matmul_pj += (unit[kAc] * mac_ac + unit[kMac] * mat_mac) * invS;
                     c.basis = "neurobench: attention matmul line (not a NeuroBench synop)";
                 } else if (is_connection(l)) {
-                    const double eff = ac + mac;
-                    if (l.input_ternary) {
-                        c.count[kAc] = eff;
-                        nb.effective_acs += eff * invS;
-                        c.basis = "neurobench: Effective_ACs (inputs in {-1,0,1})";
-                    } else {
-                        c.count[kMac] = eff;
-                        nb.effective_macs += eff * invS;
-                        c.basis = "neurobench: Effective_MACs (analog inputs)";
-                    }
+                    // One op per (non-zero input, non-zero weight) pair, an AC at steps whose
+                    // input was all in {-1,0,1}, else a MAC (an input of 2 is one MAC).
+                    c.count[kAc] = static_cast<double>(l.synapses.pairs_ternary);
+                    c.count[kMac] = static_cast<double>(l.synapses.pairs_other);
+                    nb.effective_acs += c.count[kAc] * invS;
+                    nb.effective_macs += c.count[kMac] * invS;
+                    c.basis = "neurobench: Effective_ACs / Effective_MACs (per-step input test)";
                 } else {
                     c.basis = (ac + mac > 0)
                                   ? "neurobench: ac/mac not counted (not a connection layer)"
@@ -237,7 +232,8 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
             r.total_count[i] += c.count[i];
         }
         // The same graph run as an ANN for the same T steps: every synaptic op a dense MAC.
-        c.ann_macs = static_cast<double>(l.dense_macs_per_step) * static_cast<double>(run.timesteps);
+        c.ann_macs =
+            static_cast<double>(l.dense_macs_per_step) * static_cast<double>(run.timesteps);
         c.ann_pj = e_mac * c.ann_macs;
         r.ann_macs_per_inference += c.ann_macs;
         r.ann_pj_per_inference += c.ann_pj;

@@ -90,6 +90,8 @@ Profile load_profile(const std::string& name_or_path);
 // Parses and validates one profile document; `file` names it in errors.
 Profile parse_profile(const nlohmann::json& doc, const std::string& file);
 std::string profile_dir();
+// The profile a run is priced with when none is chosen: 45 nm CMOS, E_AC 0.9 pJ, E_MAC 4.6 pJ.
+inline constexpr const char* kDefaultProfile = "horowitz45-fp32";
 // (name, one-line description) of every *.json in the profile dir, sorted by name.
 std::vector<std::pair<std::string, std::string>> list_profiles();
 // Multi-line human description of a profile with every figure and its source.

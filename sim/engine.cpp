@@ -205,17 +205,24 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         ctx.parallel_work = cfg.parallel_work;
         ctx.team = team.get();
         ctx.count_ops = cfg.count_ops;
-        // Delayed edges at t = 0 carry the source applied to zero activity (an Affine's bias).
+        // Delayed edges at t = 0 carry the source applied to zero activity (an Affine's bias);
+        // a spiking source has not fired before the first step.
         for (int u : g.delayed_sources()) {
             const Node& nd = g.node(u);
+            if (nd.is_spiking()) {
+                ws.prev[static_cast<std::size_t>(u)].resize(nd.out_size());
+                continue;
+            }
             Activity zero;
             zero.resize(nd.in_size());
             auto st = nd.make_state();
             OpCounts discard;
-            std::array<std::uint64_t, kMaxAux> discard_aux{};
+            AttentionCounts discard_attention;
+            SynapseCounts discard_synapses;
             StepContext c0 = ctx;
             c0.ops = &discard;
-            c0.aux = discard_aux.data();
+            c0.attention = &discard_attention;
+            c0.synapses = &discard_synapses;
             Activity& p = ws.prev[static_cast<std::size_t>(u)];
             p.resize(nd.out_size());
             nd.step(zero, st.get(), p, c0);
@@ -229,7 +236,8 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                 Activity& out = ws.out[static_cast<std::size_t>(u)];
                 OpCounts step_ops;
                 ctx.ops = &step_ops;
-                ctx.aux = st.aux.data();
+                ctx.attention = &st.attention;
+                ctx.synapses = &st.synapses;
                 ctx.keep_attention = cfg.observer && cfg.observer->wants_attention(u, sample, t);
                 ctx.list_output = list_out[static_cast<std::size_t>(u)] != 0;
                 if (u == in_node) {
@@ -306,8 +314,8 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
             d.negative_out += s.negative_out;
             d.nonzero_in += s.nonzero_in;
             d.input_ternary = d.input_ternary && s.input_ternary;
-            for (int a = 0; a < kMaxAux; ++a)
-                d.aux[static_cast<std::size_t>(a)] += s.aux[static_cast<std::size_t>(a)];
+            d.attention += s.attention;
+            d.synapses += s.synapses;
         }
     return res;
 }

@@ -60,9 +60,10 @@ struct NodeStats {
     std::uint64_t nonzero_out = 0;  // non-zero outputs (spikes, both polarities)
     std::uint64_t positive_out = 0;
     std::uint64_t negative_out = 0;
-    std::uint64_t nonzero_in = 0;              // non-zero elements of the summed input
-    bool input_ternary = true;                 // every input it saw was in {-1,0,+1}
-    std::array<std::uint64_t, kMaxAux> aux{};  // node-defined counters (Node::aux_names)
+    std::uint64_t nonzero_in = 0;  // non-zero elements of the summed input
+    bool input_ternary = true;     // every input it saw was in {-1,0,+1}
+    AttentionCounts attention;     // attention nodes' typed break-down
+    SynapseCounts synapses;        // NeuroBench's effective synaptic events
 };
 
 struct RunResult {

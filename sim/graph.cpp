@@ -46,6 +46,27 @@ void Graph::add_edge(const std::string& src, const std::string& dst) {
     edges_.push_back({s, d, false});
 }
 
+// A recurrent weight layer (snnTorch's RLeaky, Norse's recurrent cells) applies its weights at
+// step t to the spikes of step t - 1. When the DFS put the delay on such a layer's output, move
+// it to the layer's input: the values reaching its target are the same (W s(t-1) + b, with
+// s(-1) = 0), but the layer then sees, and counts, the previous step's spikes, so the last
+// step's spikes are never charged to a product nobody uses (as NeuroBench counts it).
+void Graph::move_delays_before_connections(const std::vector<std::vector<int>>& out_edges) {
+    for (auto& back : edges_) {
+        if (!back.delayed) continue;
+        const int u = back.src;
+        const Node& layer = *nodes_[static_cast<std::size_t>(u)];
+        const auto& ins = in_edges_[static_cast<std::size_t>(u)];
+        if (layer.category() != NodeCategory::synaptic || ins.size() != 1 ||
+            out_edges[static_cast<std::size_t>(u)].size() != 1 || layer.declared_in_shape().empty())
+            continue;
+        Edge& feed = edges_[static_cast<std::size_t>(ins[0])];
+        if (feed.delayed) continue;
+        feed.delayed = true;
+        back.delayed = false;
+    }
+}
+
 void Graph::finalize() {
     const int n = size();
     if (n == 0) throw InputError(origin_, "nodes", "the graph has no nodes");
@@ -88,6 +109,7 @@ void Graph::finalize() {
         if (state[static_cast<std::size_t>(i)] == 0) dfs(i);
     for (int i = 0; i < n; ++i)
         if (state[static_cast<std::size_t>(i)] == 0) dfs(i);
+    move_delays_before_connections(out_edges);
 
     // Kahn's algorithm over the undelayed edges; ties broken by file order.
     std::vector<int> indeg(static_cast<std::size_t>(n), 0);

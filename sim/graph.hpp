@@ -1,5 +1,6 @@
 // A model: named nodes and edges. Edges into a node are summed; an edge that closes a cycle
-// (found by depth-first search from the Input nodes, in file order) is delayed by one step.
+// (found by depth-first search from the Input nodes, in file order) is delayed by one step; a
+// recurrent weight layer gets the delay on its input instead (see graph.cpp).
 #pragma once
 #include <memory>
 #include <string>
@@ -38,6 +39,8 @@ class Graph {
     const std::string& origin() const { return origin_; }
 
   private:
+    void move_delays_before_connections(const std::vector<std::vector<int>>& out_edges);
+
     std::vector<std::unique_ptr<Node>> nodes_;
     std::vector<Edge> edges_;
     std::vector<std::vector<int>> in_edges_;

@@ -1,6 +1,7 @@
 // What a run measured, per layer, in the form the cost model (hw/) and the reports consume.
 // Built from a Graph and a RunResult; everything is a total over all samples and steps.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +23,9 @@ struct LayerRecord {
     std::uint64_t dense_synops_per_step = 0;  // NeuroBench "Dense" per step
     std::uint64_t param_count = 0;
     double weight_density = -1.0;
-    std::vector<std::pair<std::string, std::uint64_t>> aux;  // node-defined counters
+    AttentionCounts attention;                      // attention nodes: totals by stage
+    SynapseCounts synapses;                         // (non-zero input, non-zero weight) pairs
+    std::optional<AttentionShape> attention_shape;  // set for attention nodes
     std::vector<std::pair<std::string, double>> attributes;  // Node::attributes()
     // Fraction of non-zero input elements over all samples and steps (paper-mode "fr").
     double input_rate(std::int64_t samples, std::int64_t T) const {
@@ -65,9 +68,9 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.param_count = n.param_count();
         l.weight_density = n.weight_density();
         l.attributes = n.attributes();
-        auto names = n.aux_names();
-        for (std::size_t a = 0; a < names.size() && a < static_cast<std::size_t>(kMaxAux); ++a)
-            l.aux.emplace_back(names[a], s.aux[a]);
+        l.attention = s.attention;
+        l.synapses = s.synapses;
+        l.attention_shape = n.attention_shape();
         rec.layers.push_back(std::move(l));
     }
     return rec;

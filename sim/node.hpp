@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,8 +30,6 @@
 namespace ternion {
 
 enum class Engine { event, dense };
-
-inline constexpr int kMaxAux = 8;
 
 // A node's output for one sample at one step. `values` is always complete (dense);
 // `active` lists the indices of its non-zero entries in ascending order, and `ternary` says
@@ -229,8 +228,11 @@ struct StepContext {
     // Off only to measure what counting costs (`ternion run --no-op-counts`): synaptic layers
     // then skip their per-event counting.
     bool count_ops = true;
-    // Node-defined extra counters (see Node::aux_names), e.g. Q/K/V spikes inside attention.
-    std::uint64_t* aux = nullptr;
+    // Attention nodes add their typed break-down here (see AttentionCounts); null elsewhere or
+    // when nothing is counted.
+    AttentionCounts* attention = nullptr;
+    // Nodes that apply weights add their (non-zero input, non-zero weight) pairs here.
+    SynapseCounts* synapses = nullptr;
 
     // Below this much work in a step (synapse events, neuron updates), a node's blocks run on
     // the calling thread: waking the other threads and waiting for them costs 2-10 µs on a
@@ -369,8 +371,8 @@ class Node {
     virtual double weight_density() const { return -1.0; }
     // Numeric structure facts the cost model's closed forms need (e.g. tokens, dim, heads).
     virtual std::vector<std::pair<std::string, double>> attributes() const { return {}; }
-    // Names of the node's extra counters in StepContext::aux (at most kMaxAux).
-    virtual std::vector<std::string> aux_names() const { return {}; }
+    // Attention nodes: the structure the counting conventions' closed forms need.
+    virtual std::optional<AttentionShape> attention_shape() const { return std::nullopt; }
     // key/value lines for `ternion info`.
     virtual std::vector<std::pair<std::string, std::string>> summary() const { return {}; }
 

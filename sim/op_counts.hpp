@@ -1,6 +1,7 @@
-// Operation and memory-traffic counters that every node reports per sample and step.
-// hw/ prices these; nothing here knows about energy. Fields are listed once in
-// TERNION_OP_FIELDS so reports, traces and pricing iterate over the same set.
+// Operation and memory-traffic counters that every node reports per sample and step, and the
+// typed break-down that attention nodes add (which part of their work is projection, score,
+// normalisation or value mixing). hw/ prices these; nothing here knows about energy. Fields are
+// listed once in X-macros so reports, traces and pricing iterate over the same set.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -52,6 +53,70 @@ struct OpCounts {
         TERNION_OP_FIELDS(TERNION_OP_VISIT)
 #undef TERNION_OP_VISIT
     }
+};
+
+// What an attention node's counted work consists of. The ac/mac/shift/cmp of OpCounts are the
+// totals; these fields split them by stage so that each counting convention can bill the
+// projections as connection layers and the spike-spike products by its own rule.
+#define TERNION_ATTENTION_FIELDS(X)                                                          \
+    X(proj_ac)        /* Q/K/V projections: accumulates (spike or small-integer inputs) */   \
+    X(proj_mac)       /* Q/K/V projections: multiply-accumulates (analog inputs) */          \
+    X(score_ac)       /* first spike-spike product (Q K^T; SSA K^T V when computed first) */ \
+    X(norm_ac)        /* normalisation adds (Shiftmax sums and exponent subtractions) */     \
+    X(norm_shift)     /* normalisation shifts */                                             \
+    X(norm_cmp)       /* normalisation comparisons (max search, leading one) */              \
+    X(mix_ac)         /* second product: weights or scores applied to V */                   \
+    X(mix_shift)      /* shifts of the value mixing (Shiftmax weights are powers of two) */  \
+    X(q_spikes)       /* non-zero Q spikes (both polarities) */                              \
+    X(k_spikes)       /* non-zero K spikes */                                                \
+    X(v_spikes)       /* non-zero V spikes (0 where V is analog, as in BSA) */               \
+    X(q_neg_spikes)   /* Q spikes of value -1 (BSA) */                                       \
+    X(k_neg_spikes)   /* K spikes of value -1 (BSA) */                                       \
+    X(out_neg_spikes) /* output spikes of value -1 (BSA) */                                  \
+    X(qk_first_heads) /* SSA: head-steps evaluated as (Q K^T) V */                           \
+    X(kv_first_heads) /* SSA: head-steps evaluated as Q (K^T V) */                           \
+    X(mask_channels)  /* SDSA: open channels of the attention mask */
+
+struct AttentionCounts {
+#define TERNION_ATT_DECL(name) std::uint64_t name = 0;
+    TERNION_ATTENTION_FIELDS(TERNION_ATT_DECL)
+#undef TERNION_ATT_DECL
+
+    AttentionCounts& operator+=(const AttentionCounts& o) {
+#define TERNION_ATT_ADD(name) name += o.name;
+        TERNION_ATTENTION_FIELDS(TERNION_ATT_ADD)
+#undef TERNION_ATT_ADD
+        return *this;
+    }
+    bool operator==(const AttentionCounts&) const = default;
+
+    template <class F>
+    void for_each(F&& f) const {
+#define TERNION_ATT_VISIT(name) f(std::string_view(#name), name);
+        TERNION_ATTENTION_FIELDS(TERNION_ATT_VISIT)
+#undef TERNION_ATT_VISIT
+    }
+};
+
+// Synaptic events as NeuroBench counts them: (non-zero input, non-zero weight) pairs, one per
+// pair whatever the input's value, split by whether the step's whole input was in {-1, 0, 1}
+// (NeuroBench's AC test, made per forward call) or not. Filled by every node that applies
+// weights to its input, attention projections included.
+struct SynapseCounts {
+    std::uint64_t pairs_ternary = 0, pairs_other = 0;
+    SynapseCounts& operator+=(const SynapseCounts& o) {
+        pairs_ternary += o.pairs_ternary;
+        pairs_other += o.pairs_other;
+        return *this;
+    }
+    bool operator==(const SynapseCounts&) const = default;
+};
+
+// Structure facts of an attention node that the counting conventions' closed forms need.
+struct AttentionShape {
+    std::int64_t tokens = 0, dim = 0, heads = 0, dim_in = 0;
+    // Dense multiply-accumulates of the Q/K/V projections in one step (3 N D_in D).
+    std::uint64_t proj_dense_macs_per_step = 0;
 };
 
 #define TERNION_OP_COUNT1(name) +1

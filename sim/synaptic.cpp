@@ -1,5 +1,6 @@
 #include "synaptic.hpp"
 
+#include "event_cost.hpp"
 #include "token_kernel.hpp"
 
 #include <algorithm>
@@ -248,44 +249,22 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
 
 namespace {
 
-// Event cost of the active inputs of a synaptic layer, fan(i) = non-zero weights input i reaches.
-// A ternary input costs one AC per weight; a small integer input (coincident spikes, such as the
-// 2 of a spike-adding residual) costs |x| ACs per weight, as that many events would on
-// event-driven hardware; any other value is analog and costs one MAC per weight.
-// The n active inputs are given by fan(k) and value(k), k in [0, n).
+// The shared event-cost rule (sim/event_cost.hpp) over n events, booked into the step.
 template <class Fan, class Value>
 void count_events_n(std::size_t n, bool ternary, Fan fan, Value value,
-                    std::uint64_t bytes_per_weight, OpCounts& ops) {
-    std::uint64_t touched = 0, weighted = 0;
-    bool integral = true;
-    for (std::size_t k = 0; k < n; ++k) {
-        const std::uint64_t f = fan(k);
-        touched += f;
-        if (!ternary && integral) {
-            const float a = std::fabs(value(k));
-            if (a == std::floor(a) && a <= 16.0f)
-                weighted += static_cast<std::uint64_t>(a) * f;
-            else
-                integral = false;
-        }
-    }
-    if (ternary)
-        ops.ac += touched;
-    else if (integral)
-        ops.ac += weighted;
-    else
-        ops.mac += touched;
-    ops.weight_read_bytes += touched * bytes_per_weight;
+                    std::uint64_t bytes_per_weight, const StepContext& ctx) {
+    if (!ctx.count_ops) return;
+    book_event_cost(event_cost(n, ternary, fan, value), ternary, bytes_per_weight, ctx);
 }
 
+// The same over an Activity's listed events.
 template <class Fan>
-void count_events(const Activity& in, Fan fan, std::uint64_t bytes_per_weight, OpCounts& ops,
-                  bool enabled = true) {
-    if (!enabled) return;
+void count_events(const Activity& in, Fan fan, std::uint64_t bytes_per_weight,
+                  const StepContext& ctx) {
     const auto* act = in.active.data();
     count_events_n(
         in.active.size(), in.ternary, [&](std::size_t k) { return fan(act[k]); },
-        [&](std::size_t k) { return in.values[act[k]]; }, bytes_per_weight, ops);
+        [&](std::size_t k) { return in.values[act[k]]; }, bytes_per_weight, ctx);
 }
 
 Shape shape_param(const NodeSpec& s, const std::string& p) {
@@ -593,26 +572,20 @@ class LinearNode final : public Node {
             }
         }
         // Counts from events and shapes: each non-zero input touches its column's weights.
-        OpCounts& ops = *ctx.ops;
-        if (dense) {
-            const std::uint64_t n = static_cast<std::uint64_t>(rows_ * in_ * out_);
-            ops.mac += n;
-            ops.weight_read_bytes += n * sizeof(float);
-        } else if (rows_ != 1 && !weights_.sparse()) {
-            if (ctx.count_ops) {
-                const auto& ev = scratch.events;
-                count_events_n(
-                    ev.chan.size(), in.ternary,
-                    [&](std::size_t k) { return weights_.col_nnz(ev.chan[k]); },
-                    [&](std::size_t k) { return ev.x[k]; }, weights_.bytes_per_synapse(), ops);
-            }
+        // Both engines book the event engine's count (the dense one did more work for it).
+        if (!dense && rows_ != 1 && !weights_.sparse()) {
+            const auto& ev = scratch.events;
+            count_events_n(
+                ev.chan.size(), in.ternary,
+                [&](std::size_t k) { return weights_.col_nnz(ev.chan[k]); },
+                [&](std::size_t k) { return ev.x[k]; }, weights_.bytes_per_synapse(), ctx);
         } else {
             count_events(
                 in,
                 [&](std::uint32_t c) {
                     return weights_.col_nnz(static_cast<std::int64_t>(c % in_));
                 },
-                weights_.bytes_per_synapse(), ops, ctx.count_ops);
+                weights_.bytes_per_synapse(), ctx);
         }
     }
     // Event-driven, several tokens, dense weights: token_rows_kernel over row blocks; also
@@ -710,8 +683,7 @@ class ScaleNode final : public Node {
                 if (v != 1.0f && v != -1.0f) out.ternary = false;
             }
         }
-        ctx.ops->mac +=
-            ctx.engine == Engine::dense ? static_cast<std::uint64_t>(in_size()) : in.active.size();
+        ctx.ops->mac += in.active.size();  // both engines: one per non-zero input
     }
     std::uint64_t dense_macs_per_step() const override {
         return static_cast<std::uint64_t>(in_size());
@@ -824,6 +796,15 @@ class ConvNode final : public Node {
                             });
                     fanout_[static_cast<std::size_t>((ci * H_ + iy) * W_ + ix)] = f;
                 }
+        // NeuroBench's Dense: every (input position, kernel tap) pair that reaches an output,
+        // weights all taken as non-zero; taps over padding read no input and are not synapses.
+        std::uint64_t taps = 0;
+        for (std::int64_t iy = 0; iy < H_; ++iy)
+            for (std::int64_t ix = 0; ix < W_; ++ix)
+                for_targets(iy, ix, [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t) {
+                    ++taps;
+                });
+        dense_taps_ = taps * static_cast<std::uint64_t>(cin_ * cout_g);
     }
     template <class F>
     void for_targets(std::int64_t iy, std::int64_t ix, F&& f) const {
@@ -849,7 +830,6 @@ class ConvNode final : public Node {
         float* y = out.values.data();
         std::fill(out.values.begin(), out.values.end(), 0.0f);
         const std::int64_t cout_g = cout_ / groups_;
-        OpCounts& ops = *ctx.ops;
         if (ctx.engine == Engine::dense) {
             for (std::int64_t co = 0; co < cout_; ++co) {
                 const std::int64_t g = co / cout_g;
@@ -873,8 +853,6 @@ class ConvNode final : public Node {
                         y[(co * OH_ + oy) * OW_ + ox] = acc;
                     }
             }
-            ops.mac += dense_macs_per_step();
-            ops.weight_read_bytes += dense_macs_per_step() * sizeof(float);
         } else {
             const bool unit = in.ternary;
             for (auto idx : in.active) {
@@ -895,20 +873,21 @@ class ConvNode final : public Node {
                         });
                 }
             }
-            count_events(
-                in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float),
-                ops, ctx.count_ops);
         }
+        // Both engines book the event engine's count: padding taps are not synaptic events.
+        count_events(
+            in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float), ctx);
         if (!bias_.empty())
             for (std::int64_t co = 0; co < cout_; ++co)
                 for (std::int64_t k = 0; k < OH_ * OW_; ++k)
                     y[co * OH_ * OW_ + k] += bias_[static_cast<std::size_t>(co)];
         out.scan();
     }
+    // The papers' FLOPs (k^2 Cin Cout H_out W_out, padding taps included).
     std::uint64_t dense_macs_per_step() const override {
         return static_cast<std::uint64_t>(cout_ * OH_ * OW_ * cin_g_ * kh_ * kw_);
     }
-    std::uint64_t dense_synops_per_step() const override { return dense_macs_per_step(); }
+    std::uint64_t dense_synops_per_step() const override { return dense_taps_; }
     std::uint64_t param_count() const override { return w_.size() + bias_.size(); }
     double weight_density() const override {
         std::size_t nz = 0;
@@ -933,6 +912,7 @@ class ConvNode final : public Node {
     std::string pad_mode_;
     Shape declared_spatial_;
     std::vector<std::uint32_t> fanout_;
+    std::uint64_t dense_taps_ = 0;
 };
 
 // ------------------------------------------------------------------ pooling
@@ -969,7 +949,6 @@ class PoolNode final : public Node {
     void step(const Activity& in, NodeState*, Activity& out,
               const StepContext& ctx) const override {
         std::uint64_t adds = 0, cmps = 0;
-        const bool dense = ctx.engine == Engine::dense;
         for (std::int64_t c = 0; c < C_; ++c)
             for (std::int64_t oy = 0; oy < OH_; ++oy)
                 for (std::int64_t ox = 0; ox < OW_; ++ox) {
@@ -987,7 +966,7 @@ class PoolNode final : public Node {
                                 acc = std::max(acc, v);
                             else {
                                 acc += v;
-                                adds += dense || v != 0.0f;
+                                adds += v != 0.0f;  // both engines: non-zero terms
                             }
                         }
                     }
@@ -1001,8 +980,7 @@ class PoolNode final : public Node {
         out.scan();
         ctx.ops->ac += adds;
         ctx.ops->cmp += cmps;
-        if (mode_ == Mode::avg)
-            ctx.ops->div += dense ? static_cast<std::uint64_t>(out_size()) : out.active.size();
+        if (mode_ == Mode::avg) ctx.ops->div += out.active.size();
     }
     std::vector<std::pair<std::string, std::string>> summary() const override {
         return {{"kernel", std::to_string(kh_) + "x" + std::to_string(kw_)},
@@ -1159,11 +1137,10 @@ class TokenMeanNode final : public Node {
                 for (std::int64_t d = 0; d < D_; ++d)
                     out.values[static_cast<std::size_t>(d)] +=
                         in.values[static_cast<std::size_t>(n * D_ + d)];
-            ctx.ops->ac += static_cast<std::uint64_t>(N_ * D_);
         } else {
             for (auto i : in.active) out.values[i % static_cast<std::uint32_t>(D_)] += in.values[i];
-            ctx.ops->ac += in.active.size();
         }
+        ctx.ops->ac += in.active.size();  // both engines: one add per non-zero input
         for (auto& v : out.values) v = v / static_cast<float>(N_);
         ctx.ops->div += static_cast<std::uint64_t>(D_);
         out.scan();

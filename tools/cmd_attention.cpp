@@ -51,7 +51,7 @@ int cmd_attention(const Args& args) {
         "heads (default: the weights' 'heads' dataset, or W_A's columns for CAT)")(
         "causal", po::value<int>(), "softmax / time kinds: 1 masks future keys (default 0)")(
         "renormalize", po::value<int>(), "cat-causal: 1 rescales each row's weights to sum 1")(
-        "profile", po::value<std::string>()->default_value("horowitz45-fp32"),
+        "profile", po::value<std::string>()->default_value(hw::kDefaultProfile),
         "hardware profile pricing the ops in --json")("json", "print ops (and energy) as JSON");
     for (auto& a : args)
         if (a == "--help" || a == "-h") {

@@ -51,7 +51,7 @@ int cmd_profiles(const Args& args) {
         for (const auto& [n, d] : list) w = std::max(w, n.size());
         for (const auto& [n, d] : list)
             std::printf("%-*s  %s%s\n", static_cast<int>(w), n.c_str(), d.c_str(),
-                        n == "horowitz45-fp32" ? " [default]" : "");
+                        n == hw::kDefaultProfile ? " [default]" : "");
         return 0;
     }
     if (words[0] == "show") {

@@ -121,7 +121,7 @@ int cmd_run(const Args& args) {
         "spikes as events (NIR ValuedEventData, polarity in `value`) or grid (TimeGriddedData)")(
         "max-trace-bytes", po::value<std::uint64_t>()->default_value(std::uint64_t{2} << 30),
         "refuse traces whose estimated size is above this (default 2 GiB)")(
-        "profile", po::value<std::string>()->default_value("horowitz45-fp32"),
+        "profile", po::value<std::string>()->default_value(hw::kDefaultProfile),
         "hardware profile: a name (`ternion profiles`) or a JSON file")(
         "count", po::value<std::string>()->default_value("exact"),
         "counting convention: exact | neurobench | paper")(
@@ -324,7 +324,10 @@ int cmd_run(const Args& args) {
             lj["ops"] = ops_json(l.ops);
             lj["dense_mac"] = l.dense_macs_per_step * static_cast<std::uint64_t>(T) *
                               static_cast<std::uint64_t>(res.samples);
-            for (auto& [k, v] : l.aux) lj["aux"][k] = v;
+            if (l.attention_shape)
+                l.attention.for_each([&](std::string_view k, std::uint64_t v) {
+                    lj["attention"][std::string(k)] = v;
+                });
             layers.push_back(lj);
         }
         j["layers"] = layers;

@@ -40,22 +40,22 @@ Activity act(const std::vector<float>& v) {
     return a;
 }
 
-// One step with fresh op counters; aux has room for kMaxAux counters.
+// One step with fresh op counters and attention break-down.
 struct Stepper {
     const Node& node;
     std::unique_ptr<NodeState> st;
     Activity out;
     OpCounts ops;
-    std::uint64_t aux[kMaxAux] = {};
+    AttentionCounts att;
     Stepper(const Node& n) : node(n), st(n.make_state()) { out.resize(n.out_size()); }
     const Activity& run(const Activity& in, Engine e, std::int64_t t = 0) {
         ops = {};
-        std::fill(std::begin(aux), std::end(aux), 0);
+        att = {};
         StepContext ctx;
         ctx.engine = e;
         ctx.step = t;
         ctx.ops = &ops;
-        ctx.aux = aux;
+        ctx.attention = &att;
         node.step(in, st.get(), out, ctx);
         return out;
     }
@@ -164,10 +164,10 @@ std::pair<std::uint64_t, std::uint64_t> check_ssa(
         total_spikes += out.active.size();
         std::uint64_t nq = 0;
         for (float e : Q) nq += e != 0;
-        CHECK(s.aux[0] == nq);
+        CHECK(s.att.q_spikes == nq);
         CHECK(s.ops.ac == acs);
-        CHECK(s.aux[3] == qk_heads);
-        CHECK(s.aux[4] == std::uint64_t(H) - qk_heads);
+        CHECK(s.att.qk_first_heads == qk_heads);
+        CHECK(s.att.kv_first_heads == std::uint64_t(H) - qk_heads);
         qk_steps += qk_heads;
         kv_steps += std::uint64_t(H) - qk_heads;
     }
@@ -213,10 +213,15 @@ TEST_CASE("SSA closed-form counts: all-ones and single-token patterns; associati
     CHECK(sa.ops.neuron_update == std::uint64_t(4 * N * D));
     CHECK(sa.ops.cmp == std::uint64_t(4 * N * D));
     CHECK(sa.ops.weight_read_bytes == std::uint64_t(4 * 3 * N * D));
-    CHECK(sa.aux[0] == std::uint64_t(N * D));
-    CHECK(sa.aux[2] == std::uint64_t(N * D));
-    CHECK(sa.aux[3] == 0);  // qk-first heads
-    CHECK(sa.aux[4] == std::uint64_t(H));
+    CHECK(sa.att.q_spikes == std::uint64_t(N * D));
+    CHECK(sa.att.v_spikes == std::uint64_t(N * D));
+    CHECK(sa.att.qk_first_heads == 0);  // qk-first heads
+    CHECK(sa.att.kv_first_heads == std::uint64_t(H));
+    // By stage: the projections reach one weight per input spike in each of Q, K, V; K^T V and
+    // then Q (K^T V) each cost N dh^2 per head when everything fires.
+    CHECK(sa.att.proj_ac == std::uint64_t(3 * N * D));
+    CHECK(sa.att.score_ac == std::uint64_t(H * N * dh * dh));
+    CHECK(sa.att.mix_ac == std::uint64_t(H * N * dh * dh));
     CHECK(o1.active.size() == std::uint64_t(N * D));  // y = N dh / 8 = 3 -> v = 1.5 fires
     CHECK(sa.ops.spikes_out == std::uint64_t(N * D));
     sq.run(ones, Engine::event);
@@ -230,7 +235,7 @@ TEST_CASE("SSA closed-form counts: all-ones and single-token patterns; associati
     std::fill(x.begin(), x.begin() + D, 1.0f);
     sa.run(act(x), Engine::event, 1);
     CHECK(sa.ops.ac == std::uint64_t(3 * D + H * 2 * dh));
-    CHECK(sa.aux[3] == std::uint64_t(H));
+    CHECK(sa.att.qk_first_heads == std::uint64_t(H));
     CHECK(sa.out.active.empty());  // y = 4/8 = 0.5 after a spike-reset: v = 0.25 < 0.5
     std::vector<float> mem;
     CHECK(autom->membrane(sa.st.get(), mem));
@@ -253,7 +258,7 @@ TEST_CASE("SDSA: column sum of Q.K masks V's channels; closed-form counts") {
     for (float e : x) nz += e != 0;
     CHECK(s.ops.ac == 3 * nz + nz);  // projections + one add per coincident Q,K spike
     CHECK(s.ops.neuron_update == std::uint64_t(3 * N * D + D));
-    CHECK(s.aux[3] == std::uint64_t(D - 1));  // channels 1..7 open (v = c/2 >= 0.5)
+    CHECK(s.att.mask_channels == std::uint64_t(D - 1));  // channels 1..7 open (v = c/2 >= 0.5)
     // Output = V on the open channels = x (channel 0 carries no V spikes anyway).
     CHECK(out.values == x);
     CHECK(s.ops.spikes_out == nz);
@@ -264,7 +269,7 @@ TEST_CASE("SDSA: column sum of Q.K masks V's channels; closed-form counts") {
     y[D + 2] = 1.0f;
     const auto& out2 = s.run(act(y), Engine::event, 1);
     CHECK(out2.active == ternion::IndexList{1, static_cast<std::uint32_t>(D + 2)});
-    CHECK(s.aux[3] == 2);
+    CHECK(s.att.mask_channels == 2);
     CHECK(s.ops.ac == 3 * 2 + 2);
 }
 
@@ -360,12 +365,21 @@ TEST_CASE("BSA hand-made ternary pattern: scores, Shiftmax exponents, outputs an
     CHECK(node.membrane(s.st.get(), mem));
     CHECK(mem[1] == 0.5f * (0.5f - 1.0f / 512 - 1.0f / 32));
     CHECK(mem[12] == 0.5f * 0.25f);
-    CHECK(s.aux[4] == 26);  // TMP pairs: 3*3 + 3*3 + 2*2 + 2*2
-    CHECK(s.aux[0] == 10);
-    CHECK(s.aux[2] == 5);  // negative query spikes
-    CHECK(s.aux[5] == 2);  // negative output spikes
+    CHECK(s.att.score_ac == 26);  // TMP pairs: 3*3 + 3*3 + 2*2 + 2*2
+    CHECK(s.att.q_spikes == 10);
+    CHECK(s.att.q_neg_spikes == 5);    // negative query spikes
+    CHECK(s.att.out_neg_spikes == 2);  // negative output spikes
     const std::uint64_t n = N, d = D;
     CHECK(s.ops.ac == 30 + 26 + (2 * n * n + n * n * d));  // proj + TMP + Shiftmax + |>V
+    // The same accumulates by stage: 30 projection ACs are the 10 non-zero inputs reaching one
+    // weight in each of Q, K and V.
+    CHECK(s.att.proj_ac == 30);
+    CHECK(s.att.proj_mac == 0);
+    CHECK(s.att.norm_ac == 2 * n * n);
+    CHECK(s.att.norm_shift == n * n);
+    CHECK(s.att.norm_cmp == n * n);
+    CHECK(s.att.mix_ac == n * n * d);
+    CHECK(s.att.mix_shift == n * n * d);
     CHECK(s.ops.shift == n * n + n * n * d);
     CHECK(s.ops.cmp == 3 * n * d + n * n);
     CHECK(s.ops.neuron_update == 3 * n * d);
@@ -381,7 +395,7 @@ TEST_CASE("V13 BSA with no input spikes: no TMP work, Shiftmax.V still costs") {
     node.bind({N, D});
     Stepper s(node);
     s.run(act(std::vector<float>(N * D, 0.0f)), Engine::event);
-    CHECK(s.aux[4] == 0);
+    CHECK(s.att.score_ac == 0);
     const std::uint64_t n = N, dh = D / H;
     CHECK(s.ops.ac == H * (2 * n * n + n * n * dh));
     CHECK(s.ops.shift == H * (n * n + n * n * dh));
@@ -418,7 +432,7 @@ TEST_CASE("event and dense engines: identical spikes, membranes and counts for a
             CHECK(ev.out.values == de.out.values);
             CHECK(ev.out.active == de.out.active);
             CHECK(ev.ops == de.ops);
-            CHECK(std::equal(std::begin(ev.aux), std::end(ev.aux), std::begin(de.aux)));
+            CHECK(ev.att == de.att);
             std::vector<float> m1, m2;
             node->membrane(ev.st.get(), m1);
             node->membrane(de.st.get(), m2);

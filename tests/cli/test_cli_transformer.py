@@ -41,8 +41,8 @@ def main():
                 failures.append(f"{kind}: {name} spikes {layers[name]['spikes']} != torch {n}")
         for key, n in r["aux"].items():
             node, field = key.split("/")
-            if layers[node]["aux"][field] != n:
-                failures.append(f"{kind}: {key} {layers[node]['aux'][field]} != torch {n}")
+            if layers[node]["attention"][field] != n:
+                failures.append(f"{kind}: {key} {layers[node]['attention'][field]} != torch {n}")
         if abs(ev["accuracy"] - r["torch_test_accuracy"]) > 1e-12:
             failures.append(f"{kind}: accuracy {ev['accuracy']} != torch {r['torch_test_accuracy']}")
         a = run(ternion, r["model"], "--samples", "40", "--engine", "event")

@@ -280,6 +280,7 @@ RunRecord small_net() {
     conv.in_size = 50;
     conv.nonzero_in = 400;  // all 50 x 4 x 2 elements non-zero
     conv.ops.mac = 800;
+    conv.synapses = {0, 800};  // the same 800 (input, weight) pairs, analog steps
     conv.dense_macs_per_step = 100;
     conv.dense_synops_per_step = 100;
     LayerRecord lif1 = layer("lif1", "LIF", NodeCategory::neuron);
@@ -291,6 +292,7 @@ RunRecord small_net() {
     fc.in_size = 100;
     fc.nonzero_in = 200;  // fr = 200 / (100 x 2 x 4) = 0.25
     fc.ops.ac = 300;
+    fc.synapses = {300, 0};
     fc.dense_macs_per_step = 400;
     fc.dense_synops_per_step = 50;
     LayerRecord lif2 = layer("lif2", "LIF", NodeCategory::neuron);
@@ -331,12 +333,17 @@ TEST_CASE("neurobench mode: projections inside an attention node are Effective o
     run.timesteps = 2;
     LayerRecord attn = layer("ssa", "ternion.SSA", NodeCategory::attention);
     attn.ops.ac = 1000;
-    attn.aux = {{"q_spikes", 5}, {"proj_ac", 700}};
+    // 700 projection ACs from 650 (input, weight) pairs: 600 at ternary steps, 50 at steps
+    // with a residual 2 (two ACs each, one NeuroBench MAC each).
+    attn.attention.q_spikes = 5;
+    attn.attention.proj_ac = 700;
+    attn.synapses = {600, 50};
     attn.dense_synops_per_step = 900;
     run.layers = {attn};
     CostReport r = price(run, load_profile("horowitz45-fp32"), {CountMode::neurobench});
     CHECK(r.neurobench->dense == doctest::Approx(1800.0));
-    CHECK(r.neurobench->effective_acs == doctest::Approx(700.0));
+    CHECK(r.neurobench->effective_acs == doctest::Approx(600.0));
+    CHECK(r.neurobench->effective_macs == doctest::Approx(50.0));
     CHECK(r.neurobench->attention_matmul_ac == doctest::Approx(300.0));
     CHECK(r.per_inference_pj == doctest::Approx(900.0));
 }
@@ -413,8 +420,11 @@ TEST_CASE("paper mode: hand-worked Spikformer block with the SSA closed form") {
     ssa.in_size = 3 * ND;
     ssa.nonzero_in = 12345;  // not used by the closed form
     ssa.dense_macs_per_step = 2 * N * N * D;
-    ssa.aux = {{"q_spikes", 24576}, {"k_spikes", 49152}, {"v_spikes", 36864}};
-    ssa.attributes = {{"tokens", double(N)}, {"dim", double(D)}, {"heads", double(H)}};
+    ssa.attention.q_spikes = 24576;
+    ssa.attention.k_spikes = 49152;
+    ssa.attention.v_spikes = 36864;
+    // The projections are the separate "qkv" layer here, so the node has none of its own.
+    ssa.attention_shape = AttentionShape{N, D, H, D, 0};
     RunRecord run;
     run.samples = S;
     run.timesteps = T;
@@ -434,9 +444,9 @@ TEST_CASE("paper mode: hand-worked Spikformer block with the SSA closed form") {
     CHECK(r.ann_pj_per_inference == doctest::Approx(2141611622.4));
     CHECK(r.layers[1].basis.find("closed form") != std::string::npos);
 
-    // Without the attributes the SSA layer falls back to fr_in x T x FLOPs and says so:
+    // Without its structure the SSA layer falls back to fr_in x T x FLOPs and says so:
     // fr_in = 12345 / (73,728 x 8), FLOPs = 3,145,728 -> SOP = 12345 x 3,145,728 x 4 / 589,824.
-    run.layers[1].attributes.clear();
+    run.layers[1].attention_shape.reset();
     CostReport fb = price(run, load_profile("horowitz45-fp32"), {CountMode::paper});
     CHECK(fb.layers[1].sop == doctest::Approx(12345.0 * 3145728.0 * 4.0 / 589824.0));
     bool noted = false;
@@ -465,7 +475,8 @@ TEST_CASE("add_to_json adds the documented keys, matched by layer name") {
     CHECK(doc["per_inference"]["energy_by_kind_pj"]["mac"].get<double>() ==
           doctest::Approx(1840.0));
     CHECK(doc["ann_equivalent"]["mac"] == 510);  // left alone
-    CHECK(doc["ann_equivalent"]["energy_pj"].get<double>() == doctest::Approx(710.0 * 4 * 4.6));  // T = 4
+    CHECK(doc["ann_equivalent"]["energy_pj"].get<double>() ==
+          doctest::Approx(710.0 * 4 * 4.6));  // T = 4
     CHECK(doc["ann_equivalent"]["energy_ratio"].get<double>() == doctest::Approx(2245.0 / 13064.0));
     CHECK(doc["neurobench"]["Dense"].get<double>() == doctest::Approx(600.0));
     CHECK(doc["neurobench"]["Effective_ACs"].get<double>() == doctest::Approx(150.0));

@@ -109,6 +109,23 @@ std::optional<AttentionShape> SpikingAttentionNode::attention_shape() const {
     a.proj_dense_macs_per_step = 3 * static_cast<std::uint64_t>(tokens_ * dim_in_ * dim_);
     return a;
 }
+ModuleShape SpikingAttentionNode::module_shape() const {
+    const auto nd = static_cast<std::uint64_t>(tokens_ * dim_);
+    ModuleShape m;
+    m.bias_ops_per_step = static_cast<std::uint64_t>(biased_) * static_cast<std::uint64_t>(dim_);
+    m.batchnorm_elems_per_step = static_cast<std::uint64_t>(normalised_) * nd;
+    m.neuron_elems_per_step = neurons_per_step();
+    return m;
+}
+std::uint64_t SsaNode::neurons_per_step() const {
+    return 4 * static_cast<std::uint64_t>(tokens_ * dim_);  // Q, K, V and attention LIFs
+}
+std::uint64_t SdsaNode::neurons_per_step() const {
+    return 3 * static_cast<std::uint64_t>(tokens_ * dim_) + static_cast<std::uint64_t>(dim_);
+}
+std::uint64_t BsaNode::neurons_per_step() const {
+    return 3 * static_cast<std::uint64_t>(tokens_ * dim_);  // Q, K and output TSNs
+}
 std::vector<std::pair<std::string, std::string>> SpikingAttentionNode::summary() const {
     return {{"tokens", std::to_string(tokens_)},
             {"dim", std::to_string(dim_)},

@@ -33,6 +33,12 @@ class SpikingAttentionNode : public Node {
     double weight_density() const override;
     std::vector<std::pair<std::string, double>> attributes() const override;
     std::optional<AttentionShape> attention_shape() const override;
+    ModuleShape module_shape() const override;
+    // How many of the Q/K/V projections had a bias / a BatchNorm in the source model.
+    void set_source_modules(int biased, int normalised) {
+        biased_ = biased;
+        normalised_ = normalised;
+    }
     std::vector<std::pair<std::string, std::string>> summary() const override;
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
     // Zeroes the neuron states; everything else in the state is rewritten by every step.
@@ -74,6 +80,10 @@ class SpikingAttentionNode : public Node {
     spiking::Projection qkv_;
     std::int64_t dim_in_ = 0, dim_ = 0, heads_ = 1, head_dim_ = 0, tokens_ = 0;
     std::uint64_t proj_params_ = 0, proj_nnz_ = 0;
+    int biased_ = 0, normalised_ = 0;
+    // Neuron updates per step (SSA: Q, K, V and attention LIFs; SDSA: Q, K, V and D mask
+    // neurons; BSA: Q, K and output TSNs, V has none).
+    virtual std::uint64_t neurons_per_step() const = 0;
 };
 
 class SsaNode : public SpikingAttentionNode {
@@ -85,6 +95,9 @@ class SsaNode : public SpikingAttentionNode {
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
     std::vector<std::pair<std::string, double>> attributes() const override;
+
+  protected:
+    std::uint64_t neurons_per_step() const override;
 
   private:
     spiking::LifParams lif_, attn_;
@@ -101,6 +114,9 @@ class SdsaNode : public SpikingAttentionNode {
               const StepContext& ctx) const override;
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
 
+  protected:
+    std::uint64_t neurons_per_step() const override;
+
   private:
     spiking::LifParams lif_, attn_;
 };
@@ -112,6 +128,9 @@ class BsaNode : public SpikingAttentionNode {
     std::unique_ptr<NodeState> make_state() const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
+
+  protected:
+    std::uint64_t neurons_per_step() const override;
 
   private:
     spiking::TsnParams qk_, out_;

@@ -190,20 +190,4 @@ std::uint64_t Projection::apply_dense(const float* x, std::int64_t tokens, float
     return pairs;
 }
 
-void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::int64_t out,
-                    const std::vector<float>& gamma, const std::vector<float>& beta,
-                    const std::vector<float>& mean, const std::vector<float>& var, double eps) {
-    const std::int64_t in = static_cast<std::int64_t>(weight.size()) / out;
-    if (bias.empty()) bias.assign(static_cast<std::size_t>(out), 0.0f);
-    for (std::int64_t o = 0; o < out; ++o) {
-        const auto u = static_cast<std::size_t>(o);
-        const double g = double(gamma[u]) / std::sqrt(double(var[u]) + eps);
-        for (std::int64_t i = 0; i < in; ++i) {
-            float& w = weight[static_cast<std::size_t>(o * in + i)];
-            w = static_cast<float>(double(w) * g);
-        }
-        bias[u] = static_cast<float>((double(bias[u]) - double(mean[u])) * g + double(beta[u]));
-    }
-}
-
 }  // namespace ternion::spiking

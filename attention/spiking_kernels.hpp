@@ -99,10 +99,4 @@ class Projection {
     std::uint64_t nnz_total_ = 0;
 };
 
-// Folds BatchNorm (inference) into weight (out, in) and bias (out), in double precision:
-// w' = w*g/sqrt(var+eps), b' = (b-mean)*g/sqrt(var+eps) + beta.
-void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::int64_t out,
-                    const std::vector<float>& gamma, const std::vector<float>& beta,
-                    const std::vector<float>& mean, const std::vector<float>& var, double eps);
-
 }  // namespace ternion::spiking

@@ -4,6 +4,7 @@
 
 #include "attention/register.hpp"
 #include "attention/spiking_attention.hpp"
+#include "sim/synaptic.hpp"
 
 namespace ternion {
 
@@ -11,7 +12,9 @@ namespace {
 
 // <p>_weight (out, in), optional <p>_bias (out) and optional <p>_bn_{weight,bias,running_mean,
 // running_var,eps}, folded here in double precision.
-spiking::Projection read_projection(const NodeSpec& spec, const std::string& p) {
+// `biased` / `normalised` count the projections whose source had a bias / a BatchNorm.
+spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, int& biased,
+                                    int& normalised) {
     Shape dims;
     std::vector<float> w = spec.floats(p + "_weight", &dims);
     if (dims.size() != 2 || dims[0] < 1 || dims[1] < 1)
@@ -19,12 +22,14 @@ spiking::Projection read_projection(const NodeSpec& spec, const std::string& p) 
     const std::int64_t out = dims[0], in = dims[1];
     std::vector<float> b;
     if (spec.has(p + "_bias")) {
+        ++biased;
         b = spec.floats(p + "_bias");
         if (static_cast<std::int64_t>(b.size()) != out)
             spec.fail(p + "_bias", "needs " + std::to_string(out) + " values");
     }
     if (spec.has(p + "_bn_running_mean") || spec.has(p + "_bn_running_var") ||
         spec.has(p + "_bn_weight") || spec.has(p + "_bn_bias")) {
+        ++normalised;
         auto g = spec.per_neuron_or(p + "_bn_weight", out, 1.0f);
         auto beta = spec.per_neuron_or(p + "_bn_bias", out, 0.0f);
         auto mean = spec.per_neuron_or(p + "_bn_running_mean", out, 0.0f);
@@ -32,18 +37,22 @@ spiking::Projection read_projection(const NodeSpec& spec, const std::string& p) 
         const double eps = spec.scalar_or(p + "_bn_eps", 1e-5);
         for (float x : var)
             if (double(x) + eps <= 0.0) spec.fail(p + "_bn_running_var", "must be > -eps");
-        spiking::fold_batchnorm(w, b, out, g, beta, mean, var, eps);
+        fold_batchnorm(w, b, out, g, beta, mean, var, eps);
     }
     return spiking::Projection(w, b, out, in);
 }
 
 struct Qkv {
     spiking::Projection q, k, v;
-    std::int64_t heads;
+    std::int64_t heads = 1;
+    int biased = 0, normalised = 0;
 };
 
 Qkv read_qkv(const NodeSpec& spec) {
-    Qkv r{read_projection(spec, "q"), read_projection(spec, "k"), read_projection(spec, "v"), 1};
+    Qkv r;
+    r.q = read_projection(spec, "q", r.biased, r.normalised);
+    r.k = read_projection(spec, "k", r.biased, r.normalised);
+    r.v = read_projection(spec, "v", r.biased, r.normalised);
     for (auto* p : {&r.k, &r.v})
         if (p->in() != r.q.in() || p->out() != r.q.out())
             spec.fail(p == &r.k ? "k_weight" : "v_weight", "must have the shape of q_weight");
@@ -93,24 +102,30 @@ std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
         else if (*a != "auto")
             spec.fail("association", "must be \"auto\", \"qk\" or \"kv\"");
     }
-    return std::make_unique<SsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
-                                     std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
-                                     read_lif(spec, "attn_", 0.5f),
-                                     static_cast<float>(spec.scalar_or("scale", 0.125)), assoc);
+    auto n = std::make_unique<SsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
+                                       std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
+                                       read_lif(spec, "attn_", 0.5f),
+                                       static_cast<float>(spec.scalar_or("scale", 0.125)), assoc);
+    n->set_source_modules(qkv.biased, qkv.normalised);
+    return n;
 }
 
 std::unique_ptr<Node> build_sdsa(const NodeSpec& spec) {
     auto qkv = read_qkv(spec);
-    return std::make_unique<SdsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
-                                      std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
-                                      read_lif(spec, "attn_", 0.5f));
+    auto n = std::make_unique<SdsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
+                                        std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
+                                        read_lif(spec, "attn_", 0.5f));
+    n->set_source_modules(qkv.biased, qkv.normalised);
+    return n;
 }
 
 std::unique_ptr<Node> build_bsa(const NodeSpec& spec) {
     auto qkv = read_qkv(spec);
-    return std::make_unique<BsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
-                                     std::move(qkv.v), qkv.heads, read_tsn(spec, "qk_", 1.0f),
-                                     read_tsn(spec, "out_", 0.5f));
+    auto n = std::make_unique<BsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
+                                       std::move(qkv.v), qkv.heads, read_tsn(spec, "qk_", 1.0f),
+                                       read_tsn(spec, "out_", 0.5f));
+    n->set_source_modules(qkv.biased, qkv.normalised);
+    return n;
 }
 
 void register_spiking_attention_nodes(NodeFactory& f) {

@@ -17,8 +17,9 @@ CountMode parse_count_mode(const std::string& s) {
     if (s == "exact") return CountMode::exact;
     if (s == "neurobench") return CountMode::neurobench;
     if (s == "paper") return CountMode::paper;
+    if (s == "syops") return CountMode::syops;
     throw OptionError("count",
-                      "unknown counting mode '" + s + "' (use exact, neurobench or paper)");
+                      "unknown counting mode '" + s + "' (use exact, neurobench, paper or syops)");
 }
 
 const char* count_mode_name(CountMode m) {
@@ -29,6 +30,8 @@ const char* count_mode_name(CountMode m) {
             return "neurobench";
         case CountMode::paper:
             return "paper";
+        case CountMode::syops:
+            return "syops";
     }
     return "?";
 }
@@ -105,6 +108,62 @@ double paper_attention(const LayerRecord& l, std::int64_t S, std::int64_t T, std
     return proj + attn_part;
 }
 
+// syops-counter (github.com/iCGY96/syops-counter, syops/ops.py): every hooked module call
+// tests its input (spike_rate: at most two distinct values, all in [0, 1]); a passing call adds
+// its dense ops x rate (rate = mean input) as AC, any other call its dense ops as MAC. Here a
+// call is one sample at one step. Returns (AC, MAC) over all calls of the layer.
+std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std::int64_t T,
+                                      std::string& basis, double& rate) {
+    const double calls = static_cast<double>(S) * static_cast<double>(T);
+    const double passing = static_cast<double>(l.binary_in_steps);
+    const double other = calls - passing;
+    const double n_in = static_cast<double>(l.in_size);
+    // Sum over passing calls of their rate (mean input).
+    const double rate_sum = n_in > 0 ? l.binary_in_sum / n_in : 0.0;
+    rate = calls > 0 ? (rate_sum + other) / calls : 0.0;
+    // A folded BatchNorm's input is its layer's output, taken as analog: 2 MACs per element
+    // (affine), bn_syops_counter_hook.
+    const double bn = 2.0 * static_cast<double>(l.modules.batchnorm_elems_per_step) * calls;
+    const double bias = static_cast<double>(l.modules.bias_ops_per_step);
+    const std::string& t = l.type;
+    if (l.attention_shape) {
+        // The Q/K/V Linears (linear hook), their BatchNorms, and every neuron inside, whose
+        // inputs are analog (LIF hook at rate 1: an AC and a MAC per element). The attention
+        // matmuls are plain tensor products, which syops does not hook.
+        const double per = static_cast<double>(l.attention_shape->proj_dense_macs_per_step) + bias;
+        const double neurons = static_cast<double>(l.modules.neuron_elems_per_step) * calls;
+        basis =
+            "syops: Q/K/V linears x rate, BatchNorm and neurons as LIF hooks; matmuls not counted";
+        return {per * rate_sum + neurons, per * other + bn + neurons};
+    }
+    if (t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d" || t == "Conv3d") {
+        const double per = static_cast<double>(l.dense_macs_per_step) + bias;  // padding included
+        basis = "syops: (dense ops + bias) x rate as AC, or as MAC when the input is not spikes";
+        return {per * rate_sum, per * other + bn};
+    }
+    if (t == "MaxPool2d" || t == "MaxPool1d") {
+        basis = "syops: max pool, input elements x rate";
+        return {l.binary_in_sum, n_in * other};
+    }
+    if (t == "AvgPool2d" || t == "AvgPool1d" || t == "SumPool2d") {
+        basis = "syops: average pool, every input element a MAC";
+        return {0.0, n_in * calls};
+    }
+    if (l.category == NodeCategory::neuron && l.spiking) {
+        // IF: input elements x rate as AC; LIF-like (every other spiking neuron): the same plus
+        // one MAC per element. A non-spike input has rate 1.
+        const double ac = l.binary_in_sum + n_in * other;
+        if (t == "IF") {
+            basis = "syops: IF neuron, input elements x rate";
+            return {ac, 0.0};
+        }
+        basis = "syops: LIF neuron, input elements x rate as AC plus one MAC each";
+        return {ac, n_in * calls};
+    }
+    basis = "syops: not a hooked module";
+    return {0.0, 0.0};
+}
+
 }  // namespace
 
 CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) {
@@ -131,6 +190,7 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
 
     if (o.mode == CountMode::neurobench) r.neurobench.emplace();
     if (o.mode == CountMode::paper) r.paper.emplace();
+    if (o.mode == CountMode::syops) r.syops.emplace();
     bool encoding_seen = false;  // paper mode: the first connection layer was handled
 
     for (const LayerRecord& l : run.layers) {
@@ -183,6 +243,14 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
                                   ? "neurobench: ac/mac not counted (not a connection layer)"
                                   : "neurobench: no synaptic ops";
                 }
+                break;
+            }
+            case CountMode::syops: {
+                const auto [sac, smac] = syops_layer(l, S, T, c.basis, c.syops_rate);
+                c.count[kAc] = sac;
+                c.count[kMac] = smac;
+                r.syops->ac += sac * invS;
+                r.syops->mac += smac * invS;
                 break;
             }
             case CountMode::paper: {
@@ -330,6 +398,7 @@ void add_to_json(const CostReport& r, json& doc) {
             jl["input_rate"] = c.input_rate;
         }
         if (c.attention_matmul) jl["attention_matmul"] = true;
+        if (r.mode == CountMode::syops) jl["syops_rate"] = c.syops_rate;
     }
 
     json& pi = doc["per_inference"];
@@ -362,6 +431,7 @@ void add_to_json(const CostReport& r, json& doc) {
                                {"mac", nb.attention_matmul_mac},
                                {"energy_pj", nb.attention_matmul_pj}}}};
     }
+    if (r.syops) doc["syops"] = {{"ac", r.syops->ac}, {"mac", r.syops->mac}};
     if (r.paper) {
         const auto& pp = *r.paper;
         doc["paper"] = {{"SOP", pp.sop},
@@ -411,6 +481,9 @@ std::string format_table(const CostReport& r) {
            << "; attention matmul (not in NeuroBench): " << fmt(nb.attention_matmul_ac) << " AC, "
            << fmt(nb.attention_matmul_mac) << " MAC, " << fmt(nb.attention_matmul_pj) << " pJ\n";
     }
+    if (r.syops)
+        os << "syops-counter (per sample): " << fmt(r.syops->ac) << " AC, " << fmt(r.syops->mac)
+           << " MAC\n";
     if (r.paper) {
         const auto& pp = *r.paper;
         os << "paper convention (per inference): SOP " << fmt(pp.sop) << " (attention "

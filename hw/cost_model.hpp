@@ -3,7 +3,8 @@
 // counted (a RunRecord) under one of three counting conventions:
 //   exact       ternion's own event counts;
 //   neurobench  NeuroBench's Dense / Effective_ACs / Effective_MACs (attention matmuls apart);
-//   paper       the spiking-Transformer papers' fr x T x FLOPs with the SSA closed form.
+//   paper       the spiking-Transformer papers' fr x T x FLOPs with the SSA closed form;
+//   syops       syops-counter's per-module rules (rate = mean input of {0,1}-valued calls).
 // The conventions only change how synaptic AC and MAC are counted; every other kind (shift, cmp,
 // exp, div, neuron updates, spikes, memory bytes) is always the engine's count. docs/cost-model.md
 // is the user-facing description of every rule and assumption here.
@@ -99,7 +100,7 @@ std::string describe_profile(const Profile& p);
 
 // --- counting conventions -------------------------------------------------------------------
 
-enum class CountMode { exact, neurobench, paper };
+enum class CountMode { exact, neurobench, paper, syops };
 CountMode parse_count_mode(const std::string& s);  // throws OptionError("count", ...)
 const char* count_mode_name(CountMode m);
 
@@ -124,12 +125,19 @@ struct LayerCost {
     double sop = 0.0;               // paper mode: SOP (or encoding FLOPs) per inference
     double input_rate = 0.0;        // paper mode: fr_in
     bool attention_matmul = false;  // neurobench mode: this layer's ac/mac are the matmul line
+    double syops_rate = 0.0;        // syops mode: mean over calls of syops' per-call rate
 };
 
 // NeuroBench's synaptic-operation figures, per sample (summed over all T).
 struct NeuroBenchFigures {
     double dense = 0.0, effective_acs = 0.0, effective_macs = 0.0;
     double attention_matmul_ac = 0.0, attention_matmul_mac = 0.0, attention_matmul_pj = 0.0;
+};
+
+// syops-counter's figures, per sample: its AC and MAC totals (its energy is 0.9 AC + 4.6 MAC
+// pJ under the default profile).
+struct SyopsFigures {
+    double ac = 0.0, mac = 0.0;
 };
 
 // The paper convention's figures, per inference.
@@ -159,6 +167,7 @@ struct CostReport {
     std::vector<std::string> notes;     // assumptions and fallbacks used in this report
     std::optional<NeuroBenchFigures> neurobench;
     std::optional<PaperFigures> paper;
+    std::optional<SyopsFigures> syops;
     std::optional<double> latency_s;         // T / clock_hz
     std::optional<double> static_energy_pj;  // static_power_w x latency, per inference
     std::optional<double> average_power_w;   // (dynamic + static) / latency

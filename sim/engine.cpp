@@ -15,6 +15,33 @@ namespace ternion {
 
 namespace {
 
+// syops-counter's spike test on one step's input (syops/ops.py, spike_rate): at most two
+// distinct values, all in [0, 1]; its rate is then the mean of the values. Tallies the steps
+// that pass and the sum of their values. Analog inputs fail on their third distinct value.
+void tally_binary_input(const Activity& in, NodeStats& st) {
+    if (in.ternary && in.listed) {
+        if (!in.all_ones)
+            for (auto i : in.active)
+                if (in.values[i] < 0.0f) return;
+        ++st.binary_in_steps;
+        st.binary_in_sum += static_cast<double>(in.active.size());
+        return;
+    }
+    float seen[2] = {0.0f, 0.0f};
+    int distinct = 0;
+    double sum = 0.0;
+    for (float v : in.values) {
+        if (!(v >= 0.0f && v <= 1.0f)) return;
+        if (!(distinct > 0 && v == seen[0]) && !(distinct > 1 && v == seen[1])) {
+            if (distinct == 2) return;
+            seen[distinct++] = v;
+        }
+        sum += static_cast<double>(v);
+    }
+    ++st.binary_in_steps;
+    st.binary_in_sum += sum;
+}
+
 struct Workspace {
     std::vector<Activity> out, prev;
     std::vector<std::unique_ptr<NodeState>> states;
@@ -247,6 +274,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                     const Activity& in = gather_input(g, u, ws);
                     st.nonzero_in += in.nonzero();
                     if (!in.ternary) st.input_ternary = false;
+                    tally_binary_input(in, st);
                     nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
                 }
                 // Polarity tallies matter for spikes only; currents would cost a pass per step.
@@ -316,6 +344,8 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
             d.input_ternary = d.input_ternary && s.input_ternary;
             d.attention += s.attention;
             d.synapses += s.synapses;
+            d.binary_in_steps += s.binary_in_steps;
+            d.binary_in_sum += s.binary_in_sum;
         }
     return res;
 }

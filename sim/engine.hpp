@@ -64,6 +64,10 @@ struct NodeStats {
     bool input_ternary = true;     // every input it saw was in {-1,0,+1}
     AttentionCounts attention;     // attention nodes' typed break-down
     SynapseCounts synapses;        // NeuroBench's effective synaptic events
+    // Steps whose input passed syops-counter's spike test (values in [0,1], at most two
+    // distinct) and the sum of those inputs' values: what its per-layer rates are made of.
+    std::uint64_t binary_in_steps = 0;
+    double binary_in_sum = 0.0;
 };
 
 struct RunResult {

@@ -23,9 +23,12 @@ struct LayerRecord {
     std::uint64_t dense_synops_per_step = 0;  // NeuroBench "Dense" per step
     std::uint64_t param_count = 0;
     double weight_density = -1.0;
-    AttentionCounts attention;                      // attention nodes: totals by stage
-    SynapseCounts synapses;                         // (non-zero input, non-zero weight) pairs
-    std::optional<AttentionShape> attention_shape;  // set for attention nodes
+    AttentionCounts attention;          // attention nodes: totals by stage
+    SynapseCounts synapses;             // (non-zero input, non-zero weight) pairs
+    std::uint64_t binary_in_steps = 0;  // see NodeStats
+    double binary_in_sum = 0.0;
+    ModuleShape modules;                                     // Node::module_shape()
+    std::optional<AttentionShape> attention_shape;           // set for attention nodes
     std::vector<std::pair<std::string, double>> attributes;  // Node::attributes()
     // Fraction of non-zero input elements over all samples and steps (paper-mode "fr").
     double input_rate(std::int64_t samples, std::int64_t T) const {
@@ -70,6 +73,9 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.attributes = n.attributes();
         l.attention = s.attention;
         l.synapses = s.synapses;
+        l.binary_in_steps = s.binary_in_steps;
+        l.binary_in_sum = s.binary_in_sum;
+        l.modules = n.module_shape();
         l.attention_shape = n.attention_shape();
         rec.layers.push_back(std::move(l));
     }

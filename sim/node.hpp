@@ -371,6 +371,8 @@ class Node {
     virtual double weight_density() const { return -1.0; }
     // Numeric structure facts the cost model's closed forms need (e.g. tokens, dim, heads).
     virtual std::vector<std::pair<std::string, double>> attributes() const { return {}; }
+    // The source modules as per-module conventions count them (folded BatchNorm, biases).
+    virtual ModuleShape module_shape() const { return {}; }
     // Attention nodes: the structure the counting conventions' closed forms need.
     virtual std::optional<AttentionShape> attention_shape() const { return std::nullopt; }
     // key/value lines for `ternion info`.

@@ -112,6 +112,21 @@ struct SynapseCounts {
     bool operator==(const SynapseCounts&) const = default;
 };
 
+// The PyTorch modules a node stands for, as far as counting conventions that count per module
+// (syops-counter) need them. ternion folds BatchNorm into the weights and fuses Q/K/V
+// projections, neurons and attention into one node; these say what was folded or fused.
+struct ModuleShape {
+    // Bias terms per call of the weight layer(s) as syops counts them: Linear out_features,
+    // Conv out_channels x output positions (0 when the source layer had no bias).
+    std::uint64_t bias_ops_per_step = 0;
+    // Elements per step normalised by BatchNorms folded into this node (0: none).
+    std::uint64_t batchnorm_elems_per_step = 0;
+    // Inside attention nodes: neuron elements per step fed by analog values (Q/K/V and the
+    // attention neuron of SSA/SDSA, the ternary neurons of BSA), and dense products per step
+    // of the projection linears.
+    std::uint64_t neuron_elems_per_step = 0;
+};
+
 // Structure facts of an attention node that the counting conventions' closed forms need.
 struct AttentionShape {
     std::int64_t tokens = 0, dim = 0, heads = 0, dim_in = 0;

@@ -11,27 +11,37 @@ namespace ternion {
 
 // ------------------------------------------------------------------ helpers
 
-void fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
+void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::int64_t out,
+                    const std::vector<float>& gamma, const std::vector<float>& beta,
+                    const std::vector<float>& mean, const std::vector<float>& var, double eps) {
+    const std::size_t per = weight.size() / static_cast<std::size_t>(out);
+    if (bias.empty()) bias.assign(static_cast<std::size_t>(out), 0.0f);
+    for (std::int64_t o = 0; o < out; ++o) {
+        const auto k = static_cast<std::size_t>(o);
+        const double g = double(gamma[k]) / std::sqrt(double(var[k]) + eps);
+        for (std::size_t j = 0; j < per; ++j) {
+            float& w = weight[k * per + j];
+            w = static_cast<float>(double(w) * g);
+        }
+        bias[k] = static_cast<float>((double(bias[k]) - double(mean[k])) * g + double(beta[k]));
+    }
+}
+
+bool fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
                     std::vector<float>& weight, std::vector<float>& bias) {
-    const std::string w = prefix + "bn_weight";
-    if (!spec.has(w) && !spec.has(prefix + "bn_running_mean")) return;
+    if (!spec.has(prefix + "bn_weight") && !spec.has(prefix + "bn_running_mean")) return false;
     auto gamma = spec.per_neuron_or(prefix + "bn_weight", out, 1.0f);
     auto beta = spec.per_neuron_or(prefix + "bn_bias", out, 0.0f);
     auto mean = spec.per_neuron(prefix + "bn_running_mean", out);
     auto var = spec.per_neuron(prefix + "bn_running_var", out);
     double eps = spec.scalar_or(prefix + "bn_eps", 1e-5);
     if (eps < 0) spec.fail(prefix + "bn_eps", "must be non-negative");
-    if (bias.empty()) bias.assign(static_cast<std::size_t>(out), 0.0f);
-    const std::size_t per = weight.size() / static_cast<std::size_t>(out);
-    for (std::int64_t o = 0; o < out; ++o) {
-        auto k = static_cast<std::size_t>(o);
-        if (var[k] < 0) spec.fail(prefix + "bn_running_var", "must be non-negative");
-        if (var[k] + eps <= 0) spec.fail(prefix + "bn_running_var", "variance + eps is zero");
-        double scale = gamma[k] / std::sqrt(static_cast<double>(var[k]) + eps);
-        for (std::size_t j = 0; j < per; ++j)
-            weight[k * per + j] = static_cast<float>(weight[k * per + j] * scale);
-        bias[k] = static_cast<float>((bias[k] - mean[k]) * scale + beta[k]);
+    for (float v : var) {
+        if (v < 0) spec.fail(prefix + "bn_running_var", "must be non-negative");
+        if (v + eps <= 0) spec.fail(prefix + "bn_running_var", "variance + eps is zero");
     }
+    fold_batchnorm(weight, bias, out, gamma, beta, mean, var, eps);
+    return true;
 }
 
 void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::int64_t in) {
@@ -378,7 +388,8 @@ class LinearNode final : public Node {
                 s.fail("bias", "has " + std::to_string(bias_.size()) + " values, expected " +
                                    std::to_string(out_));
         }
-        fold_batchnorm(s, "", out_, w, bias_);
+        source_bias_ = !bias_.empty();
+        source_bn_ = fold_batchnorm(s, "", out_, w, bias_);
         weights_.set_codebook(s.options().weight_codebook);
         weights_.set_blocks(s.options().threads);
         weights_.build(w, out_, in_);
@@ -409,6 +420,7 @@ class LinearNode final : public Node {
             bias_ = s.floats("bias");
             if (static_cast<std::int64_t>(bias_.size()) != out_)
                 s.fail("bias", "expected one value per output");
+            source_bias_ = true;
         }
         if (s.has("bn_weight") || s.has("bn_running_mean"))
             s.fail("bn_weight", "BatchNorm folding needs dense weights");
@@ -631,6 +643,13 @@ class LinearNode final : public Node {
         return static_cast<std::uint64_t>(rows_ * in_ * out_);
     }
     std::uint64_t dense_synops_per_step() const override { return dense_macs_per_step(); }
+    // syops counts a Linear's bias once per call (out_features), not per token.
+    ModuleShape module_shape() const override {
+        ModuleShape m;
+        m.bias_ops_per_step = source_bias_ ? static_cast<std::uint64_t>(out_) : 0;
+        m.batchnorm_elems_per_step = source_bn_ ? static_cast<std::uint64_t>(rows_ * out_) : 0;
+        return m;
+    }
     std::uint64_t param_count() const override {
         return static_cast<std::uint64_t>(in_ * out_) + bias_.size();
     }
@@ -654,6 +673,7 @@ class LinearNode final : public Node {
     ColumnWeights weights_;
     TokenPanels panels_;  // several tokens, dense weights: the event kernel's layout
     std::vector<float> bias_;
+    bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN
 };
 
 // ------------------------------------------------------------------ Scale
@@ -742,7 +762,8 @@ class ConvNode final : public Node {
             if (static_cast<std::int64_t>(bias_.size()) != cout_)
                 s.fail("bias", "expected one value per output channel");
         }
-        fold_batchnorm(s, "", cout_, w_, bias_);
+        source_bias_ = !bias_.empty();
+        source_bn_ = fold_batchnorm(s, "", cout_, w_, bias_);
         if (s.has("input_shape")) {
             auto is = s.ints("input_shape");
             if (static_cast<int>(is.size()) == dims) declared_spatial_ = is;
@@ -888,6 +909,13 @@ class ConvNode final : public Node {
         return static_cast<std::uint64_t>(cout_ * OH_ * OW_ * cin_g_ * kh_ * kw_);
     }
     std::uint64_t dense_synops_per_step() const override { return dense_taps_; }
+    ModuleShape module_shape() const override {
+        const auto outputs = static_cast<std::uint64_t>(cout_ * OH_ * OW_);
+        ModuleShape m;
+        m.bias_ops_per_step = source_bias_ ? outputs : 0;
+        m.batchnorm_elems_per_step = source_bn_ ? outputs : 0;
+        return m;
+    }
     std::uint64_t param_count() const override { return w_.size() + bias_.size(); }
     double weight_density() const override {
         std::size_t nz = 0;
@@ -913,6 +941,7 @@ class ConvNode final : public Node {
     Shape declared_spatial_;
     std::vector<std::uint32_t> fanout_;
     std::uint64_t dense_taps_ = 0;
+    bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN
 };
 
 // ------------------------------------------------------------------ pooling

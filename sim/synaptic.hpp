@@ -10,10 +10,16 @@
 
 namespace ternion {
 
-// Folds an eval-mode BatchNorm given as `<prefix>bn_weight`, `bn_bias`, `bn_running_mean`,
-// `bn_running_var`, `bn_eps` into per-output-channel weights and bias (weights are
-// [out][rest] row-major). No-op when the datasets are absent.
-void fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
+// The one BatchNorm fold (inference): weights [out][rest] row-major and bias [out] (created as
+// zeros when empty) become w' = w g and b' = (b - mean) g + beta, g = gamma / sqrt(var + eps),
+// in double precision and rounded once to float.
+void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::int64_t out,
+                    const std::vector<float>& gamma, const std::vector<float>& beta,
+                    const std::vector<float>& mean, const std::vector<float>& var, double eps);
+// Reads an eval-mode BatchNorm given as `<prefix>bn_weight`, `bn_bias`, `bn_running_mean`,
+// `bn_running_var`, `bn_eps` and folds it in. Returns false (and changes nothing) when the
+// datasets are absent.
+bool fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
                     std::vector<float>& weight, std::vector<float>& bias);
 
 // Dense or compressed weights of a Linear map [in] -> [out], stored by input column so that

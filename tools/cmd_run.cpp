@@ -124,7 +124,7 @@ int cmd_run(const Args& args) {
         "profile", po::value<std::string>()->default_value(hw::kDefaultProfile),
         "hardware profile: a name (`ternion profiles`) or a JSON file")(
         "count", po::value<std::string>()->default_value("exact"),
-        "counting convention: exact | neurobench | paper")(
+        "counting convention: exact | neurobench | paper | syops")(
         "paper-encoding-once", "paper mode: bill the encoding layer's MACs once, not every step")(
         "no-progress", "no progress bar")(
         "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting");

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/spiking_kernels.hpp"
+#include "sim/synaptic.hpp"
 
 using namespace ternion::spiking;
 
@@ -285,7 +286,7 @@ TEST_CASE("Projection: event and dense forms give identical floats and count wei
 
 TEST_CASE("BatchNorm folding matches BN(Linear(x))") {
     std::vector<float> w{1, 2, 3, 4}, b{0.5f, -1};
-    fold_batchnorm(w, b, 2, {2.0f, 0.5f}, {0.1f, 0.2f}, {1.0f, -1.0f}, {3.0f, 0.25f}, 1.0);
+    ternion::fold_batchnorm(w, b, 2, {2.0f, 0.5f}, {0.1f, 0.2f}, {1.0f, -1.0f}, {3.0f, 0.25f}, 1.0);
     // channel 0: g = 2/sqrt(4) = 1; channel 1: g = 0.5/sqrt(1.25)
     CHECK(w[0] == 1.0f);
     CHECK(w[1] == 2.0f);

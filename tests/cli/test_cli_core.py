@@ -16,6 +16,7 @@ import h5py
 import numpy as np
 
 from harness import TERNION, finish, path, run, run_json, test
+from nirfile import Nir, spikes_file, trace_spikes
 
 DT = 1e-4
 rng = np.random.default_rng(2024)
@@ -23,39 +24,6 @@ rng = np.random.default_rng(2024)
 
 def dyadic(shape, scale=1.0):
     return (np.round(rng.uniform(-scale, scale, shape) * 64) / 64).astype(np.float32)
-
-
-class Nir:
-    """Writes a NIR graph file exactly as nir.write lays it out."""
-
-    def __init__(self):
-        self.nodes, self.edges = {}, []
-
-    def node(self, name, typ, **params):
-        self.nodes[name] = (typ, params)
-        return self
-
-    def edge(self, a, b):
-        self.edges.append((a, b))
-        return self
-
-    def write_group(self, g):
-        g["type"] = "NIRGraph"
-        nodes = g.create_group("nodes")
-        for name, (typ, params) in self.nodes.items():
-            ng = nodes.create_group(name)
-            if isinstance(typ, Nir):
-                typ.write_group(ng)
-                continue
-            ng["type"] = typ
-            for k, v in params.items():
-                ng.create_dataset(k, data=v, compression="gzip") if isinstance(v, np.ndarray) and v.size > 1 else ng.create_dataset(k, data=v)
-        g["edges"] = np.array(self.edges, dtype=h5py.string_dtype())
-
-    def write(self, fname):
-        with h5py.File(fname, "w") as f:
-            f["version"] = "1.0.0"
-            self.write_group(f.create_group("node"))
 
 
 def leaky(beta, thr):
@@ -70,29 +38,6 @@ def snn_leaky_step(mem, inp, beta, thr):
     mem = beta * mem + inp
     spk = (mem > thr).astype(np.float32)
     return np.where(spk > 0, np.float32(0), mem).astype(np.float32), spk
-
-
-def spikes_file(fname, s, labels=None):
-    with h5py.File(fname, "w") as f:
-        f["spikes"] = s.astype(np.int8)
-        if labels is not None:
-            f["labels"] = np.asarray(labels, np.int64)
-
-
-def trace_spikes(fname, node):
-    """[samples, T, neurons] spikes of a trace, from a time grid or (valued) events."""
-    with h5py.File(fname, "r") as f:
-        assert f.attrs["__type__"] == "NIRGraphData"
-        o = f[f"nodes/{node}/observables/spikes"]
-        if "data" in o:
-            return o["data"][()]
-        idx, t, dt = o["idx"][()], o["time"][()], float(o.attrs["dt"])
-        val = o["value"][()] if "value" in o else np.ones_like(idx)
-        g = np.zeros((idx.shape[0], int(round(o.attrs["t_max"] / dt)), int(o.attrs["n_neurons"])), np.int8)
-        for k in range(idx.shape[0]):
-            m = idx[k] >= 0
-            g[k, np.floor(t[k][m] / dt).astype(int), idx[k][m]] = val[k][m]
-        return g
 
 
 @test

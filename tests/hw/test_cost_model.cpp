@@ -176,7 +176,8 @@ TEST_CASE("parse_count_mode") {
     CHECK(parse_count_mode("exact") == CountMode::exact);
     CHECK(parse_count_mode("neurobench") == CountMode::neurobench);
     CHECK(parse_count_mode("paper") == CountMode::paper);
-    CHECK_THROWS_AS(parse_count_mode("syops"), OptionError);
+    CHECK(parse_count_mode("syops") == CountMode::syops);
+    CHECK_THROWS_AS(parse_count_mode("flops"), OptionError);
 }
 
 TEST_CASE("exact mode under the default profile: 0.9 AC + 4.6 MAC per inference, exactly") {
@@ -506,7 +507,8 @@ TEST_CASE("an empty run prices to zero in every mode, never NaN") {
     RunRecord run;  // 0 samples, 0 steps
     run.layers = {layer("fc", "Linear", NodeCategory::synaptic)};
     run.layers[0].dense_synops_per_step = 10;
-    for (CountMode m : {CountMode::exact, CountMode::neurobench, CountMode::paper}) {
+    for (CountMode m :
+         {CountMode::exact, CountMode::neurobench, CountMode::paper, CountMode::syops}) {
         CostReport r = price(run, load_profile("horowitz45-fp32"), {m});
         CHECK(r.per_inference_pj == 0.0);
         CHECK(r.total_pj == 0.0);

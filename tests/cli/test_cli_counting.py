@@ -1,0 +1,226 @@
+#!/usr/bin/env python3
+"""Counting conventions against independent recounts from the peers' documented rules.
+
+Each model is run once with a trace of every spiking layer; the test then recounts what
+syops-counter (github.com/iCGY96/syops-counter, syops/ops.py) and NeuroBench's
+SynapticOperations (github.com/NeuroBench/neurobench, metrics/workload/synaptic_operations.py)
+would report for the same activity, one module call per sample and step, with numpy, and
+compares with `ternion run --count syops|neurobench --json`. The dense engine must report the
+same counts as the event engine in every mode.
+"""
+import h5py
+import numpy as np
+
+from harness import finish, path, run_json, test
+from nirfile import Nir, spikes_file, trace_spikes
+
+rng = np.random.default_rng(7)
+MODES = ("exact", "neurobench", "paper", "syops")
+
+
+def rel_close(a, b, tol=1e-6):
+    return abs(a - b) <= tol * max(1.0, abs(a), abs(b))
+
+
+def conv2d(x, w, pad):
+    """Cross-correlation of x [C, H, W] with w [Co, C, k, k], stride 1, zero padding."""
+    C, H, W = x.shape
+    k = w.shape[-1]
+    xp = np.pad(x, ((0, 0), (pad, pad), (pad, pad)))
+    OH, OW = H + 2 * pad - k + 1, W + 2 * pad - k + 1
+    y = np.zeros((w.shape[0], OH, OW))
+    for ky in range(k):
+        for kx in range(k):
+            y += np.einsum("chw,oc->ohw", xp[:, ky:ky + OH, kx:kx + OW], w[:, :, ky, kx])
+    return y
+
+
+def syops_spike(x):
+    """syops' spike_rate test on one call's input: (passes, rate)."""
+    u = np.unique(x)
+    if len(u) <= 2 and x.max() <= 1 and x.min() >= 0:
+        return True, float(x.mean())
+    return False, 1.0
+
+
+def syops_weight_layer(calls, dense_per_call):
+    """Linear/Conv hook: (dense + bias) x rate as AC for spike inputs, else as MAC."""
+    ac = mac = 0.0
+    for x in calls:
+        spike, rate = syops_spike(x)
+        if spike:
+            ac += dense_per_call * rate
+        else:
+            mac += dense_per_call
+    return ac, mac
+
+
+def syops_lif(calls):
+    """MultiStepLIFNode hook: numel x rate as AC, numel as MAC."""
+    ac = mac = 0.0
+    for x in calls:
+        _, rate = syops_spike(x)
+        ac += x.size * rate
+        mac += x.size
+    return ac, mac
+
+
+def sj_lif(inputs, tau=2.0, vth=1.0):
+    """SpikingJelly LIFNode (decay_input, hard reset to 0, fires on >=) over [T, ...] inputs."""
+    v = np.zeros(inputs.shape[1:], np.float32)
+    out = np.zeros_like(inputs, dtype=np.float32)
+    for t in range(inputs.shape[0]):
+        v = (v + (inputs[t] - v) * np.float32(1.0 / tau)).astype(np.float32)
+        out[t] = v >= vth
+        v[out[t] > 0] = 0
+    return out
+
+
+# conv(2->4, 3x3, pad 1) - LIF - AvgPool 2 - conv(4->4, 3x3, pad 1) - LIF - flatten - fc(64->5) - LIF
+C, H, W, T, S = 2, 8, 8, 4, 6
+
+
+def write_conv_net():
+    w1 = rng.normal(0, 0.6, (4, C, 3, 3)).astype(np.float32)
+    b1 = rng.normal(0.3, 0.2, 4).astype(np.float32)
+    w2 = rng.normal(0, 0.9, (4, 4, 3, 3)).astype(np.float32)
+    w2[0, 0] = 0.0  # zero weights: skipped by NeuroBench's effective count, not by syops
+    b2 = rng.normal(0.2, 0.2, 4).astype(np.float32)
+    wf = rng.normal(0, 0.5, (5, 64)).astype(np.float32)
+    bf = rng.normal(1.2, 0.1, 5).astype(np.float32)  # the last layer fires on its bias too
+    conv = dict(stride=np.array([1, 1]), padding=np.array([1, 1]), dilation=np.array([1, 1]), groups=1)
+    lif = dict(tau=np.float32(2.0), v_threshold=np.float32(1.0))
+    (Nir().node("input", "Input", shape=np.array([C, H, W]))
+     .node("conv1", "Conv2d", weight=w1, bias=b1, input_shape=np.array([H, W]), **conv)
+     .node("lif1", "ternion.SJLIF", **lif)
+     .node("pool", "AvgPool2d", kernel_size=np.array([2, 2]), stride=np.array([2, 2]), padding=np.array([0, 0]))
+     .node("conv2", "Conv2d", weight=w2, bias=b2, input_shape=np.array([4, 4]), **conv)
+     .node("lif2", "ternion.SJLIF", **lif)
+     .node("flat", "Flatten", start_dim=0, end_dim=-1, input_type=np.array([4, 4, 4]))
+     .node("fc", "Affine", weight=wf, bias=bf).node("lif3", "ternion.SJLIF", **lif)
+     .node("output", "Output", shape=np.array([5]))
+     .edge("input", "conv1").edge("conv1", "lif1").edge("lif1", "pool").edge("pool", "conv2")
+     .edge("conv2", "lif2").edge("lif2", "flat").edge("flat", "fc").edge("fc", "lif3").edge("lif3", "output")
+     .write(path("syconv.h5")))
+    with h5py.File(path("syconv_in.h5"), "w") as f:
+        f["data"] = rng.random((S, C, H, W)).astype(np.float32)
+    return w1, b1, w2, b2, wf, bf
+
+
+def run_conv(mode, engine="event", trace=False):
+    args = ["run", path("syconv.h5"), "--input", path("syconv_in.h5"), "--timesteps", T,
+            "--count", mode, "--engine", engine]
+    if trace:
+        args += ["--trace", path("syconv_tr.h5"), "--record", "spikes"]
+    return run_json(*args)
+
+
+@test
+def syops_mode_equals_syops_rules_on_a_conv_avgpool_net():
+    w1, b1, w2, b2, wf, bf = write_conv_net()
+    j = run_conv("syops", trace=True)
+    spk = {n: trace_spikes(path("syconv_tr.h5"), n).astype(np.float32) for n in ("lif1", "lif2", "lif3")}
+    with h5py.File(path("syconv_in.h5"), "r") as f:
+        x = f["data"][()]
+    s1 = spk["lif1"].reshape(S, T, 4, H, W)
+    s2 = spk["lif2"].reshape(S, T, 4, 4, 4)
+    # The membranes' inputs, recomputed: conv1 of the image (every step), conv2 of the pooled
+    # spikes; each call's syops test needs the actual values.
+    cur1 = [conv2d(x[s], w1, 1) + b1[:, None, None] for s in range(S)]
+    pooled = s1.reshape(S, T, 4, 4, 2, 4, 2).mean((4, 6))
+    cur2 = [[conv2d(pooled[s, t], w2, 1) + b2[:, None, None] for t in range(T)] for s in range(S)]
+    cur3 = [[wf @ s2[s, t].reshape(-1) + bf for t in range(T)] for s in range(S)]
+    conv1_per = 3 * 3 * C * 4 * H * W + 4 * H * W        # dense over padding + bias per position
+    conv2_per = 3 * 3 * 4 * 4 * 4 * 4 + 4 * 4 * 4
+    fc_per = 64 * 5 + 5                                  # numel(input) x out + out (bias once)
+    parts = [
+        syops_weight_layer([x[s] for s in range(S) for _ in range(T)], conv1_per),
+        syops_lif([cur1[s] for s in range(S) for _ in range(T)]),
+        (0.0, float(S * T * 4 * H * W)),                 # AvgPool: every input element a MAC
+        syops_weight_layer([pooled[s, t] for s in range(S) for t in range(T)], conv2_per),
+        syops_lif([cur2[s][t] for s in range(S) for t in range(T)]),
+        syops_weight_layer([s2[s, t] for s in range(S) for t in range(T)], fc_per),
+        syops_lif([cur3[s][t] for s in range(S) for t in range(T)]),
+    ]
+    ac = sum(p[0] for p in parts) / S
+    mac = sum(p[1] for p in parts) / S
+    assert rel_close(j["syops"]["ac"], ac), (j["syops"], ac, mac)
+    assert rel_close(j["syops"]["mac"], mac), (j["syops"], ac, mac)
+    assert rel_close(j["per_inference"]["energy_pj"], 0.9 * ac + 4.6 * mac)
+    assert s2.sum() > 0 and spk["lif3"].sum() > 0, "the recount saw no activity"
+    assert parts[5][0] > 0
+
+
+@test
+def neurobench_mode_equals_synaptic_operations_on_the_conv_net():
+    w1, b1, w2, b2, wf, bf = write_conv_net()
+    j = run_conv("neurobench", trace=True)
+    s1 = trace_spikes(path("syconv_tr.h5"), "lif1").astype(np.float32).reshape(S, T, 4, H, W)
+    s2 = trace_spikes(path("syconv_tr.h5"), "lif2").astype(np.float32).reshape(S, T, 4, 4, 4)
+    with h5py.File(path("syconv_in.h5"), "r") as f:
+        x = f["data"][()]
+    pooled = s1.reshape(S, T, 4, 4, 2, 4, 2).mean((4, 6))
+    # Effective ops: binarised input and weights through the layer, bias off, outputs summed.
+    # AC when the call's input is all in {-1, 0, 1}, else MAC. Dense: everything set to one.
+    eff_ac = eff_mac = 0.0
+    for layer, calls, w in (("conv1", [x[s] for s in range(S) for _ in range(T)], w1),
+                            ("conv2", [pooled[s, t] for s in range(S) for t in range(T)], w2)):
+        for c in calls:
+            n = conv2d((c != 0).astype(float), (w != 0).astype(float), 1).sum()
+            if np.isin(c, (-1, 0, 1)).all():
+                eff_ac += n
+            else:
+                eff_mac += n
+    for s in range(S):
+        for t in range(T):
+            eff_ac += ((wf != 0).astype(int) @ (s2[s, t].reshape(-1) != 0).astype(int)).sum()
+    dense = T * (conv2d(np.ones((C, H, W)), np.ones(w1.shape), 1).sum()
+                 + conv2d(np.ones((4, 4, 4)), np.ones(w2.shape), 1).sum() + wf.size)
+    nb = j["neurobench"]
+    assert rel_close(nb["Dense"], dense), (nb["Dense"], dense)
+    assert rel_close(nb["Effective_ACs"], eff_ac / S), (nb, eff_ac / S)
+    assert rel_close(nb["Effective_MACs"], eff_mac / S), (nb, eff_mac / S)
+
+
+@test
+def counts_and_energy_do_not_depend_on_the_engine():
+    write_conv_net()
+    for mode in MODES:
+        a, d = run_conv(mode, "event"), run_conv(mode, "dense")
+        for la, ld in zip(a["layers"], d["layers"]):
+            assert la["ops"] == ld["ops"], (mode, la["name"], la["ops"], ld["ops"])
+        assert a["per_inference"]["energy_pj"] == d["per_inference"]["energy_pj"], mode
+        for key in ("neurobench", "syops", "paper"):
+            assert a.get(key) == d.get(key), (mode, key)
+
+
+@test
+def syops_mode_on_an_ssa_block_follows_its_module_rules():
+    """One Spikformer SSA: Q/K/V Linear(+bias) + BatchNorm + LIF, attention LIF; matmuls free."""
+    N, D, H, Tb, Sb = 8, 16, 2, 4, 5
+    p = {}
+    for q in "qkv":
+        p[f"{q}_weight"] = rng.normal(0, 0.4, (D, D)).astype(np.float32)
+        p[f"{q}_bias"] = rng.normal(0, 0.1, D).astype(np.float32)
+        p[f"{q}_bn_weight"] = np.ones(D, np.float32)
+        p[f"{q}_bn_bias"] = np.full(D, 0.5, np.float32)
+        p[f"{q}_bn_running_mean"] = np.zeros(D, np.float32)
+        p[f"{q}_bn_running_var"] = np.ones(D, np.float32)
+    (Nir().node("input", "Input", shape=np.array([N, D]))
+     .node("attn", "ternion.SSA", heads=H, **p)
+     .node("output", "Output", shape=np.array([N, D]))
+     .edge("input", "attn").edge("attn", "output").write(path("ssa.h5")))
+    xs = (rng.random((Sb, Tb, N, D)) < 0.3).astype(np.float32)
+    xs[0, 0] = 0  # an all-zero call passes the spike test with rate 0
+    spikes_file(path("ssa_in.h5"), xs)
+    j = run_json("run", path("ssa.h5"), "--input", path("ssa_in.h5"), "--count", "syops")
+    lin_per = 3 * (N * D * D + D)
+    ac = syops_weight_layer([xs[s, t] for s in range(Sb) for t in range(Tb)], lin_per)[0]
+    calls = Sb * Tb
+    bn_mac = calls * 3 * 2 * N * D      # affine BatchNorm on analog input: 2 MACs per element
+    lif = calls * 4 * N * D             # Q, K, V and attention LIFs, analog inputs: rate 1
+    assert rel_close(j["syops"]["ac"], (ac + lif) / Sb), (j["syops"], (ac + lif) / Sb)
+    assert rel_close(j["syops"]["mac"], (bn_mac + lif) / Sb), (j["syops"], (bn_mac + lif) / Sb)
+
+
+finish()

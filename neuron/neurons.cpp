@@ -395,7 +395,9 @@ class CubaLifNode final : public NeuronBase {
 // SpikingJelly's multi-step LIFNode, with its own operation order so spikes match bit for bit:
 //   decay_input:     v = v + (x - (v - v_reset)) / tau
 //   not decay_input: v = v - (v - v_reset) / tau + x, but v = v * (1 - 1/tau) + x when
-//                    v_reset is 0 (SpikingJelly's branch for v_reset None or 0)
+//                    v_reset is 0 (SpikingJelly's branch for v_reset None or 0). Dataset
+//                    leak_form "difference" or "scale" picks one: activation_based's eval
+//                    path uses the difference for every hard reset.
 // fires on v >= v_threshold, then v = v_reset (hard) or v -= v_threshold (reset_mode subtract).
 // ParametricLIF stores the learned w; its factor sigmoid(w) multiplies instead of 1/tau.
 class SjLifNode final : public NeuronBase {
@@ -419,6 +421,12 @@ class SjLifNode final : public NeuronBase {
         decay_input_ = s.scalar_or("decay_input", 1.0) != 0.0;
         th_ = param(s, "v_threshold", 1.0f);
         vr_ = static_cast<float>(s.scalar_or("v_reset", 0.0));
+        scale_form_ = vr_ == 0.0f;
+        if (auto f = s.string_opt("leak_form")) {
+            if (*f != "scale" && *f != "difference")
+                s.fail("leak_form", "must be \"scale\" or \"difference\", got \"" + *f + "\"");
+            scale_form_ = *f == "scale";
+        }
     }
     void broadcast(std::int64_t n) override { expand(th_, n); }
     float initial_v() const override { return vr_; }
@@ -434,7 +442,7 @@ class SjLifNode final : public NeuronBase {
                 b0, b1, spikes, integrate);
         };
         // scale(a) = a / tau, as SpikingJelly divides (or the exact product: exact_reciprocal).
-        if (!decay_input_ && vr == 0.0f) {
+        if (!decay_input_ && scale_form_) {
             fire([=, f = keep_](std::int64_t k, float vk) { return vk * f + x[k]; });
             return;
         }
@@ -464,7 +472,7 @@ class SjLifNode final : public NeuronBase {
     }
 
   private:
-    bool parametric_ = false, decay_input_ = true;
+    bool parametric_ = false, decay_input_ = true, scale_form_ = true;
     float tau_ = 2.0f, k_ = 0.5f, vr_ = 0.0f, keep_ = 0.5f;
     std::optional<float> inv_tau_;
     std::vector<float> th_;

@@ -261,6 +261,22 @@ TEST_CASE("SpikingJelly LIF without decay_input: v_reset 0 multiplies, other v_r
         }
     }
     CHECK(forms_differ);
+    // leak_form overrides the choice: "difference" at v_reset 0 (SpikingJelly activation_based's
+    // eval path for hard reset).
+    auto d = drive("ternion.SJLIF",
+                   {{"tau", P(3.0)},
+                    {"decay_input", P(0.0)},
+                    {"v_threshold", P(5.0)},
+                    {"leak_form", S("difference")}},
+                   x, T);
+    std::vector<float> vd(x.size(), 0.0f);
+    for (std::int64_t t = 0; t < T; ++t) {
+        const auto& m = membrane_of(*d, "neuron", 0, t);
+        for (std::size_t k = 0; k < x.size(); ++k) {
+            vd[k] = vd[k] - vd[k] / tf + x[k];
+            REQUIRE(m[k] == vd[k]);
+        }
+    }
     // ParametricLIF: 1 - sigmoid(w) as float32.
     auto p = drive("ternion.PLIF",
                    {{"w", P(0.7)}, {"decay_input", P(0.0)}, {"v_threshold", P(9.0)}}, x, T);

@@ -60,6 +60,21 @@ class MultiStepLIFNode(BaseNode):
                 self.v - (self.v - self.v_reset) / self.tau + x
 
 
+class LIFNode(MultiStepLIFNode):
+    """activation_based's LIFNode in eval mode with step_mode 'm' (its TorchScript path): the
+    hard-reset update without decay_input is v - (v - v_reset) / tau + x even at v_reset 0."""
+
+    def __init__(self, *args, step_mode="m", **kw):
+        super().__init__(*args, **kw)
+        self.step_mode = step_mode
+
+    def charge(self, x):
+        if not self.decay_input and self.v_reset is not None:
+            self.v = self.v - (self.v - self.v_reset) / self.tau + x
+        else:
+            super().charge(x)
+
+
 class MultiStepParametricLIFNode(BaseNode):
     def __init__(self, init_tau=2.0, decay_input=True, v_threshold=1.0, v_reset=0.0,
                  detach_reset=False, backend="torch"):

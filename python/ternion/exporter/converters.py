@@ -85,7 +85,21 @@ def neuron_params(m, path):
         return "ternion.PLIF", p
     tau = float(m.tau)
     p["tau"] = np.float64(tau)
+    if not getattr(m, "decay_input", True):
+        p["leak_form"] = lif_leak_form(m)
     return "ternion.SJLIF", p
+
+
+def lif_leak_form(m):
+    """How SpikingJelly's LIF leaks without decay_input, at inference: clock_driven (and
+    activation_based's neuronal_charge) take v * (1 - 1/tau) + x when v_reset is 0 or None, else
+    v - (v - v_reset) / tau + x; activation_based's eval path (step_mode attribute) takes the
+    difference for every hard reset and the scaled form only for soft reset."""
+    if m.v_reset is None:
+        return "scale"
+    if hasattr(m, "step_mode") or m.v_reset != 0.0:
+        return "difference"
+    return "scale"
 
 
 def plif_w_for(k):
@@ -113,7 +127,7 @@ def lif_for_attention(m, path, prefix):
         raise ExportError(f"{describe(m, path)}: soft reset (v_reset None) inside an attention "
                           "node is not supported by ternion.SSA/SDSA")
     tau = float(m.tau)
-    if not m.decay_input and m.v_reset == 0.0 and math.frexp(tau)[0] != 0.5:
+    if not m.decay_input and lif_leak_form(m) == "scale" and math.frexp(tau)[0] != 0.5:
         # SpikingJelly then computes v * (1 - 1/tau) + x; the attention nodes' neurons compute
         # v - v / tau + x, which rounds differently unless tau is a power of two.
         raise ExportError(f"{describe(m, path)}: decay_input=False with v_reset 0 and tau {tau} "

@@ -61,12 +61,16 @@ class MultiStepLIFNode(BaseNode):
 
 
 class LIFNode(MultiStepLIFNode):
-    """activation_based's LIFNode in eval mode with step_mode 'm' (its TorchScript path): the
-    hard-reset update without decay_input is v - (v - v_reset) / tau + x even at v_reset 0."""
+    """activation_based's LIFNode in eval mode (its TorchScript path): the hard-reset update
+    without decay_input is v - (v - v_reset) / tau + x even at v_reset 0. step_mode 's' takes
+    one step [B, ...] per call, 'm' a sequence [T, B, ...]."""
 
     def __init__(self, *args, step_mode="m", **kw):
         super().__init__(*args, **kw)
         self.step_mode = step_mode
+
+    def forward(self, x):
+        return super().forward(x) if self.step_mode == "m" else self.step(x)
 
     def charge(self, x):
         if not self.decay_input and self.v_reset is not None:

@@ -75,6 +75,38 @@ def test_multistep_conv_net_spike_for_spike(tmp_path, ternion_bin):
     assert js["predictions"] == pred
 
 
+def test_single_step_network_with_timesteps(tmp_path, ternion_bin):
+    # A single-step network (called once per step by the user's loop): example_input [B, ...],
+    # T given to export.
+    gen = torch.Generator().manual_seed(9)
+    torch.manual_seed(9)
+    lif = sj.LIFNode(tau=2.0, step_mode="s")
+    net = nn.Sequential(nn.Linear(20, 30), nn.BatchNorm1d(30), lif, nn.Linear(30, 6))
+    H.randomize_bn(net, gen)
+    T, B = 7, 24
+    spikes = lambda: (torch.rand(T, B, 20, generator=gen) < 0.4).float()  # noqa: E731
+    H.calibrate(net, [s for _ in range(3) for s in spikes()])
+    x = spikes()
+    steps, out = [], 0
+    sj.reset_net(net)
+    with torch.no_grad():
+        h = lif.register_forward_hook(lambda m, i, o: steps.append(o.clone()))
+        for t in range(T):
+            out = out + net(x[t])
+        h.remove()
+    s_torch = torch.stack(steps).transpose(0, 1).to(torch.int8).numpy()
+    model = tmp_path / "single.h5"
+    rep = ternion.export(net, x[0], model, timesteps=T)
+    assert not rep.time_first and rep.timesteps == T and rep.input_shape == (20,)
+    inp = tmp_path / "in.h5"
+    H.write_input(inp, spikes=x.transpose(0, 1).numpy())
+    js, tern = H.run_ternion(ternion_bin, model, inp, tmp_path / "t.h5")
+    assert js["timesteps"] == T
+    assert 0.05 < s_torch.mean() < 0.8
+    assert np.array_equal(tern[node_map(rep)["2"]], s_torch)
+    assert js["predictions"] == out.argmax(1).tolist()
+
+
 def test_plif_w_gives_torch_factor():
     # torch's float32 sigmoid is not always the rounded double one; the stored w makes it so.
     gen = torch.Generator().manual_seed(3)

@@ -314,3 +314,23 @@ def test_neuron_membranes_bit_for_bit(tmp_path, ternion_bin, name, make):
     bad = np.argwhere(v_t != v_torch)
     assert bad.size == 0, f"{len(bad)} membranes differ, first {bad[0].tolist()}: " \
         f"{v_t[tuple(bad[0])]!r} vs torch {v_torch[tuple(bad[0])]!r}"
+
+
+def test_refused_modules_say_why(tmp_path):
+    x = torch.zeros(3, 2, 4)
+    cases = [
+        # a BatchNorm with nothing to fold into
+        (nn.Sequential(sj.SeqToANNContainer(nn.BatchNorm1d(4)), sj.MultiStepLIFNode()),
+         ["0.0", "BatchNorm1d", "must follow a Conv or Linear"]),
+        # SpikingJelly's IF starts at v_reset; ternion's IF at 0
+        (nn.Sequential(sj.SeqToANNContainer(nn.Linear(4, 4)), sj.MultiStepIFNode(v_reset=0.3)),
+         ["1 (", "MultiStepIFNode", "v_reset = 0.3"]),
+        (nn.Sequential(sj.SeqToANNContainer(nn.Linear(4, 4)), sj.SeqToANNContainer(
+            nn.Unflatten(1, (2, 2)), nn.MaxPool2d(2, ceil_mode=True))),
+         ["1.0", "Unflatten"]),
+    ]
+    for net, words in cases:
+        with pytest.raises(ternion.ExportError) as e:
+            ternion.export(net, x, tmp_path / "r.h5")
+        for w in words:
+            assert w in str(e.value), (w, str(e.value))

@@ -283,11 +283,7 @@ def is_mlp(m):
 
 
 def is_block(m):
-    return hasattr(m, "attn") and hasattr(m, "mlp") and (is_ssa(m.attn) or is_sdsa_like(m.attn))
-
-
-def is_sdsa_like(m):
-    return False
+    return hasattr(m, "attn") and hasattr(m, "mlp") and is_ssa(m.attn)
 
 
 def convert_sps(ex, m, path, x):

@@ -394,7 +394,10 @@ class CubaLifNode final : public NeuronBase {
 
 // SpikingJelly's multi-step LIFNode, with its own operation order so spikes match bit for bit:
 //   decay_input:     v = v + (x - (v - v_reset)) / tau
-//   not decay_input: v = v - (v - v_reset) / tau + x
+//   not decay_input: v = v - (v - v_reset) / tau + x, but v = v * (1 - 1/tau) + x when
+//                    v_reset is 0 (SpikingJelly's branch for v_reset None or 0). Dataset
+//                    leak_form "difference" or "scale" picks one: activation_based's eval
+//                    path uses the difference for every hard reset.
 // fires on v >= v_threshold, then v = v_reset (hard) or v -= v_threshold (reset_mode subtract).
 // ParametricLIF stores the learned w; its factor sigmoid(w) multiplies instead of 1/tau.
 class SjLifNode final : public NeuronBase {
@@ -407,13 +410,23 @@ class SjLifNode final : public NeuronBase {
             double w = s.scalar("w");
             k_ = static_cast<float>(1.0 / (1.0 + std::exp(-w)));
         } else {
-            tau_ = static_cast<float>(s.scalar_or("tau", 2.0));
+            const double tau = s.scalar_or("tau", 2.0);
+            tau_ = static_cast<float>(tau);
             if (!(tau_ > 0)) s.fail("tau", "must be positive");
             inv_tau_ = exact_reciprocal(tau_);
+            // SpikingJelly computes 1 - 1/tau in double and multiplies by it as float32.
+            keep_ = static_cast<float>(1.0 - 1.0 / tau);
         }
+        if (parametric_) keep_ = 1.0f - k_;  // torch: 1 - sigmoid(w) in float32
         decay_input_ = s.scalar_or("decay_input", 1.0) != 0.0;
         th_ = param(s, "v_threshold", 1.0f);
         vr_ = static_cast<float>(s.scalar_or("v_reset", 0.0));
+        scale_form_ = vr_ == 0.0f;
+        if (auto f = s.string_opt("leak_form")) {
+            if (*f != "scale" && *f != "difference")
+                s.fail("leak_form", "must be \"scale\" or \"difference\", got \"" + *f + "\"");
+            scale_form_ = *f == "scale";
+        }
     }
     void broadcast(std::int64_t n) override { expand(th_, n); }
     float initial_v() const override { return vr_; }
@@ -429,6 +442,10 @@ class SjLifNode final : public NeuronBase {
                 b0, b1, spikes, integrate);
         };
         // scale(a) = a / tau, as SpikingJelly divides (or the exact product: exact_reciprocal).
+        if (!decay_input_ && scale_form_) {
+            fire([=, f = keep_](std::int64_t k, float vk) { return vk * f + x[k]; });
+            return;
+        }
         const auto with = [&](auto scale) {
             if (decay_input_)
                 fire([=](std::int64_t k, float vk) { return vk + scale(x[k] - (vk - vr)); });
@@ -455,8 +472,8 @@ class SjLifNode final : public NeuronBase {
     }
 
   private:
-    bool parametric_ = false, decay_input_ = true;
-    float tau_ = 2.0f, k_ = 0.5f, vr_ = 0.0f;
+    bool parametric_ = false, decay_input_ = true, scale_form_ = true;
+    float tau_ = 2.0f, k_ = 0.5f, vr_ = 0.0f, keep_ = 0.5f;
     std::optional<float> inv_tau_;
     std::vector<float> th_;
 };

@@ -3,8 +3,8 @@
 Two halves:
   * trainable modules (surrogate gradients, BatchNorm) used by tools/train_spikformer.py;
   * a deploy path that works only on the folded float32 arrays written to the model file
-    (`export_params` -> `write_ternion_model`), so PyTorch's reported predictions and spike
-    counts come from exactly the numbers ternion loads.
+    (`export_params` -> `write_ternion_model`, both from the ternion package in python/), so
+    PyTorch's reported predictions and spike counts come from exactly the numbers ternion loads.
 
 The neuron equations are the ones docs/transformer-format.md specifies:
   SpikingJelly LIF (ternion.SJLIF, decay_input=1, hard reset):  v = v + (x - (v - v_reset)) / tau;
@@ -14,11 +14,17 @@ The neuron equations are the ones docs/transformer-format.md specifies:
 Runs with Debian's python3-torch, numpy and h5py only.
 """
 import math
+import os
+import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from ternion.exporter.digits import digits_graph, digits_params  # noqa: E402
+from ternion.exporter.graph import write_model  # noqa: E402
 
 # ----------------------------------------------------------------------------------------------
 # Surrogate spike functions
@@ -212,123 +218,19 @@ class DigitsSpikformer(nn.Module):
 
 
 # ----------------------------------------------------------------------------------------------
-# Export: fold BatchNorm (float64), write the ternion model file, and a deploy forward pass
-
-
-def _fold(w, b, bn):
-    w = w.detach().double()
-    b = b.detach().double()
-    g = bn.weight.detach().double() / torch.sqrt(bn.running_var.double() + bn.eps)
-    wf = w * g.reshape(-1, *([1] * (w.dim() - 1)))
-    bf = (b - bn.running_mean.double()) * g + bn.bias.detach().double()
-    return wf.float().numpy(), bf.float().numpy()
+# Export: the ternion package (python/ternion) folds BatchNorm and writes the model file
 
 
 def export_params(model):
     """Folded float32 parameters keyed like the model file's nodes: {node: {param: array}}."""
-    P = {}
-    if model.stem:
-        w, b = _fold(model.conv0.weight, model.conv0.bias, model.bn0)
-        P["conv0"] = dict(weight=w, bias=b)
-    w, b = _fold(model.conv.weight, model.conv.bias, model.bn)
-    P["conv"] = dict(weight=w, bias=b)
-    for i, blk in enumerate(model.blocks):
-        a = {}
-        for nm in ("q", "k", "v"):
-            lb = getattr(blk.attn, nm)
-            w, b = _fold(lb.lin.weight, lb.lin.bias, lb.bn)
-            a[nm + "_weight"], a[nm + "_bias"] = w, b
-        P[f"b{i}_attn"] = a
-        for nm in ("proj", "fc1", "fc2"):
-            lb = getattr(blk, nm)
-            w, b = _fold(lb.lin.weight, lb.lin.bias, lb.bn)
-            P[f"b{i}_{nm}"] = dict(weight=w, bias=b)
-    P["head"] = dict(weight=model.head.weight.detach().float().numpy().copy(),
-                     bias=model.head.bias.detach().float().numpy().copy())
-    return P
+    return digits_params(model)
 
 
 def write_ternion_model(path, P, kind, dim, heads, depth, T):
     """Writes the NIR-layout HDF5 file described in docs/transformer-format.md."""
-    import h5py
-
-    nodes = {}
-    edges = []
-    nodes["input"] = ("Input", dict(shape=np.array([1, 8, 8], dtype=np.int64)))
-
-    def conv(p):
-        return ("Conv2d", dict(weight=p["weight"], bias=p["bias"],
-                               stride=np.array([1, 1], np.int64),
-                               padding=np.array([1, 1], np.int64),
-                               dilation=np.array([1, 1], np.int64), groups=np.int64(1),
-                               input_shape=np.array([8, 8], np.int64)))
-    lif = dict(tau=np.float32(2.0), decay_input=np.int64(1), v_threshold=np.float32(1.0),
-               v_reset=np.float32(0.0))
-    first = "conv"
-    if "conv0" in P:
-        nodes["conv0"] = conv(P["conv0"])
-        nodes["conv0_lif"] = ("ternion.SJLIF", dict(lif))
-        edges += [("input", "conv0"), ("conv0", "conv0_lif"), ("conv0_lif", "conv")]
-        first = None
-    nodes["conv"] = conv(P["conv"])
-    nodes["conv_lif"] = ("ternion.SJLIF", dict(lif))
-    nodes["pool"] = ("MaxPool2d", dict(kernel_size=np.array([2, 2], np.int64),
-                                       stride=np.array([2, 2], np.int64),
-                                       padding=np.array([0, 0], np.int64)))
-    nodes["tokens"] = ("ternion.Tokens", {})
-    if first:
-        edges += [("input", "conv")]
-    edges += [("conv", "conv_lif"), ("conv_lif", "pool"), ("pool", "tokens")]
-    prev = "tokens"
-    for i in range(depth):
-        a = dict(P[f"b{i}_attn"])
-        a["heads"] = np.int64(heads)
-        if kind == "ssa":
-            a.update(lif_tau=np.float32(2.0), lif_decay_input=np.int64(1),
-                     lif_v_threshold=np.float32(1.0), lif_v_reset=np.float32(0.0),
-                     attn_tau=np.float32(2.0), attn_v_threshold=np.float32(0.5),
-                     scale=np.float32(0.125))
-            nodes[f"b{i}_attn"] = ("ternion.SSA", a)
-        else:
-            a.update(qk_v_threshold=np.float32(1.0), qk_decay=np.float32(0.5),
-                     out_v_threshold=np.float32(0.5), out_decay=np.float32(0.5))
-            nodes[f"b{i}_attn"] = ("ternion.BSA", a)
-        for nm in ("proj", "fc1", "fc2"):
-            nodes[f"b{i}_{nm}"] = ("Affine", dict(P[f"b{i}_{nm}"]))
-            nodes[f"b{i}_{nm}_lif"] = ("ternion.SJLIF", dict(lif))
-        nodes[f"b{i}_res1"] = ("ternion.Identity", {})
-        nodes[f"b{i}_res2"] = ("ternion.Identity", {})
-        edges += [(prev, f"b{i}_attn"), (f"b{i}_attn", f"b{i}_proj"),
-                  (f"b{i}_proj", f"b{i}_proj_lif"), (prev, f"b{i}_res1"),
-                  (f"b{i}_proj_lif", f"b{i}_res1"), (f"b{i}_res1", f"b{i}_fc1"),
-                  (f"b{i}_fc1", f"b{i}_fc1_lif"), (f"b{i}_fc1_lif", f"b{i}_fc2"),
-                  (f"b{i}_fc2", f"b{i}_fc2_lif"), (f"b{i}_res1", f"b{i}_res2"),
-                  (f"b{i}_fc2_lif", f"b{i}_res2")]
-        prev = f"b{i}_res2"
-    nodes["mean"] = ("ternion.TokenMean", {})
-    nodes["head"] = ("Affine", dict(P["head"]))
-    nodes["output"] = ("Output", dict(shape=np.array([10], dtype=np.int64)))
-    edges += [(prev, "mean"), ("mean", "head"), ("head", "output")]
-
-    str_t = h5py.string_dtype("utf-8")
-    with h5py.File(path, "w") as f:
-        f.create_dataset("version", data="0.5.0", dtype=str_t)
-        g = f.create_group("node")
-        g.create_dataset("type", data="NIRGraph", dtype=str_t)
-        ng = g.create_group("nodes")
-        for name, (typ, params) in nodes.items():
-            n = ng.create_group(name)
-            n.create_dataset("type", data=typ, dtype=str_t)
-            for k, v in params.items():
-                v = np.asarray(v)
-                if v.ndim == 0:
-                    n.create_dataset(k, data=v)
-                else:
-                    n.create_dataset(k, data=v, compression="gzip")
-        g.create_dataset("edges", data=np.array(edges, dtype=object), dtype=str_t)
-        md = g.create_group("metadata")
-        md.create_dataset("timesteps", data=np.int64(T))
-        md.create_dataset("source", data="tools/train_spikformer.py", dtype=str_t)
+    nodes, edges, meta = digits_graph(P, kind, dim, heads, depth, T)
+    meta["source"] = "tools/train_spikformer.py"
+    write_model(path, nodes, edges, meta)
 
 
 def read_params(path):

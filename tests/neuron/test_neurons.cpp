@@ -223,7 +223,9 @@ TEST_CASE("SpikingJelly LIF membranes equal the division x / tau bit for bit, an
                 const auto& m = membrane_of(*o, "neuron", 0, t);
                 const auto& s = output_of(*o, "neuron", 0, t);
                 for (std::size_t k = 0; k < x.size(); ++k) {
-                    v[k] = di ? v[k] + (x[k] - v[k]) / tf : v[k] - v[k] / tf + x[k];
+                    // SpikingJelly without decay_input and v_reset 0: v * (1 - 1/tau) + x.
+                    const auto keep = static_cast<float>(1.0 - 1.0 / tau);
+                    v[k] = di ? v[k] + (x[k] - v[k]) / tf : v[k] * keep + x[k];
                     const bool f = v[k] >= 0.7f;
                     if (f) v[k] = 0.0f;
                     REQUIRE(s[k] == (f ? 1.0f : 0.0f));
@@ -231,6 +233,62 @@ TEST_CASE("SpikingJelly LIF membranes equal the division x / tau bit for bit, an
                 }
             }
         }
+}
+
+TEST_CASE("SpikingJelly LIF without decay_input: v_reset 0 multiplies, other v_reset subtracts") {
+    // tau = 3: the two forms SpikingJelly uses round differently; this input shows both apart.
+    const std::vector<float> x{0.3f, 0.71f, -0.45f, 0.123f, 0.377f};
+    const std::int64_t T = 8;
+    const auto keep = static_cast<float>(1.0 - 1.0 / 3.0);
+    const float tf = 3.0f;
+    bool forms_differ = false;
+    for (double vr : {0.0, -0.25}) {
+        CAPTURE(vr);
+        auto o = drive(
+            "ternion.SJLIF",
+            {{"tau", P(3.0)}, {"decay_input", P(0.0)}, {"v_reset", P(vr)}, {"v_threshold", P(5.0)}},
+            x, T);
+        const auto r = static_cast<float>(vr);
+        std::vector<float> v(x.size(), r);
+        for (std::int64_t t = 0; t < T; ++t) {
+            const auto& m = membrane_of(*o, "neuron", 0, t);
+            for (std::size_t k = 0; k < x.size(); ++k) {
+                const float other = v[k] - (v[k] - r) / tf + x[k];
+                v[k] = vr == 0.0 ? v[k] * keep + x[k] : other;
+                if (vr == 0.0 && other != v[k]) forms_differ = true;
+                REQUIRE(m[k] == v[k]);
+            }
+        }
+    }
+    CHECK(forms_differ);
+    // leak_form overrides the choice: "difference" at v_reset 0 (SpikingJelly activation_based's
+    // eval path for hard reset).
+    auto d = drive("ternion.SJLIF",
+                   {{"tau", P(3.0)},
+                    {"decay_input", P(0.0)},
+                    {"v_threshold", P(5.0)},
+                    {"leak_form", S("difference")}},
+                   x, T);
+    std::vector<float> vd(x.size(), 0.0f);
+    for (std::int64_t t = 0; t < T; ++t) {
+        const auto& m = membrane_of(*d, "neuron", 0, t);
+        for (std::size_t k = 0; k < x.size(); ++k) {
+            vd[k] = vd[k] - vd[k] / tf + x[k];
+            REQUIRE(m[k] == vd[k]);
+        }
+    }
+    // ParametricLIF: 1 - sigmoid(w) as float32.
+    auto p = drive("ternion.PLIF",
+                   {{"w", P(0.7)}, {"decay_input", P(0.0)}, {"v_threshold", P(9.0)}}, x, T);
+    const float kk = static_cast<float>(1.0 / (1.0 + std::exp(-0.7)));
+    std::vector<float> v(x.size(), 0.0f);
+    for (std::int64_t t = 0; t < T; ++t) {
+        const auto& m = membrane_of(*p, "neuron", 0, t);
+        for (std::size_t k = 0; k < x.size(); ++k) {
+            v[k] = v[k] * (1.0f - kk) + x[k];
+            REQUIRE(m[k] == v[k]);
+        }
+    }
 }
 
 TEST_CASE("Threshold emits 1 where x > threshold") {

@@ -1,0 +1,130 @@
+"""ternion.export: PyTorch spiking networks to ternion model files (NIR layout + ternion nodes).
+
+Supported modules (matched by class name and attributes, so SpikingJelly and the Spikformer code
+need not be importable here): SpikingJelly LIFNode/MultiStepLIFNode, ParametricLIFNode,
+IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in, MaxPool2d, AvgPool2d,
+Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
+Spikformer (SPS, SSA blocks, MLP, head) and this repository's DigitsSpikformer. Anything else
+raises ExportError naming the module path and type. docs/bringing-a-model.md has the table."""
+from dataclasses import dataclass, field
+
+from . import converters as cv
+from .graph import ExportError, Graph, fold_bn, write_model
+
+__all__ = ["export", "ExportError", "ExportReport", "fold_bn", "write_model"]
+
+
+@dataclass
+class ExportReport:
+    path: str
+    input_shape: tuple
+    timesteps: int
+    time_first: bool
+    encoding: str
+    nodes: dict = field(default_factory=dict)  # node name -> (type, module path)
+
+
+class Exporter:
+    def __init__(self):
+        self.g = Graph()
+        self.timesteps = None
+        self.encoding = None
+        self.complete = False
+
+    def name(self, path):
+        return self.g.unique(path or "root")
+
+    def replace(self, nodes, edges):
+        """A converter that writes the whole graph itself (ending in its Output node)."""
+        self.g.nodes.update(nodes)
+        self.g.edges.extend(edges)
+        for n in nodes:
+            self.g.origin[n] = n
+        self.complete = True
+
+    def convert(self, m, path, x):
+        name = cv.cls(m)
+        names = cv.mro_names(m)
+        if name in cv.LIF_NAMES or name in cv.PLIF_NAMES or name in cv.IF_NAMES:
+            return cv.convert_neuron(self, m, path, x)
+        if cv.is_digits_spikformer(m):
+            return cv.convert_digits_spikformer(self, m, path, x)
+        if cv.is_spikformer(m):
+            return cv.convert_spikformer(self, m, path, x)
+        if cv.is_sps(m):
+            return cv.convert_sps(self, m, path, x)
+        if cv.is_block(m):
+            return cv.convert_block(self, m, path, x)
+        if cv.is_ssa(m):
+            return cv.convert_ssa(self, m, path, x)
+        if cv.is_mlp(m):
+            return cv.convert_mlp(self, m, path, x)
+        if names & cv.SEQUENTIAL_NAMES:
+            return cv.convert_sequential(self, m, path, x)
+        if name in cv.IDENTITY_NAMES:
+            return x
+        if cv.is_conv(m):
+            return cv.conv_node(self, m, path, x)
+        if cv.is_linear(m):
+            return cv.linear_node(self, m, path, x)
+        if names & {"MaxPool2d", "AvgPool2d"}:
+            return cv.pool_node(self, m, path, x)
+        if "Flatten" in names:
+            return cv.flatten_node(self, m, path, x)
+        if cv.is_bn(m):
+            raise ExportError(f"{cv.describe(m, path)}: a BatchNorm must follow a Conv or Linear "
+                              "in the same container, to be folded into it")
+        raise ExportError(f"{cv.describe(m, path)}: no converter for this module type")
+
+
+def _multi_step(module):
+    for m in module.modules():
+        n = cv.cls(m)
+        if n.startswith("MultiStep") or n in ("SeqToANNContainer", "MultiStepContainer") or \
+                getattr(m, "step_mode", None) == "m":
+            return True
+    return False
+
+
+def export(module, example_input, path, *, timesteps=None, time_first=None, metadata=None):
+    """Writes `module` as a ternion model file at `path` and returns an ExportReport.
+
+    example_input: a tensor with the batch axis, shaped like what `module` takes:
+      * [T, B, ...] for multi-step networks (SpikingJelly step_mode 'm', MultiStep* neurons,
+        SeqToANNContainer): T becomes the file's `timesteps`;
+      * [B, ...] for models that repeat their input over time themselves (Spikformer,
+        DigitsSpikformer: T from the model, direct encoding) or single-step networks (then pass
+        `timesteps`).
+    time_first overrides that choice. Only its shape is used. The file describes the module in
+    eval mode: BatchNorm is folded with its running statistics."""
+    ex = Exporter()
+    shape = tuple(example_input.shape)
+    whole = cv.is_spikformer(module) or cv.is_digits_spikformer(module)
+    if time_first is None:
+        time_first = not whole and _multi_step(module)
+    if time_first:
+        if len(shape) < 3:
+            raise ExportError(f"example_input of shape {shape} is not [T, B, ...]")
+        in_shape = shape[2:]
+        ex.timesteps = int(shape[0])
+    else:
+        if len(shape) < 2:
+            raise ExportError(f"example_input of shape {shape} is not [B, ...]")
+        in_shape = shape[1:]
+    x = ex.g.add("input", "Input", dict(shape=cv.i64(in_shape)), [], in_shape)
+    last = ex.convert(module, "", x)
+    if not ex.complete:
+        ex.g.add("output", "Output", dict(shape=cv.i64(ex.g.shapes[last])), [last],
+                 ex.g.shapes[last])
+    if timesteps is not None:
+        ex.timesteps = int(timesteps)
+    meta = {"source": "ternion.export"}
+    if ex.timesteps is not None:
+        meta["timesteps"] = cv.i64(ex.timesteps)
+    if ex.encoding is not None:
+        meta["encoding"] = ex.encoding
+    meta.update(metadata or {})
+    ex.g.write(path, meta)
+    return ExportReport(path=str(path), input_shape=in_shape, timesteps=ex.timesteps,
+                        time_first=bool(time_first), encoding=ex.encoding or "",
+                        nodes={n: (t, ex.g.origin.get(n, n)) for n, (t, _) in ex.g.nodes.items()})

@@ -144,7 +144,7 @@ def spikformer_case(tmp_path, ternion_bin, seed, **cfg):
         head, _, leaf = path.rpartition(".")
         if leaf in ("q_lif", "k_lif", "v_lif"):
             s = rec.pop(path)
-            aux = layers[nodes[head]]["aux"][f"{leaf[0]}_spikes"]
+            aux = layers[nodes[head]]["attention"][f"{leaf[0]}_spikes"]
             assert aux == int(s.sum()), f"{path}: ternion {aux}, torch {int(s.sum())}"
             inner[path] = int(s.sum())
         elif leaf == "attn_lif":

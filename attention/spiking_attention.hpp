@@ -30,6 +30,7 @@ class SpikingAttentionNode : public Node {
     std::uint64_t dense_macs_per_step() const override;
     std::uint64_t dense_synops_per_step() const override;
     std::uint64_t param_count() const override;
+    std::uint64_t weight_count() const override { return qkv_.weight_count(); }
     double weight_density() const override;
     std::vector<std::pair<std::string, double>> attributes() const override;
     std::optional<AttentionShape> attention_shape() const override;

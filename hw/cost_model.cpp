@@ -164,6 +164,39 @@ std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std:
     return {0.0, 0.0};
 }
 
+// NeuroBench's static and activation metrics over the whole record (see NeuroBenchFigures).
+void neurobench_sparsity(const RunRecord& run, NeuroBenchFigures& nb) {
+    const double calls = static_cast<double>(run.samples) * static_cast<double>(run.timesteps);
+    double act = 0.0, act_nonzero = 0.0, weights = 0.0, zeros = 0.0, params = 0.0;
+    for (const LayerRecord& l : run.layers) {
+        if (l.spiking) {
+            act += static_cast<double>(l.neurons) * calls;
+            act_nonzero += static_cast<double>(l.nonzero_out);
+        }
+        if (l.attention_shape) {
+            const double nd =
+                static_cast<double>(l.attention_shape->tokens * l.attention_shape->dim);
+            const bool spiking_v = l.type != "ternion.BSA";
+            act += (spiking_v ? 3.0 : 2.0) * nd * calls;
+            act_nonzero += static_cast<double>(l.attention.q_spikes + l.attention.k_spikes +
+                                               l.attention.v_spikes);
+            if (l.type == "ternion.SDSA") {
+                act += static_cast<double>(l.attention_shape->dim) * calls;
+                act_nonzero += static_cast<double>(l.attention.mask_channels);
+            }
+        }
+        if (l.weight_count > 0 && l.weight_density >= 0.0) {
+            const double w = static_cast<double>(l.weight_count);
+            weights += w;
+            zeros += std::round(w * (1.0 - l.weight_density));
+        }
+        params += static_cast<double>(l.param_count);
+    }
+    nb.activation_sparsity = act > 0 ? 1.0 - act_nonzero / act : 0.0;
+    nb.connection_sparsity = weights > 0 ? zeros / weights : 0.0;
+    nb.footprint_bytes = 4.0 * params;
+}
+
 }  // namespace
 
 CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) {
@@ -188,7 +221,10 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
     }
     const double e_mac = unit[kMac];
 
-    if (o.mode == CountMode::neurobench) r.neurobench.emplace();
+    if (o.mode == CountMode::neurobench) {
+        r.neurobench.emplace();
+        neurobench_sparsity(run, *r.neurobench);
+    }
     if (o.mode == CountMode::paper) r.paper.emplace();
     if (o.mode == CountMode::syops) r.syops.emplace();
     bool encoding_seen = false;  // paper mode: the first connection layer was handled
@@ -426,6 +462,9 @@ void add_to_json(const CostReport& r, json& doc) {
         doc["neurobench"] = {{"Dense", nb.dense},
                              {"Effective_ACs", nb.effective_acs},
                              {"Effective_MACs", nb.effective_macs},
+                             {"ActivationSparsity", nb.activation_sparsity},
+                             {"ConnectionSparsity", nb.connection_sparsity},
+                             {"Footprint", nb.footprint_bytes},
                              {"attention_matmul",
                               {{"ac", nb.attention_matmul_ac},
                                {"mac", nb.attention_matmul_mac},
@@ -480,6 +519,9 @@ std::string format_table(const CostReport& r) {
            << fmt(nb.effective_acs) << ", Effective_MACs " << fmt(nb.effective_macs)
            << "; attention matmul (not in NeuroBench): " << fmt(nb.attention_matmul_ac) << " AC, "
            << fmt(nb.attention_matmul_mac) << " MAC, " << fmt(nb.attention_matmul_pj) << " pJ\n";
+        os << "NeuroBench: ActivationSparsity " << fmt(nb.activation_sparsity)
+           << ", ConnectionSparsity " << fmt(nb.connection_sparsity) << ", Footprint "
+           << fmt(nb.footprint_bytes) << " bytes\n";
     }
     if (r.syops)
         os << "syops-counter (per sample): " << fmt(r.syops->ac) << " AC, " << fmt(r.syops->mac)

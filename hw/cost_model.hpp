@@ -131,6 +131,10 @@ struct LayerCost {
 // NeuroBench's synaptic-operation figures, per sample (summed over all T).
 struct NeuroBenchFigures {
     double dense = 0.0, effective_acs = 0.0, effective_macs = 0.0;
+    // NeuroBench's ActivationSparsity (zero outputs / outputs of spiking activations, attention
+    // nodes' inner Q/K/V and mask neurons included), ConnectionSparsity (zero weights / weights
+    // of connection layers) and Footprint (bytes of the stored, BatchNorm-folded parameters).
+    double activation_sparsity = 0.0, connection_sparsity = 0.0, footprint_bytes = 0.0;
     double attention_matmul_ac = 0.0, attention_matmul_mac = 0.0, attention_matmul_pj = 0.0;
 };
 

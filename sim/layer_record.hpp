@@ -22,6 +22,7 @@ struct LayerRecord {
     std::uint64_t dense_macs_per_step = 0;    // the ANN-equivalent MACs of one step
     std::uint64_t dense_synops_per_step = 0;  // NeuroBench "Dense" per step
     std::uint64_t param_count = 0;
+    std::uint64_t weight_count = 0;  // connection weights, bias excluded
     double weight_density = -1.0;
     AttentionCounts attention;          // attention nodes: totals by stage
     SynapseCounts synapses;             // (non-zero input, non-zero weight) pairs
@@ -69,6 +70,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.dense_macs_per_step = n.dense_macs_per_step();
         l.dense_synops_per_step = n.dense_synops_per_step();
         l.param_count = n.param_count();
+        l.weight_count = n.weight_count();
         l.weight_density = n.weight_density();
         l.attributes = n.attributes();
         l.attention = s.attention;

@@ -368,6 +368,9 @@ class Node {
     virtual std::uint64_t dense_synops_per_step() const { return 0; }
     // Stored parameters and the fraction of weights that are non-zero (-1 when no weights).
     virtual std::uint64_t param_count() const { return 0; }
+    // Weights of a connection layer (bias excluded): NeuroBench's ConnectionSparsity counts
+    // weight_count x (1 - weight_density) zeros over these.
+    virtual std::uint64_t weight_count() const { return 0; }
     virtual double weight_density() const { return -1.0; }
     // Numeric structure facts the cost model's closed forms need (e.g. tokens, dim, heads).
     virtual std::vector<std::pair<std::string, double>> attributes() const { return {}; }

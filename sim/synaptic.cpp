@@ -650,6 +650,7 @@ class LinearNode final : public Node {
         m.batchnorm_elems_per_step = source_bn_ ? static_cast<std::uint64_t>(rows_ * out_) : 0;
         return m;
     }
+    std::uint64_t weight_count() const override { return static_cast<std::uint64_t>(in_ * out_); }
     std::uint64_t param_count() const override {
         return static_cast<std::uint64_t>(in_ * out_) + bias_.size();
     }
@@ -917,6 +918,7 @@ class ConvNode final : public Node {
         return m;
     }
     std::uint64_t param_count() const override { return w_.size() + bias_.size(); }
+    std::uint64_t weight_count() const override { return w_.size(); }
     double weight_density() const override {
         std::size_t nz = 0;
         for (float v : w_) nz += v != 0.0f;

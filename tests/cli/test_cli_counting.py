@@ -180,6 +180,16 @@ def neurobench_mode_equals_synaptic_operations_on_the_conv_net():
     assert rel_close(nb["Dense"], dense), (nb["Dense"], dense)
     assert rel_close(nb["Effective_ACs"], eff_ac / S), (nb, eff_ac / S)
     assert rel_close(nb["Effective_MACs"], eff_mac / S), (nb, eff_mac / S)
+    # ActivationSparsity over the three LIF layers; ConnectionSparsity and Footprint from the
+    # weights (w2[0, 0] is a zero 3x3 kernel).
+    s3 = trace_spikes(path("syconv_tr.h5"), "lif3")
+    outputs = S * T * (4 * H * W + 64 + 5)
+    assert rel_close(nb["ActivationSparsity"], 1 - (s1.sum() + s2.sum() + s3.sum()) / outputs)
+    weights = [w1, w2, wf]
+    zeros = sum(int((w == 0).sum()) for w in weights)
+    assert zeros == 9
+    assert rel_close(nb["ConnectionSparsity"], zeros / sum(w.size for w in weights))
+    assert nb["Footprint"] == 4 * (sum(w.size for w in weights) + 4 + 4 + 5)
 
 
 @test
@@ -221,6 +231,44 @@ def syops_mode_on_an_ssa_block_follows_its_module_rules():
     lif = calls * 4 * N * D             # Q, K, V and attention LIFs, analog inputs: rate 1
     assert rel_close(j["syops"]["ac"], (ac + lif) / Sb), (j["syops"], (ac + lif) / Sb)
     assert rel_close(j["syops"]["mac"], (bn_mac + lif) / Sb), (j["syops"], (bn_mac + lif) / Sb)
+
+
+@test
+def every_spiking_attention_is_priced_from_its_typed_counters_in_every_mode():
+    """SSA, SDSA and BSA alone: each mode finds the counters it needs and says how it counted."""
+    N, D, H, Tb, Sb = 8, 16, 2, 3, 4
+    xs = (rng.random((Sb, Tb, N, D)) < 0.3).astype(np.float32)
+    spikes_file(path("att_in.h5"), xs)
+    for kind in ("SSA", "SDSA", "BSA"):
+        p = {f"{q}_weight": rng.normal(0, 0.5, (D, D)).astype(np.float32) for q in "qkv"}
+        p["q_weight"][:, 3] = 0.0  # a dead input column: its spikes reach only K and V
+        (Nir().node("input", "Input", shape=np.array([N, D]))
+         .node("attn", f"ternion.{kind}", heads=H, **p)
+         .node("output", "Output", shape=np.array([N, D]))
+         .edge("input", "attn").edge("attn", "output").write(path(f"att_{kind}.h5")))
+        # Projection synaptic events: each input spike reaches the non-zero weights of its
+        # column in Q, K and V.
+        fan = sum((p[f"{q}_weight"] != 0).sum(0) for q in "qkv")
+        pairs = float((xs * fan).sum())
+        runs = {m: run_json("run", path(f"att_{kind}.h5"), "--input", path("att_in.h5"), "--count", m)
+                for m in MODES}
+        layer = {m: next(l for l in runs[m]["layers"] if l["name"] == "attn") for m in MODES}
+        att = layer["exact"]["attention"]
+        assert att["proj_ac"] == pairs, (kind, att, pairs)
+        assert att["q_spikes"] > 0 and att["k_spikes"] > 0, (kind, att)
+        stages = att["proj_ac"] + att["score_ac"] + att["norm_ac"] + att["mix_ac"]
+        assert stages == layer["exact"]["ops"]["ac"], (kind, att, layer["exact"]["ops"])
+        nb = runs["neurobench"]["neurobench"]
+        assert rel_close(nb["Effective_ACs"] * Sb, pairs), (kind, nb, pairs)
+        assert rel_close(nb["attention_matmul"]["ac"] * Sb, stages - pairs), (kind, nb)
+        paper = layer["paper"]
+        assert "fallback" not in paper["count_basis"] and "proj_macs" in paper["count_basis"], paper
+        fr_in = xs.sum() / xs.size
+        assert paper["sop"] >= fr_in * Tb * 3 * N * D * D * (1 - 1e-9), (kind, paper["sop"])
+        assert not any("structure" in n for n in runs["paper"]["energy_notes"]), runs["paper"]["energy_notes"]
+        assert runs["syops"]["syops"]["ac"] > 0, kind
+        for m in MODES:
+            assert runs[m]["per_inference"]["energy_pj"] > 0, (kind, m)
 
 
 finish()

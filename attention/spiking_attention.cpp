@@ -417,11 +417,12 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
 // SDSA: Q, K, V = LIF(proj(x)); mask = LIF_attn(sum over tokens of Q (.) K); out = mask (.) V.
 
 SdsaNode::SdsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
-                   LifParams qkv_lif, LifParams attn_lif)
+                   LifParams qkv_lif, LifParams attn_lif, SdsaForm form)
     : SpikingAttentionNode(std::move(name), "ternion.SDSA", std::move(q), std::move(k),
                            std::move(v), heads),
       lif_(qkv_lif),
-      attn_(attn_lif) {}
+      attn_(attn_lif),
+      form_(form) {}
 
 std::unique_ptr<NodeState> SdsaNode::make_state() const {
     auto s = make_common_state();
@@ -437,49 +438,74 @@ bool SdsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
 void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
                     const StepContext& ctx) const {
     auto& s = *static_cast<State*>(state);
-    const std::int64_t N = tokens_, D = dim_;
     project(in, s, ctx);
+    fire_qkv(s, ctx);
+    // The paper's form sums Q (.) K and masks V; the official code's sums K (.) V and masks Q.
+    const bool kv = form_ == SdsaForm::kv_first;
+    const std::uint64_t pairs = column_coincidences(kv ? s.k : s.q, kv ? s.v : s.k, s, ctx);
+    if (ctx.ops) ctx.ops->ac += pairs;
+    counts(ctx).score_ac += pairs;
+    mask_channels(kv ? s.q : s.v, s, ctx);
+    const auto spikes = emit(s.y, out);
+    if (ctx.ops) ctx.ops->spikes_out += spikes;
+}
+
+void SdsaNode::fire_qkv(State& s, const StepContext& ctx) const {
+    const std::int64_t N = tokens_, D = dim_;
     std::uint64_t nq = 0, nk = 0, nv = 0;
-    std::fill(s.yi.begin(), s.yi.end(), 0);
-    std::uint64_t both = 0;
     for (std::int64_t n = 0; n < N; ++n) {
         const float* p = s.proj.data() + n * 3 * D;
         for (std::int64_t c = 0; c < D; ++c) {
             const auto i = sz(n * D + c);
-            const float q = spiking::lif_step(s.hq[i], p[c], lif_);
-            const float k = spiking::lif_step(s.hk[i], p[D + c], lif_);
+            s.q[i] = spiking::lif_step(s.hq[i], p[c], lif_);
+            s.k[i] = spiking::lif_step(s.hk[i], p[D + c], lif_);
             s.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_);
-            nq += q != 0.0f;
-            nk += k != 0.0f;
+            nq += s.q[i] != 0.0f;
+            nk += s.k[i] != 0.0f;
             nv += s.v[i] != 0.0f;
-            // Column sum of the Hadamard product: only coincident Q and K spikes add (event
-            // form); the dense form adds every product, zeros included: same integers.
-            if (ctx.engine == Engine::dense)
-                s.yi[sz(c)] += static_cast<std::int32_t>(q * k);
-            else if (q != 0.0f && k != 0.0f)
-                ++s.yi[sz(c)];
-            both += (q != 0.0f && k != 0.0f);
         }
     }
     book_neurons(ctx, 3 * sz(N * D) + sz(D));
-    if (ctx.ops) ctx.ops->ac += both;
     AttentionCounts& att = counts(ctx);
-    att.score_ac += both;
     att.q_spikes += nq;
     att.k_spikes += nk;
     att.v_spikes += nv;
-    std::uint64_t open = 0;
-    std::vector<float> mask(sz(D));
-    for (std::int64_t c = 0; c < D; ++c) {
-        mask[sz(c)] = spiking::lif_step(s.hout[sz(c)], static_cast<float>(s.yi[sz(c)]), attn_);
-        open += mask[sz(c)] != 0.0f;
-    }
-    att.mask_channels += open;
-    // Channel mask on V: selection, not arithmetic (not counted).
+}
+
+std::uint64_t SdsaNode::column_coincidences(const std::vector<float>& a,
+                                            const std::vector<float>& b, State& s,
+                                            const StepContext& ctx) const {
+    // Column sum of the Hadamard product: only coincident spikes add (event form); the dense
+    // form adds every product, zeros included: the same integers.
+    const std::int64_t N = tokens_, D = dim_;
+    std::fill(s.yi.begin(), s.yi.end(), 0);
+    std::uint64_t both = 0;
     for (std::int64_t n = 0; n < N; ++n)
-        for (std::int64_t c = 0; c < D; ++c) s.y[sz(n * D + c)] = mask[sz(c)] * s.v[sz(n * D + c)];
-    const auto spikes = emit(s.y, out);
-    if (ctx.ops) ctx.ops->spikes_out += spikes;
+        for (std::int64_t c = 0; c < D; ++c) {
+            const float x = a[sz(n * D + c)], y = b[sz(n * D + c)];
+            if (ctx.engine == Engine::dense)
+                s.yi[sz(c)] += static_cast<std::int32_t>(x * y);
+            else if (x != 0.0f && y != 0.0f)
+                ++s.yi[sz(c)];
+            both += (x != 0.0f && y != 0.0f);
+        }
+    return both;
+}
+
+void SdsaNode::mask_channels(const std::vector<float>& gated, State& s,
+                             const StepContext& ctx) const {
+    // One mask neuron per channel; the mask is a selection, not arithmetic (not counted).
+    const std::int64_t N = tokens_, D = dim_;
+    std::uint64_t open = 0;
+    for (std::int64_t c = 0; c < D; ++c) {
+        const float m = spiking::lif_step(s.hout[sz(c)], static_cast<float>(s.yi[sz(c)]), attn_);
+        s.yi[sz(c)] = m != 0.0f;
+        open += m != 0.0f;
+    }
+    counts(ctx).mask_channels += open;
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < D; ++c)
+            s.y[sz(n * D + c)] = s.yi[sz(c)] ? gated[sz(n * D + c)] : 0.0f;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,10 @@ namespace ternion {
 // spikes (auto), or a fixed one (for tests and comparisons).
 enum class SsaAssociation { automatic, qk_first, kv_first };
 
+// Which pair SDSA sums over tokens: the paper's equation SN(SUM_c(Q (.) K)) (.) V (qk_first),
+// or the official Spike-driven Transformer v1 code, Q (.) SN(SUM_c(K (.) V)) (kv_first).
+enum class SdsaForm { qk_first, kv_first };
+
 // What the three node types share: the fused Q|K|V projection, heads and the cost facts.
 class SpikingAttentionNode : public Node {
   public:
@@ -109,7 +113,8 @@ class SsaNode : public SpikingAttentionNode {
 class SdsaNode : public SpikingAttentionNode {
   public:
     SdsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
-             std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif);
+             std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif,
+             SdsaForm form = SdsaForm::qk_first);
     std::unique_ptr<NodeState> make_state() const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
@@ -119,7 +124,15 @@ class SdsaNode : public SpikingAttentionNode {
     std::uint64_t neurons_per_step() const override;
 
   private:
+    // The step's stages: Q/K/V spikes; per-channel count of coincident spikes of a and b over
+    // tokens (into s.yi); mask neurons on those counts, applied to `gated` (into s.y).
+    void fire_qkv(State& s, const StepContext& ctx) const;
+    std::uint64_t column_coincidences(const std::vector<float>& a, const std::vector<float>& b,
+                                      State& s, const StepContext& ctx) const;
+    void mask_channels(const std::vector<float>& gated, State& s, const StepContext& ctx) const;
+
     spiking::LifParams lif_, attn_;
+    SdsaForm form_;
 };
 
 class BsaNode : public SpikingAttentionNode {

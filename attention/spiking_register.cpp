@@ -112,9 +112,17 @@ std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
 
 std::unique_ptr<Node> build_sdsa(const NodeSpec& spec) {
     auto qkv = read_qkv(spec);
+    auto form = SdsaForm::qk_first;
+    if (auto f = spec.string_opt("form")) {
+        if (*f == "kv")
+            form = SdsaForm::kv_first;
+        else if (*f != "qk")
+            spec.fail("form",
+                      "must be \"qk\" (the paper's equation) or \"kv\" (the official code)");
+    }
     auto n = std::make_unique<SdsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
                                         std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
-                                        read_lif(spec, "attn_", 0.5f));
+                                        read_lif(spec, "attn_", 0.5f), form);
     n->set_source_modules(qkv.biased, qkv.normalised);
     return n;
 }
@@ -139,7 +147,8 @@ void register_spiking_attention_nodes(NodeFactory& f) {
     f.add("ternion.SSA", wrap(build_ssa),
           "Spikformer spiking self-attention: binary Q/K/V LIF spikes, LIF(Q K^T V * scale)");
     f.add("ternion.SDSA", wrap(build_sdsa),
-          "Spike-driven self-attention (SDT v1): LIF(column sum of Q.K) masks V's channels");
+          "Spike-driven self-attention (SDT v1): LIF(column sum of Q.K) masks V's channels, or "
+          "form \"kv\": LIF(column sum of K.V) masks Q's (the official code)");
     f.add("ternion.BSA", wrap(build_bsa),
           "Bipolar self-attention: ternary Q/K, Shiftmax, shift-and-add with analog V, TSN out");
 }

@@ -294,13 +294,17 @@ TEST_CASE("projection counts: spikes and integers cost ACs (|x| each), analog va
     CHECK(s.ops.weight_read_bytes == 4 * (3 + 4));
 }
 
-TEST_CASE("SDSA equals a dense hand computation over several steps") {
+// SDSA against a dense hand computation over several steps, in the paper's form (mask from
+// Q (.) K applied to V) or the official code's (mask from K (.) V applied to Q).
+static void check_sdsa(SdsaForm form) {
     std::mt19937 rng(14);
+    const bool kv = form == SdsaForm::kv_first;
     const std::int64_t N = 7, Din = 5, D = 6, T = 5;
     auto q = rand_w(rng, D, Din, 0.8f, 1.6f), k = rand_w(rng, D, Din, 0.8f, 1.6f),
          v = rand_w(rng, D, Din, 0.8f, 1.6f);
     SdsaNode node("sdsa", Projection(q.w, q.b, D, Din), Projection(k.w, k.b, D, Din),
-                  Projection(v.w, v.b, D, Din), 3, LifParams{}, LifParams{2.0f, true, 2.0f, 0.0f});
+                  Projection(v.w, v.b, D, Din), 3, LifParams{}, LifParams{2.0f, true, 2.0f, 0.0f},
+                  form);
     node.bind({N, Din});
     Stepper s(node);
     std::vector<float> hq(N * D, 0), hk(N * D, 0), hv(N * D, 0), hm(D, 0);
@@ -312,7 +316,7 @@ TEST_CASE("SDSA equals a dense hand computation over several steps") {
         }
         return 0.0f;
     };
-    std::uint64_t spikes = 0, open = 0;
+    std::uint64_t spikes = 0, open = 0, pairs = 0;
     for (std::int64_t t = 0; t < T; ++t) {
         std::vector<float> x(N * Din);
         for (auto& e : x) e = (rng() % 2) ? 1.0f : 0.0f;
@@ -331,19 +335,32 @@ TEST_CASE("SDSA equals a dense hand computation over several steps") {
             }
         std::vector<float> expect(N * D);
         for (std::int64_t c = 0; c < D; ++c) {
-            float col = 0;  // SUM over tokens of Q (.) K
-            for (std::int64_t n = 0; n < N; ++n) col += Q[n * D + c] * K[n * D + c];
+            float col = 0;  // SUM over tokens of Q (.) K, or of K (.) V
+            for (std::int64_t n = 0; n < N; ++n)
+                col += kv ? K[n * D + c] * V[n * D + c] : Q[n * D + c] * K[n * D + c];
+            pairs += static_cast<std::uint64_t>(col);
             const float m = lif(hm[c], col, 2.0f);
             open += m != 0;
-            for (std::int64_t n = 0; n < N; ++n) expect[n * D + c] = m * V[n * D + c];
+            for (std::int64_t n = 0; n < N; ++n)
+                expect[n * D + c] = m * (kv ? Q[n * D + c] : V[n * D + c]);
         }
         const auto& out = s.run(act(x), Engine::event, t);
         CHECK(out.values == expect);
+        CHECK(s.att.score_ac == pairs);
+        pairs = 0;
         spikes += out.active.size();
     }
     CHECK(spikes > 0);
     CHECK(open > 0);
     CHECK(open < std::uint64_t(T * D));  // the mask closed some channels too
+}
+
+TEST_CASE("SDSA equals a dense hand computation: the paper's Q.K form") {
+    check_sdsa(SdsaForm::qk_first);
+}
+
+TEST_CASE("SDSA equals a dense hand computation: the official code's K.V form") {
+    check_sdsa(SdsaForm::kv_first);
 }
 
 TEST_CASE("BSA hand-made ternary pattern: scores, Shiftmax exponents, outputs and counts") {
@@ -401,7 +418,7 @@ TEST_CASE("V13 BSA with no input spikes: no TMP work, Shiftmax.V still costs") {
     CHECK(s.ops.shift == H * (n * n + n * n * dh));
 }
 
-TEST_CASE("event and dense engines: identical spikes, membranes and counts for all three") {
+TEST_CASE("event and dense engines: identical spikes, membranes and counts for every node") {
     std::mt19937 rng(13);
     const std::int64_t N = 12, Din = 24, D = 16, H = 4, T = 6;
     auto q = rand_w(rng, D, Din, 0.7f, 0.4f), k = rand_w(rng, D, Din, 0.7f, 0.4f),
@@ -413,6 +430,9 @@ TEST_CASE("event and dense engines: identical spikes, membranes and counts for a
                                               SsaAssociation::automatic));
     nodes.push_back(std::make_unique<SdsaNode>("d", P(q), P(k), P(v), H, LifParams{},
                                                LifParams{2.0f, true, 0.5f, 0.0f}));
+    nodes.push_back(std::make_unique<SdsaNode>("d", P(q), P(k), P(v), H, LifParams{},
+                                               LifParams{2.0f, true, 0.5f, 0.0f},
+                                               SdsaForm::kv_first));
     nodes.push_back(
         std::make_unique<BsaNode>("b", P(q), P(k), P(v), H, TsnParams{}, TsnParams{0.5f, 0.5f}));
     for (auto& node : nodes) {

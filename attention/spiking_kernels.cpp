@@ -32,7 +32,7 @@ template <class Scale>
 inline void lif_row_with(float* __restrict h, const float* __restrict x, float* __restrict s,
                          std::int64_t n, Scale scale, float vth, float vr) {
     for (std::int64_t j = 0; j < n; ++j) {
-        const float v = h[j] + scale(x[j] - (h[j] - vr));
+        const float v = kernels::sj_charge(h[j], x[j], vr, true, scale);
         const bool f = v >= vth;
         s[j] = f ? 1.0f : 0.0f;
         h[j] = f ? vr : v;

@@ -6,20 +6,27 @@
 #pragma once
 #include <cstdint>
 #include <vector>
+#include "neuron/kernels.hpp"
 #include "sim/token_kernel.hpp"
 
 namespace ternion::spiking {
 
-// SpikingJelly multi-step LIF, hard reset, fires on v >= v_th. Float operations in the order
-// SpikingJelly performs them, so PyTorch and ternion agree bit for bit.
+// SpikingJelly multi-step LIF, hard reset, fires on v >= v_th; the charge is the one rule of
+// neuron/kernels.hpp, so these neurons compute what a ternion.SJLIF node does.
 struct LifParams {
     float tau = 2.0f;
     bool decay_input = true;
     float v_threshold = 1.0f;
     float v_reset = 0.0f;
+    // 1 - 1/tau in double, rounded once (SpikingJelly's factor without decay_input); set it with
+    // kernels::sj_keep from the tau the model file gave.
+    float keep = 0.5f;
 };
 inline float lif_step(float& v, float x, const LifParams& p) {
-    v = p.decay_input ? v + (x - (v - p.v_reset)) / p.tau : v - (v - p.v_reset) / p.tau + x;
+    v = !p.decay_input && p.v_reset == 0.0f
+            ? kernels::sj_charge_keep(v, x, p.keep)
+            : kernels::sj_charge(v, x, p.v_reset, p.decay_input,
+                                 [&p](float a) { return a / p.tau; });
     if (v >= p.v_threshold) {
         v = p.v_reset;
         return 1.0f;
@@ -37,17 +44,7 @@ struct TsnParams {
     float v_threshold = 1.0f;
 };
 inline float tsn_step(float& h, float x, const TsnParams& p) {
-    float u = h + x;
-    if (u >= p.v_threshold) {
-        h = 0.0f;
-        return 1.0f;
-    }
-    if (u <= -p.v_threshold) {
-        h = 0.0f;
-        return -1.0f;
-    }
-    h = p.decay * u;
-    return 0.0f;
+    return kernels::tsn_update(h, x, p.decay, p.v_threshold, kernels::fires_at_or_above);
 }
 
 // Shiftmax of one row of integer scores (spec 1.4): every weight is 2^-n[j] with

@@ -73,6 +73,7 @@ float positive(const NodeSpec& spec, const std::string& p, double dflt) {
 spiking::LifParams read_lif(const NodeSpec& spec, const std::string& pre, float vth_default) {
     spiking::LifParams p;
     p.tau = positive(spec, pre + "tau", 2.0);
+    p.keep = kernels::sj_keep(spec.scalar_or(pre + "tau", 2.0));
     const double di = spec.scalar_or(pre + "decay_input", 1.0);
     if (di != 0.0 && di != 1.0) spec.fail(pre + "decay_input", "must be 0 or 1");
     p.decay_input = di != 0.0;

@@ -1,5 +1,7 @@
 #include "neuron/neurons.hpp"
 
+#include "neuron/kernels.hpp"
+
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -415,7 +417,7 @@ class SjLifNode final : public NeuronBase {
             if (!(tau_ > 0)) s.fail("tau", "must be positive");
             inv_tau_ = exact_reciprocal(tau_);
             // SpikingJelly computes 1 - 1/tau in double and multiplies by it as float32.
-            keep_ = static_cast<float>(1.0 - 1.0 / tau);
+            keep_ = kernels::sj_keep(tau);
         }
         if (parametric_) keep_ = 1.0f - k_;  // torch: 1 - sigmoid(w) in float32
         decay_input_ = s.scalar_or("decay_input", 1.0) != 0.0;
@@ -443,14 +445,15 @@ class SjLifNode final : public NeuronBase {
         };
         // scale(a) = a / tau, as SpikingJelly divides (or the exact product: exact_reciprocal).
         if (!decay_input_ && scale_form_) {
-            fire([=, f = keep_](std::int64_t k, float vk) { return vk * f + x[k]; });
+            fire([=, f = keep_](std::int64_t k, float vk) {
+                return kernels::sj_charge_keep(vk, x[k], f);
+            });
             return;
         }
         const auto with = [&](auto scale) {
-            if (decay_input_)
-                fire([=](std::int64_t k, float vk) { return vk + scale(x[k] - (vk - vr)); });
-            else
-                fire([=](std::int64_t k, float vk) { return vk - scale(vk - vr) + x[k]; });
+            fire([=, di = decay_input_](std::int64_t k, float vk) {
+                return kernels::sj_charge(vk, x[k], vr, di, scale);
+            });
         };
         if (parametric_)
             with([kk](float a) { return a * kk; });
@@ -501,21 +504,11 @@ class TernaryLifNode final : public NeuronBase {
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
         float* h = st.v.data();
+        const auto cmp = [this](float u, float th) { return fires(u, th); };
         for (std::int64_t k = b0; k < b1; ++k) {
             const auto u = static_cast<std::size_t>(k);
-            const float U = h[k] + x[k];
-            if (fires(U, th_[u])) {
-                out[k] = 1.0f;
-                spikes.push_back(static_cast<std::uint32_t>(k));
-                h[k] = 0.0f;
-            } else if (fires(-U, th_[u])) {
-                out[k] = -1.0f;
-                spikes.push_back(static_cast<std::uint32_t>(k));
-                h[k] = 0.0f;
-            } else {
-                out[k] = 0.0f;
-                h[k] = decay_[u] * U;
-            }
+            out[k] = kernels::tsn_update(h[k], x[k], decay_[u], th_[u], cmp);
+            if (out[k] != 0.0f) spikes.push_back(static_cast<std::uint32_t>(k));
         }
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {

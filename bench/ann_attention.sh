@@ -1,10 +1,13 @@
 #!/bin/bash
-# Benchmark: ternion's ANN attentions next to ../shared/peers/perf/attention_scaling.py (PyTorch),
-# D = 512, 8 heads, batch 1, 1 thread, alternated per N in one sitting. Prints one line per
+# Benchmark: ternion's ANN attentions next to the PyTorch reference script attention_scaling.py
+# (softmax and CAT attention in PyTorch; see docs/benchmarks.md), D = 512, 8 heads, batch 1,
+# 1 thread, alternated per N within one run. Prints one line per
 # round and N: round N cat_ternion_ms softmax_ternion_ms cat_pytorch_ms softmax_pytorch_ms
 # (softmax up to N = 4096; each figure is the median of 5 forward passes).
 #
 #   bash bench/ann_attention.sh [build/ternion] [rounds]
+#
+# The reference script's location is set by the variable peer below; point it at your copy.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 tern="${1:-$here/../build/ternion}"

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Benchmark: ternion vs Brian2 on the lif_population workload of ../shared/peers/perf.
+"""Benchmark: ternion vs Brian2 on the LIF population workload of the Brian2 reference script
+lif_population.py, passed with --peer (see docs/benchmarks.md).
 
 Writes the network of lif_population.py's docstring as a ternion model (Linear with CSR weights,
 w = G/(pN), p = 0.02, then ternion.SJLIF with tau = 20 steps, decay_input off, v_th 1, hard reset
 0, fires on >=) and its Poisson input (20 Hz at dt = 1 ms: Bernoulli(0.02) per step) as a spike
 file, times `ternion run` (simulation time as ternion reports it, median of --repeats), and runs
-`lif_population.py --backend brian2_cpp` in the same sitting. Thread counts alternate run by run.
+`lif_population.py --backend brian2_cpp` within the same run. Thread counts alternate run by run.
 Prints a table (2t gain: ratio of the medians; pair: median of the per-round ratios) and a JSON
 line.
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Writes the Spikformer block of /work/shared/peers/perf/spikformer_block.py as a ternion model
+"""Writes the Spikformer block of the PyTorch reference script spikformer_block.py (passed with
+--script; see docs/benchmarks.md) as a ternion model
 file plus its Bernoulli(rate) input spike file, so `ternion run` and the PyTorch script time
 exactly the same work (same weights, same BatchNorm calibration, same input spikes).
 
@@ -12,7 +13,7 @@ The PyTorch script is executed in-process (runpy, with the given arguments) and 
 Also writes <prefix>.json with the script's firing rates and counts for comparison.
 
 Usage: /usr/bin/python3 bench/make_spikformer_block.py --out /tmp/blk --rate 0.2 --B 1 [--repeat 20]
-       [--script /work/shared/peers/perf/spikformer_block.py] [--N 64 --D 384 --heads 12 --T 4]
+       [--script path/to/spikformer_block.py] [--N 64 --D 384 --heads 12 --T 4]
 """
 import argparse
 import io

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
-"""Benchmark: one Spikformer block in ternion vs PyTorch (../shared/peers/perf/spikformer_block.py),
-same weights and input spikes, 1 thread, alternated in one sitting. The workload the issue's
-target applies to is the peer script's default (input rate 0.2) at batch 1 and 16; the other
-rates show how the time falls with the firing rate.
+"""Benchmark: one Spikformer block in ternion vs PyTorch (the PyTorch reference script
+spikformer_block.py, passed with --peer; see docs/benchmarks.md), same weights and input spikes,
+1 thread, alternated within one run. The workload the target applies to is the reference
+script's default (input rate 0.2) at batch 1 and 16; the other rates show how the time falls with
+the firing rate.
 
 For each input rate it writes the block and its input with bench/make_spikformer_block.py (20
 copies of the one sample, so `ternion run` times a steady state), then alternates

@@ -10,7 +10,7 @@ The neuron equations are the ones docs/transformer-format.md specifies:
   SpikingJelly LIF (ternion.SJLIF, decay_input=1, hard reset):  v = v + (x - (v - v_reset)) / tau;
       s = (v >= v_th); v = v_reset where s.
   Ternary spiking neuron (TSN):  u = h + x;  s = sign(u) * (|u| >= v_th);  h = 0 if s != 0 else decay*u.
-  Shiftmax (spec 1.4): w_ij = 2^(x_ij - ceil(log2 sum_j 2^x_ij)).
+  Shiftmax (docs/transformer-format.md §3.3): w_ij = 2^(x_ij - ceil(log2 sum_j 2^x_ij)).
 Runs with Debian's python3-torch, numpy and h5py only.
 """
 import math
@@ -70,7 +70,7 @@ def lif_step(x, v, tau=2.0, vth=1.0, v_reset=0.0):
 
 
 def tsn_step(x, h, vth=1.0, decay=0.5):
-    """One ternary spiking neuron step (spec 1.2). Returns (s, h)."""
+    """One ternary spiking neuron step (TSN, docs/transformer-format.md §3.3). Returns (s, h)."""
     u = h + x
     s = _TernarySpike.apply(u, vth)
     h = torch.where(s.detach() != 0, torch.zeros_like(u), decay * u)

@@ -1,6 +1,5 @@
 // Building blocks of the spiking attention nodes (SSA, SDSA, BSA), kept free of the node
-// machinery so that tests can check them against the spec's worked examples (bsa-and-cat.md
-// 1.2-1.5): the SpikingJelly LIF and ternary (TSN) neuron updates, Shiftmax, the ternary matrix
+// machinery so that tests can check them against the BSA paper's worked examples: the SpikingJelly LIF and ternary (TSN) neuron updates, Shiftmax, the ternary matrix
 // product, and an event-driven projection (Linear with BatchNorm folded) whose summation order
 // is the same in its event and dense forms.
 #pragma once
@@ -37,7 +36,7 @@ inline float lif_step(float& v, float x, const LifParams& p) {
 // lif_step over a row: s[j] = spike of neuron j (0/1); vectorisable, same arithmetic.
 void lif_row(float* h, const float* x, float* s, std::int64_t n, const LifParams& p);
 
-// Ternary spiking neuron (TSN, spec 1.2): u = h + x; s = sign(u)[|u| >= v_th]; h = 0 after any
+// Ternary spiking neuron (TSN): u = h + x; s = sign(u)[|u| >= v_th]; h = 0 after any
 // spike, else decay*u. `h` holds the state between steps.
 struct TsnParams {
     float decay = 0.5f;

@@ -1,4 +1,4 @@
-// `ternion analyze causal|depth|imf`: analysis tools from the seed papers, run on recorded
+// `ternion analyze causal|depth|imf`: analysis tools from published papers, run on recorded
 // attention maps (traces) or on model sizes. Definitions and assumptions: docs/analysis.md.
 #include <cmath>
 #include <cstdio>

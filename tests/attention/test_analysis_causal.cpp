@@ -1,4 +1,4 @@
-// ABCD causal reading of attention maps: spec section 3.5, facts 1-8, and hand-built chains.
+// ABCD causal reading of attention maps: the facts of docs/analysis.md and hand-built chains.
 #include <doctest/doctest.h>
 
 #include <cmath>

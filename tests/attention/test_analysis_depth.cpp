@@ -1,4 +1,4 @@
-// Depth/width analysis: spec section 5.5, facts 1-5.
+// Depth/width analysis: the closed forms of docs/analysis.md.
 #include <doctest/doctest.h>
 
 #include <cmath>

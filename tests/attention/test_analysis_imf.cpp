@@ -1,4 +1,4 @@
-// Inter-modality flow and the trace reader: spec section 6.5, facts 1-6.
+// Inter-modality flow and the trace reader: its definition's worked facts (docs/analysis.md).
 #include <doctest/doctest.h>
 
 #include <algorithm>

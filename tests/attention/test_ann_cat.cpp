@@ -1,5 +1,5 @@
 // FFT interface and CAT (circular-convolutional attention): the FFT route against dense
-// circulant products written out here, and the spec's facts C1-C12.
+// circulant products written out here, and the CAT paper's facts C1-C12 (docs/ann-attention.md).
 #include <doctest/doctest.h>
 
 #include <Eigen/Dense>

@@ -1,5 +1,5 @@
-// BSA building blocks against the validation facts V1-V12 of bsa-and-cat.md (TSN, ternary
-// product, Shiftmax) and the SpikingJelly LIF update.
+// BSA building blocks against the BSA paper's worked facts V1-V12 (TSN, ternary product,
+// Shiftmax; listed in docs/bsa.md) and the SpikingJelly LIF update.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -148,7 +148,7 @@ def bsa_attention_maps_are_integer_scores_and_row_stochastic_weights():
             assert g["present"][()].all(), "every requested map was delivered"
             assert np.all(sc == np.round(sc)), "BSA scores are integer ternary products"
             assert np.all(np.abs(sc) <= 16), "|q.k| <= head dim"
-            # Shiftmax (bsa-and-cat.md 1.4): w = 2^(x - gamma), gamma = ceil(log2 sum_j 2^x_j)
+            # Shiftmax (docs/bsa.md): w = 2^(x - gamma), gamma = ceil(log2 sum_j 2^x_j)
             x = sc.astype(np.float64)
             gamma = np.ceil(np.log2(np.exp2(x).sum(-1, keepdims=True)) - 1e-12)
             assert np.array_equal(w, np.exp2(x - gamma).astype(np.float32)), name

@@ -1,4 +1,4 @@
-// Neuron models against closed forms and the worked examples of the BSA spec (V1-V3).
+// Neuron models against closed forms and the BSA paper's worked TSN examples (V1-V3).
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -573,6 +573,8 @@ void write_atomically(const std::string& path, const std::function<void(const st
     name += target.filename().string();
     name += ".tmp-";
     name += std::to_string(getpid());
+    if (name.size() > 255)
+        throw InputError(path, "", "file name too long for the temporary written beside it");
     const std::string tmp = (dir / name).string();
     register_temporary(tmp);
     try {

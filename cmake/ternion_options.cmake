@@ -11,6 +11,16 @@ if(TERNION_SANITIZE)
                            -fno-sanitize-recover=all)
     target_link_options(ternion_options INTERFACE -fsanitize=${_san})
 endif()
+if(TERNION_FUZZ)
+    if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+        message(FATAL_ERROR "TERNION_FUZZ needs clang (-DCMAKE_CXX_COMPILER=clang++)")
+    endif()
+    # Coverage instrumentation for libFuzzer in every library; the harnesses link its main.
+    target_compile_options(ternion_options INTERFACE
+                           -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                           -fno-sanitize-recover=all)
+    target_link_options(ternion_options INTERFACE -fsanitize=address,undefined)
+endif()
 # Floating-point contraction (FMA) would change rounding between otherwise identical loops;
 # the engines' bit-for-bit agreement and the framework cross-checks rely on it being off.
 target_compile_options(ternion_options INTERFACE -ffp-contract=off)

@@ -255,10 +255,24 @@ Profile load_file(const std::string& path) {
     std::ifstream in(path);
     if (!in) throw InputError(path, "", "cannot open the profile file");
     json doc;
+    // Keys open at each depth, so an error inside a value (a number that overflows a double)
+    // names its dotted key path.
+    std::vector<std::string> keys;
+    auto track = [&](int depth, json::parse_event_t ev, json& parsed) {
+        if (ev == json::parse_event_t::key && depth >= 1) {
+            keys.resize(static_cast<std::size_t>(depth - 1));
+            keys.push_back(parsed.get<std::string>());
+        }
+        return true;
+    };
     try {
-        doc = json::parse(in, nullptr, true, /*ignore_comments=*/false);
+        doc = json::parse(in, track, true, /*ignore_comments=*/false);
     } catch (const json::parse_error& e) {
         throw InputError(path, "", std::string("not valid JSON: ") + e.what());
+    } catch (const json::exception& e) {
+        std::string key;
+        for (const auto& k : keys) key += (key.empty() ? "" : ".") + k;
+        throw InputError(path, key, std::string("not a usable JSON value: ") + e.what());
     }
     return parse_profile(doc, path);
 }

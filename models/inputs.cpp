@@ -49,6 +49,7 @@ class SpikeInput final : public InputSource {
     explicit SpikeInput(const h5::Reader& r) : path_(r.path()) {
         auto inf = r.info("/spikes");
         if (inf.kind != h5::Kind::integer) r.fail("/spikes", "expected an integer (int8) dataset");
+        r.check_storage("/spikes");
         if (inf.dims.size() < 3)
             r.fail("/spikes", "expected [samples, T, ...shape], got " + shape_str(inf.dims));
         std::int64_t total = 1;

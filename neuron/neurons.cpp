@@ -150,7 +150,13 @@ class NeuronBase : public Node {
             if (!dflt) s.fail(p, "missing parameter");
             return {*dflt};
         }
-        Shape dims;
+        // The declared size against the neuron count already known, before reading: a small
+        // file may declare an array of hundreds of millions of values.
+        Shape dims = s.file().info(s.group() + "/" + p).dims;
+        const std::int64_t declared = declared_numel(dims);
+        if (n_params_ > 1 && declared != 1 && declared != n_params_)
+            s.fail(p, "declares shape " + shape_str(dims) + ", but " + first_param_ + " has " +
+                          std::to_string(n_params_) + " values");
         v = s.floats(p, &dims);
         if (v.empty()) s.fail(p, "is empty");
         if (v.size() > 1) {
@@ -420,7 +426,9 @@ class SjLifNode final : public NeuronBase {
             keep_ = kernels::sj_keep(tau);
         }
         if (parametric_) keep_ = 1.0f - k_;  // torch: 1 - sigmoid(w) in float32
-        decay_input_ = s.scalar_or("decay_input", 1.0) != 0.0;
+        const double di = s.scalar_or("decay_input", 1.0);
+        if (di != 0.0 && di != 1.0) s.fail("decay_input", "must be 0 or 1");
+        decay_input_ = di != 0.0;
         th_ = param(s, "v_threshold", 1.0f);
         vr_ = static_cast<float>(s.scalar_or("v_reset", 0.0));
         scale_form_ = vr_ == 0.0f;

@@ -43,6 +43,11 @@ void Graph::add_edge(const std::string& src, const std::string& dst) {
     int s = find(src), d = find(dst);
     if (s < 0) throw InputError(origin_, "edges", "edge source '" + src + "' is not a node");
     if (d < 0) throw InputError(origin_, "edges", "edge target '" + dst + "' is not a node");
+    for (const auto& e : edges_)
+        if (e.src == s && e.dst == d)
+            throw InputError(
+                origin_, "edges",
+                "duplicate edge '" + src + "' -> '" + dst + "' (would double its input)");
     edges_.push_back({s, d, false});
 }
 

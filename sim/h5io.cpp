@@ -24,6 +24,17 @@ std::string parent_of(const std::string& p) {
     return p.substr(0, pos);
 }
 
+// Memory type for a fixed-length string of `size` bytes: null-padded, in the file's character
+// set. libhdf5 converts NULLTERM (whose last byte it reserves for the terminator), NULLPAD and
+// SPACEPAD (trailing spaces dropped) into it, so a name that fills the width is read whole.
+Handle fixed_string_type(hid_t file_type, std::size_t size) {
+    Handle m(H5Tcopy(H5T_C_S1), H5Tclose);
+    H5Tset_size(m.id(), size);
+    H5Tset_cset(m.id(), H5Tget_cset(file_type));
+    H5Tset_strpad(m.id(), H5T_STR_NULLPAD);
+    return m;
+}
+
 }  // namespace
 
 Reader::Reader(const std::string& path) : path_(path) {
@@ -128,6 +139,55 @@ DatasetInfo Reader::info(const std::string& ds) const {
 
 namespace {
 
+// Data a dataset declares but does not store: unwritten chunks read as the fill value, so a
+// 20 KB file can declare gigabytes. Deflate cannot pack more than about 1032:1, so a dataset
+// declaring far more than that over what it stores is refused before anything is allocated.
+void check_stored(const Reader& r, hid_t dset, const std::string& ds) {
+    Handle space(H5Dget_space(dset), H5Sclose);
+    Handle type(H5Dget_type(dset), H5Tclose);
+    const auto n = static_cast<double>(H5Sget_simple_extent_npoints(space.id()));
+    const double declared = n * static_cast<double>(H5Tget_size(type.id()));
+    const auto stored = static_cast<double>(H5Dget_storage_size(dset));
+    if (declared > double(64 << 20) && declared > 2000 * stored)
+        r.fail(ds, "declares " + std::to_string(static_cast<std::uint64_t>(declared)) +
+                       " bytes but stores " + std::to_string(static_cast<std::uint64_t>(stored)) +
+                       " (damaged or hostile file?)");
+}
+
+// libhdf5 trusts a chunk layout message: a chunk larger than a fixed-size dataset (one damaged
+// byte) makes H5Dread write past its buffers. Checked before every read, with the storage.
+void check_layout(const Reader& r, hid_t dset, const std::string& ds) {
+    Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
+    if (!dcpl) r.fail(ds, "unreadable storage layout");
+    if (H5Pget_layout(dcpl.id()) != H5D_CHUNKED) return check_stored(r, dset, ds);
+    Handle space(H5Dget_space(dset), H5Sclose);
+    const int rank = H5Sget_simple_extent_ndims(space.id());
+    if (rank < 0 || rank > H5S_MAX_RANK) r.fail(ds, "unreadable dataspace");
+    std::vector<hsize_t> dims(static_cast<std::size_t>(rank)), maxd(dims.size());
+    std::vector<hsize_t> chunk(H5S_MAX_RANK + 1, 0);
+    H5Sget_simple_extent_dims(space.id(), dims.data(), maxd.data());
+    if (H5Pget_chunk(dcpl.id(), H5S_MAX_RANK + 1, chunk.data()) != rank)
+        r.fail(ds, "chunk layout does not match the dataset's rank (damaged file?)");
+    for (std::size_t k = 0; k < dims.size(); ++k) {
+        const bool fixed = maxd[k] != H5S_UNLIMITED;
+        if (chunk[k] == 0 || (fixed && chunk[k] > std::max(dims[k], maxd[k])))
+            r.fail(ds, "chunk dimension " + std::to_string(chunk[k]) +
+                           " does not fit dataset "
+                           "dimension " +
+                           std::to_string(dims[k]) + " (damaged file?)");
+    }
+    check_stored(r, dset, ds);
+}
+
+}  // namespace
+
+void Reader::check_storage(const std::string& ds) const {
+    Handle d = open_dataset(ds);
+    check_layout(*this, d.id(), ds);
+}
+
+namespace {
+
 template <class T>
 std::vector<T> read_numeric(const Reader& r, hid_t file, const std::string& ds, hid_t mem_type,
                             DatasetInfo* out_info) {
@@ -142,6 +202,7 @@ std::vector<T> read_numeric(const Reader& r, hid_t file, const std::string& ds, 
     if (n > kMaxElements) r.fail(ds, "absurd declared size " + shape_str(inf.dims));
     std::vector<T> v(static_cast<std::size_t>(n));
     Handle d(H5Dopen2(file, ds.c_str(), H5P_DEFAULT), H5Dclose);
+    if (n > 0) check_layout(r, d.id(), ds);
     if (n > 0 && H5Dread(d.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
         r.fail(ds, "read failed (corrupt or truncated data)");
     if (out_info) *out_info = inf;
@@ -200,6 +261,7 @@ std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, std
         r.fail(ds, "rows larger than the buffer given");
     }
     if (n == 0) return v;
+    check_layout(r, d.id(), ds);
     H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, st.data(), nullptr, cnt.data(), nullptr);
     Handle mspace(H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr), H5Sclose);
     if (H5Dread(d.id(), mem_type, mspace.id(), fspace.id(), H5P_DEFAULT, out) < 0)
@@ -227,8 +289,11 @@ std::vector<std::string> Reader::read_strings(const std::string& ds, Shape* dims
     Handle d = open_dataset(ds);
     Handle ftype(H5Dget_type(d.id()), H5Tclose);
     std::int64_t n = 1;
-    for (auto v : inf.dims) n *= v;
-    if (n > 100000000) fail(ds, "absurd declared size");
+    for (auto v : inf.dims) {
+        if (v < 0 || (v > 0 && n > 100000000 / v)) fail(ds, "absurd declared size");
+        n *= v;
+    }
+    if (n > 0) check_layout(*this, d.id(), ds);
     std::vector<std::string> out;
     out.reserve(static_cast<std::size_t>(n));
     if (H5Tis_variable_str(ftype.id()) > 0) {
@@ -243,8 +308,8 @@ std::vector<std::string> Reader::read_strings(const std::string& ds, Shape* dims
         if (n > 0) H5Dvlen_reclaim(mtype.id(), space.id(), H5P_DEFAULT, buf.data());
     } else {
         std::size_t sz = H5Tget_size(ftype.id());
-        Handle mtype(H5Tcopy(H5T_C_S1), H5Tclose);
-        H5Tset_size(mtype.id(), sz);
+        if (sz == 0) fail(ds, "zero-width strings");
+        Handle mtype = fixed_string_type(ftype.id(), sz);
         std::vector<char> buf(static_cast<std::size_t>(n) * sz + 1, '\0');
         if (n > 0 && H5Dread(d.id(), mtype.id(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buf.data()) < 0)
             fail(ds, "read failed");
@@ -291,8 +356,10 @@ std::optional<std::string> Reader::attr_string(const std::string& obj,
         return r;
     }
     std::size_t sz = H5Tget_size(ftype.id());
+    if (sz == 0) return std::string();
+    Handle mtype = fixed_string_type(ftype.id(), sz);
     std::string r(sz, '\0');
-    if (H5Aread(a.id(), ftype.id(), r.data()) < 0) return std::nullopt;
+    if (H5Aread(a.id(), mtype.id(), r.data()) < 0) return std::nullopt;
     r.resize(std::strlen(r.c_str()));
     return r;
 }
@@ -506,6 +573,8 @@ void write_atomically(const std::string& path, const std::function<void(const st
     name += target.filename().string();
     name += ".tmp-";
     name += std::to_string(getpid());
+    if (name.size() > 255)
+        throw InputError(path, "", "file name too long for the temporary written beside it");
     const std::string tmp = (dir / name).string();
     register_temporary(tmp);
     try {

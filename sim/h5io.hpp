@@ -64,6 +64,9 @@ class Reader {
     bool is_dataset(const std::string& obj) const;
     std::vector<std::string> children(const std::string& group) const;  // sorted by name
     DatasetInfo info(const std::string& ds) const;
+    // Refuses a dataset whose chunk layout does not fit it or that declares far more data than
+    // it stores; every read does this, callers sizing buffers from info() call it first.
+    void check_storage(const std::string& ds) const;
 
     std::vector<double> read_doubles(const std::string& ds, DatasetInfo* info = nullptr) const;
     std::vector<float> read_floats(const std::string& ds, DatasetInfo* info = nullptr) const;

@@ -1,6 +1,7 @@
 #include "node_spec.hpp"
 
 #include <cmath>
+#include <limits>
 
 namespace ternion {
 
@@ -12,8 +13,13 @@ std::vector<double> NodeSpec::doubles(const std::string& param, Shape* dims) con
     if (!has(param)) fail(param, "missing parameter");
     h5::DatasetInfo inf;
     auto v = file_.read_doubles(group_ + "/" + param, &inf);  // names file and path on error
-    for (double x : v)
+    // Every parameter ends up a float32 or an integer: a value beyond float range would become
+    // infinity on the way.
+    for (double x : v) {
         if (!std::isfinite(x)) fail(param, "contains NaN or Inf");
+        if (std::fabs(x) > std::numeric_limits<float>::max())
+            fail(param, "value " + std::to_string(x) + " out of float32 range");
+    }
     if (dims) *dims = inf.dims;
     return v;
 }
@@ -50,6 +56,17 @@ double NodeSpec::scalar_or(const std::string& param, double dflt) const {
     return has(param) ? scalar(param) : dflt;
 }
 
+std::int64_t NodeSpec::integer(const std::string& param) const {
+    const double v = scalar(param);
+    if (v != std::floor(v) || std::fabs(v) > 1e15)
+        fail(param, "expected an integer, got " + std::to_string(v));
+    return static_cast<std::int64_t>(v);
+}
+
+std::int64_t NodeSpec::integer_or(const std::string& param, std::int64_t dflt) const {
+    return has(param) ? integer(param) : dflt;
+}
+
 std::string NodeSpec::string(const std::string& param) const {
     if (!has(param)) fail(param, "missing parameter");
     auto inf = file_.info(group_ + "/" + param);
@@ -65,7 +82,13 @@ std::optional<std::string> NodeSpec::string_opt(const std::string& param) const 
 }
 
 std::vector<float> NodeSpec::per_neuron(const std::string& param, std::int64_t n) const {
-    Shape dims;
+    if (!has(param)) fail(param, "missing parameter");
+    // The declared size is checked before reading: a small file may declare a huge array.
+    Shape dims = file_.info(group_ + "/" + param).dims;
+    const std::int64_t declared = declared_numel(dims);
+    if (declared != 1 && declared != n)
+        fail(param, "declares shape " + shape_str(dims) + ", expected 1 or " + std::to_string(n) +
+                        " values");
     auto v = floats(param, &dims);
     if (v.size() == 1) return std::vector<float>(static_cast<std::size_t>(n), v[0]);
     if (static_cast<std::int64_t>(v.size()) != n)

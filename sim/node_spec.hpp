@@ -48,6 +48,9 @@ class NodeSpec {
     std::vector<std::int64_t> ints(const std::string& param, Shape* dims = nullptr) const;
     double scalar(const std::string& param) const;
     double scalar_or(const std::string& param, double dflt) const;
+    // A scalar that must be integral (1.5 is refused, 2.0 accepted).
+    std::int64_t integer(const std::string& param) const;
+    std::int64_t integer_or(const std::string& param, std::int64_t dflt) const;
     std::string string(const std::string& param) const;
     std::optional<std::string> string_opt(const std::string& param) const;
     // A per-neuron parameter: a scalar (broadcast) or an array of exactly n values.

@@ -24,4 +24,15 @@ inline std::string shape_str(const Shape& s) {
 // before anything is allocated (2^31 floats = 8 GiB).
 inline constexpr std::int64_t kMaxElements = std::int64_t{1} << 31;
 
+// numel of a shape read from a file, which may be absurd: any product above kMaxElements (or a
+// negative dimension) gives kMaxElements + 1, without overflow.
+inline std::int64_t declared_numel(const Shape& s) {
+    std::int64_t n = 1;
+    for (auto d : s) {
+        if (d < 0 || (d > 0 && n > kMaxElements / d)) return kMaxElements + 1;
+        n *= d;
+    }
+    return n;
+}
+
 }  // namespace ternion

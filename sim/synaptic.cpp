@@ -308,6 +308,16 @@ std::array<std::int64_t, 2> pair_param(const NodeSpec& s, const std::string& p, 
     return r;
 }
 
+// A 1-d operator's spatial parameter: absent, a scalar or one value; returned as {1, value}.
+std::array<std::int64_t, 2> single_param(const NodeSpec& s, const std::string& p, std::int64_t dflt,
+                                         std::int64_t min) {
+    if (!s.has(p)) return {1, dflt};
+    auto v = s.ints(p);
+    if (v.size() != 1) s.fail(p, "expected 1 value, got " + std::to_string(v.size()));
+    if (v[0] < min) s.fail(p, "must be at least " + std::to_string(min));
+    return {1, v[0]};
+}
+
 void copy_activity(const Activity& in, Activity& out) {
     out.clear();
     for (auto i : in.active) out.values[i] = in.value_at(i);
@@ -725,18 +735,16 @@ class ConvNode final : public Node {
         if (static_cast<int>(wd.size()) != dims + 2)
             s.fail("weight",
                    "expected " + std::to_string(dims + 2) + "-d weights, got " + shape_str(wd));
+        for (std::size_t k = 0; k < wd.size(); ++k)
+            if (wd[k] == 0) s.fail("weight", "has a zero-sized dimension " + shape_str(wd));
         cout_ = wd[0];
         cin_g_ = wd[1];
         kh_ = dims == 2 ? wd[2] : 1;
         kw_ = dims == 2 ? wd[3] : wd[2];
-        groups_ = static_cast<std::int64_t>(s.scalar_or("groups", 1));
+        groups_ = s.integer_or("groups", 1);
         if (groups_ < 1 || cout_ % groups_) s.fail("groups", "must divide the output channels");
-        auto st = dims == 2
-                      ? pair_param(s, "stride", 1, 1)
-                      : std::array<std::int64_t, 2>{1, s.has("stride") ? s.ints("stride")[0] : 1};
-        auto di = dims == 2 ? pair_param(s, "dilation", 1, 1)
-                            : std::array<std::int64_t, 2>{
-                                  1, s.has("dilation") ? s.ints("dilation")[0] : 1};
+        auto st = dims == 2 ? pair_param(s, "stride", 1, 1) : single_param(s, "stride", 1, 1);
+        auto di = dims == 2 ? pair_param(s, "dilation", 1, 1) : single_param(s, "dilation", 1, 1);
         sh_ = st[0];
         sw_ = st[1];
         dh_ = di[0];
@@ -1030,8 +1038,8 @@ class PoolNode final : public Node {
 class FlattenNode final : public Node {
   public:
     explicit FlattenNode(const NodeSpec& s) : Node(s.name(), s.type()) {
-        start_ = static_cast<std::int64_t>(s.scalar_or("start_dim", 0));
-        end_ = static_cast<std::int64_t>(s.scalar_or("end_dim", -1));
+        start_ = s.integer_or("start_dim", 0);
+        end_ = s.integer_or("end_dim", -1);
         if (s.has("input_type")) {
             auto v = s.ints("input_type");
             declared_ = Shape(v.begin(), v.end());

@@ -228,7 +228,20 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
         }
     }
     const auto cells = [&](std::int64_t n) { return static_cast<std::uint64_t>(S * T * n); };
+    // The same sum in floating point first: with an absurd T or node size the integer products
+    // would wrap.
+    double est = 0;
     for (const auto& r : chosen) {
+        const double c = static_cast<double>(S) * static_cast<double>(T) * static_cast<double>(r.n);
+        est += (r.spikes ? c : 0) + (r.membrane ? 4 * c : 0) +
+               (r.ops ? static_cast<double>(S) * static_cast<double>(T) * kKinds * 16 : 0) +
+               (r.attention ? static_cast<double>(S * TA) * 8 *
+                                  static_cast<double>(r.heads * r.rows * r.cols)
+                            : 0);
+    }
+    if (est > 0.5 * static_cast<double>(UINT64_MAX)) bytes_ = UINT64_MAX;
+    for (const auto& r : chosen) {
+        if (bytes_ == UINT64_MAX) break;
         if (r.spikes) bytes_ += cells(r.n);
         if (r.membrane) bytes_ += cells(r.n) * sizeof(float);
         if (r.ops) bytes_ += cells(kKinds) * sizeof(std::uint64_t) * (o.energy ? 2 : 1);

@@ -1,6 +1,14 @@
 #include "tools/cli_common.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -48,6 +56,75 @@ bool show_help(const po::variables_map& vm, const po::options_description& desc)
     if (!vm.count("help")) return false;
     std::cout << desc << "\n";
     return true;
+}
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// Same file by identity (hard links, symlinks, "dir/../x") or by canonical path.
+bool same_file(const std::string& a, const std::string& b) {
+    struct stat sa {};
+    struct stat sb {};
+    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
+        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+    std::error_code ea, eb;
+    const auto ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
+    return !ea && !eb && ca == cb;
+}
+
+}  // namespace
+
+void check_output(const std::string& option, const std::string& out,
+                  const std::vector<NamedPath>& inputs) {
+    if (out.empty()) throw OptionError(option, "is an empty path");
+    for (const auto& in : inputs)
+        if (!in.path.empty() && same_file(out, in.path))
+            throw OptionError(option, "'" + out + "' is the " + in.option + " file '" + in.path +
+                                          "'; refusing to overwrite an input");
+    const fs::path target(out);
+    std::error_code ec;
+    if (!target.has_filename() || fs::is_directory(target, ec))
+        throw OptionError(option, "'" + out + "' is a directory, not a file");
+    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    if (!fs::is_directory(dir, ec))
+        throw OptionError(option, "directory of '" + out + "' does not exist");
+    if (::access(dir.c_str(), W_OK | X_OK) != 0)
+        throw OptionError(option, "directory of '" + out + "' is not writable");
+    // Outputs are written as ".<name>.tmp-<pid>" beside the target, then renamed.
+    if (target.filename().string().size() + 32 > NAME_MAX)
+        throw OptionError(option, "file name of '" + out + "' is too long (at most " +
+                                      std::to_string(NAME_MAX - 32) + " bytes)");
+}
+
+std::uint64_t parse_bytes(const std::string& option, const std::string& text) {
+    std::size_t used = 0;
+    double v = 0;
+    try {
+        v = std::stod(text, &used);
+    } catch (const std::exception&) {
+        throw OptionError(option, "expected a byte count such as 8G, got '" + text + "'");
+    }
+    std::string unit = text.substr(used);
+    double scale = 1;
+    if (!unit.empty()) {
+        const char u = static_cast<char>(std::toupper(static_cast<unsigned char>(unit[0])));
+        const std::string rest = unit.substr(1);
+        const std::size_t k = std::string("KMGT").find(u);
+        if (k == std::string::npos || !(rest.empty() || rest == "B" || rest == "iB"))
+            throw OptionError(option, "unknown unit in '" + text + "' (use K, M, G or T)");
+        scale = std::pow(1024.0, static_cast<double>(k + 1));
+    }
+    const double bytes = v * scale;
+    if (!(bytes >= 1) || bytes > 1.8e19)
+        throw OptionError(option, "must be a positive byte count, got '" + text + "'");
+    return static_cast<std::uint64_t>(bytes);
+}
+
+std::uint64_t default_memory_limit() {
+    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+    if (pages <= 0 || page <= 0) return UINT64_MAX;
+    return static_cast<std::uint64_t>(0.8 * static_cast<double>(pages) * static_cast<double>(page));
 }
 
 int default_threads() {

@@ -110,6 +110,14 @@ int analyze_causal(const Args& args) {
     if (!(alpha > 0 && alpha < 1)) throw OptionError("alpha", "must be in (0, 1)");
     const int max_cond = vm["max-cond"].as<int>();
     if (max_cond < -1) throw OptionError("max-cond", "must be >= -1");
+    const NamedPath trace_in{"trace", vm["trace"].as<std::string>()};
+    if (vm.count("json-out"))
+        check_output("json-out", vm["json-out"].as<std::string>(), {trace_in});
+    if (vm.count("dot")) {
+        std::vector<NamedPath> ins{trace_in};
+        if (vm.count("json-out")) ins.push_back({"json-out", vm["json-out"].as<std::string>()});
+        check_output("dot", vm["dot"].as<std::string>(), ins);
+    }
 
     const auto a = read_attention(vm["trace"].as<std::string>(), vm["node"].as<std::string>(),
                                   vm["map"].as<std::string>());

@@ -19,15 +19,6 @@ namespace ternion::cli {
 
 namespace {
 
-// Removes the temporary output unless committed, so a failure never leaves a partial file.
-struct TempFile {
-    std::string path;
-    bool committed = false;
-    ~TempFile() {
-        if (!committed) std::remove(path.c_str());
-    }
-};
-
 nlohmann::json ops_json(const OpCounts& c) {
     nlohmann::json j = nlohmann::json::object();
     c.for_each([&](std::string_view k, std::uint64_t v) { j[std::string(k)] = v; });
@@ -61,6 +52,15 @@ int cmd_attention(const Args& args) {
     auto vm = parse(args, d);
     const auto kind = vm["kind"].as<std::string>();
     const auto in_path = vm["input"].as<std::string>(), out_path = vm["output"].as<std::string>();
+
+    {
+        std::vector<NamedPath> inputs{{"input", in_path},
+                                      {"weights", vm["weights"].as<std::string>()}};
+        const auto profile = vm["profile"].as<std::string>();
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(profile, ec)) inputs.push_back({"profile", profile});
+        check_output("output", out_path, inputs);
+    }
 
     ann::Options opt;
     opt.heads = vm["heads"].as<std::int64_t>();
@@ -121,17 +121,12 @@ int cmd_attention(const Args& args) {
                      y.data() + b * n * att->out_dim(), &ops, true);
     }
 
-    TempFile tmp{out_path + ".tmp-" + std::to_string(::getpid())};
-    {
-        h5::Writer out(tmp.path);
+    h5::write_atomically(out_path, [&](const std::string& tmp) {
+        h5::Writer out(tmp);
         out.write("/y", y.data(), y.size(), {batch, n, att->out_dim()}, false);
         out.attr("/y", "kind", kind);
         out.close();
-    }
-    std::error_code ec;
-    std::filesystem::rename(tmp.path, out_path, ec);
-    if (ec) throw InputError(out_path, "", "cannot write: " + ec.message());
-    tmp.committed = true;
+    });
 
     if (vm.count("json")) {
         nlohmann::json j;

@@ -23,6 +23,8 @@ int cmd_encode(const Args& args) {
     if (!vm.count("input")) throw OptionError("input", "is required");
     if (!vm.count("output")) throw OptionError("output", "is required");
     if (!vm.count("timesteps")) throw OptionError("timesteps", "is required");
+    check_output("output", vm["output"].as<std::string>(),
+                 {{"input", vm["input"].as<std::string>()}});
     auto n = encode_file(vm["input"].as<std::string>(), vm["output"].as<std::string>(),
                          parse_encoding(vm["encoding"].as<std::string>()),
                          vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>());

@@ -1,10 +1,12 @@
 // `ternion run`: simulate a model on an input file and report spikes, operation counts,
 // accuracy and (through hw/) energy per inference.
 #include <openssl/evp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -51,8 +53,14 @@ struct ModelHints {
 ModelHints read_hints(const std::string& path) {
     ModelHints h;
     h5::Reader r(path);
-    if (r.is_dataset("/node/metadata/timesteps"))
-        h.timesteps = static_cast<std::int64_t>(r.read_scalar("/node/metadata/timesteps"));
+    if (r.is_dataset("/node/metadata/timesteps")) {
+        const double t = r.read_scalar("/node/metadata/timesteps");
+        // The same bounds as --timesteps, checked before anything is sized by T.
+        if (!(t >= 1 && t <= 1e6) || t != std::floor(t))
+            r.fail("/node/metadata/timesteps",
+                   "must be an integer between 1 and 1000000, got " + std::to_string(t));
+        h.timesteps = static_cast<std::int64_t>(t);
+    }
     if (r.is_dataset("/node/metadata/encoding") &&
         r.info("/node/metadata/encoding").kind == h5::Kind::string)
         h.encoding = r.read_string("/node/metadata/encoding");
@@ -83,6 +91,70 @@ std::string file_sha256(const std::string& path) {
         r += hex[md[i] & 15];
     }
     return r;
+}
+
+// Resident memory of the process now (the loaded model and input), from /proc/self/statm.
+std::uint64_t resident_bytes() {
+    std::ifstream f("/proc/self/statm");
+    std::uint64_t size = 0, resident = 0;
+    f >> size >> resident;
+    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
+}
+
+// An estimate of the run's peak memory, refused above --max-memory before the run: what is
+// loaded, each thread's workspace (activity and state of every node, about 48 bytes a value),
+// the per-sample results and the trace held until it is written.
+void check_memory(const po::variables_map& vm, const Graph& g, std::int64_t samples, int threads,
+                  std::uint64_t trace_bytes) {
+    const std::uint64_t limit = vm.count("max-memory")
+                                    ? parse_bytes("max-memory", vm["max-memory"].as<std::string>())
+                                    : default_memory_limit();
+    double values = 0;
+    for (int i = 0; i < g.size(); ++i) values += static_cast<double>(g.node(i).out_size());
+    const double classes =
+        g.outputs().empty() ? 0 : static_cast<double>(g.node(g.outputs()[0]).out_size());
+    const double est = static_cast<double>(resident_bytes()) + 48 * values * threads +
+                       static_cast<double>(samples) * (4 * classes + 64) +
+                       static_cast<double>(trace_bytes);
+    if (est > static_cast<double>(limit))
+        throw OptionError("max-memory", "the run needs an estimated " +
+                                            std::to_string(static_cast<std::uint64_t>(est)) +
+                                            " bytes, over the limit of " + std::to_string(limit) +
+                                            " bytes");
+}
+
+// The input's sample shape against the model's Input node, and its labels against the classes
+// of the model's output (argmax over its first output node), before anything is sized by them.
+void check_input_fits(const Graph& g, const InputSource& src, const std::string& input) {
+    const char* ds = src.fixed_timesteps() > 0 ? "/spikes" : "/data";
+    if (g.inputs().size() == 1 && numel(src.sample_shape()) != g.node(g.inputs()[0]).out_size())
+        throw InputError(input, ds,
+                         "sample shape " + shape_str(src.sample_shape()) +
+                             " does not match the model's Input shape " +
+                             shape_str(g.node(g.inputs()[0]).out_shape()));
+    if (src.labels().empty() || g.outputs().empty()) return;
+    const std::int64_t classes = numel(g.node(g.outputs()[0]).out_shape());
+    const auto& l = src.labels();
+    for (std::size_t i = 0; i < l.size(); ++i)
+        if (l[i] < 0 || l[i] >= classes)
+            throw InputError(input, "/labels",
+                             "label " + std::to_string(l[i]) + " at index " + std::to_string(i) +
+                                 " is outside [0, " + std::to_string(classes) +
+                                 "), the model's output size");
+}
+
+// Every output path against every input path, and the trace size cap, before any work.
+void check_run_outputs(const po::variables_map& vm, const std::string& model,
+                       const std::string& input) {
+    if (vm["max-trace-bytes"].as<std::int64_t>() < 0)
+        throw OptionError("max-trace-bytes", "must not be negative");
+    if (vm.count("max-memory")) parse_bytes("max-memory", vm["max-memory"].as<std::string>());
+    if (!vm.count("trace")) return;
+    std::vector<NamedPath> inputs{{"model", model}, {"input", input}};
+    const auto profile = vm["profile"].as<std::string>();
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(profile, ec)) inputs.push_back({"profile", profile});
+    check_output("trace", vm["trace"].as<std::string>(), inputs);
 }
 
 }  // namespace
@@ -119,10 +191,13 @@ int cmd_run(const Args& args) {
         "time steps whose attention maps are recorded, e.g. 0-3 (default: all)")(
         "spike-format", po::value<std::string>()->default_value("events"),
         "spikes as events (NIR ValuedEventData, polarity in `value`) or grid (TimeGriddedData)")(
-        "max-trace-bytes", po::value<std::uint64_t>()->default_value(std::uint64_t{2} << 30),
+        "max-trace-bytes", po::value<std::int64_t>()->default_value(std::int64_t{2} << 30),
         "refuse traces whose estimated size is above this (default 2 GiB)")(
-        "profile", po::value<std::string>()->default_value(hw::kDefaultProfile),
-        "hardware profile: a name (`ternion profiles`) or a JSON file")(
+        "max-memory", po::value<std::string>(),
+        "refuse a run whose estimated memory is above this many bytes, e.g. 8G (default: 80 % "
+        "of physical memory)")("profile",
+                               po::value<std::string>()->default_value(hw::kDefaultProfile),
+                               "hardware profile: a name (`ternion profiles`) or a JSON file")(
         "count", po::value<std::string>()->default_value("exact"),
         "counting convention: exact | neurobench | paper | syops")(
         "paper-encoding-once", "paper mode: bill the encoding layer's MACs once, not every step")(
@@ -150,6 +225,7 @@ int cmd_run(const Args& args) {
     int threads = vm["threads"].as<int>();
     if (threads < 1 || threads > 1024) throw OptionError("threads", "must be between 1 and 1024");
 
+    check_run_outputs(vm, model, input);
     // Profile and counting mode are checked before any simulation work.
     hw::Profile profile = hw::load_profile(vm["profile"].as<std::string>());
     hw::PriceOptions popt;
@@ -175,6 +251,7 @@ int cmd_run(const Args& args) {
     if (T <= 0) throw OptionError("timesteps", "is required for analog input " + input);
     io.timesteps = T;
     if (io.encoding == Encoding::latency) src = open_input(input, io);
+    check_input_fits(*graph, *src, input);
     double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
     RunConfig cfg;
@@ -224,7 +301,7 @@ int cmd_run(const Args& args) {
             to.samples = parse_index_list(vm["record-samples"].as<std::string>(), "record-samples");
         if (vm.count("record-steps"))
             to.steps = parse_index_list(vm["record-steps"].as<std::string>(), "record-steps");
-        to.max_bytes = vm["max-trace-bytes"].as<std::uint64_t>();
+        to.max_bytes = static_cast<std::uint64_t>(vm["max-trace-bytes"].as<std::int64_t>());
         to.dt = rep.used.dt;
         // Unit prices of the profile, so per-step energy is each step's counts times these.
         for (int k = 0; k < hw::kKinds; ++k)
@@ -233,6 +310,7 @@ int cmd_run(const Args& args) {
         cfg.observer = rec.get();
     }
 
+    check_memory(vm, *graph, nsamples, threads, rec ? rec->estimated_bytes() : 0);
     RunResult res = run(*graph, *src, cfg);
     RunRecord record = make_run_record(*graph, res);
 

@@ -505,14 +505,17 @@ TEST_CASE("prediction is the argmax of the output summed over time") {
 
 TEST_CASE("coincident spikes (integer inputs) cost |x| ACs per weight; analog inputs cost MACs") {
     TempFile m, in, an;
-    // The same input reaches the Identity twice: a spike arrives there as the value 2.
+    // The input reaches the Identity directly and through a copy: a spike arrives as the value 2
+    // (a duplicate edge would be refused).
     ModelFile()
         .node("input", "Input", {{"shape", P({3.0})}})
+        .node("copy", "ternion.Identity")
         .node("sum", "ternion.Identity")
         .node("fc", "Linear", {{"weight", P({1, 0, 2, 0, 3, 4}, {2, 3})}})
         .node("output", "Output")
+        .edge("input", "copy")
         .edge("input", "sum")
-        .edge("input", "sum")
+        .edge("copy", "sum")
         .edge("sum", "fc")
         .edge("fc", "output")
         .write(m.path());
@@ -567,6 +570,7 @@ TEST_CASE("multi-token Linear on dense weights: register kernel equals the dense
         .node("input", "Input", {{"shape", P({double(tokens), double(in)})}})
         .node("fa", "Affine",
               {{"weight", P(w1, {out, in})}, {"bias", P(random_weights(rng, out, 1.0, 0.3))}})
+        .node("copy", "ternion.Identity")
         .node("twice", "ternion.Identity")
         .node("fb", "Linear", {{"weight", P(random_weights(rng, out * in, 0.9, 1.0), {out, in})}})
         .node("lif_a", "ternion.SJLIF", {{"tau", P(2.0)}, {"v_threshold", P(0.5)}})
@@ -574,8 +578,9 @@ TEST_CASE("multi-token Linear on dense weights: register kernel equals the dense
         .node("join", "ternion.Identity")
         .node("output", "Output")
         .edge("input", "fa")
+        .edge("input", "copy")
         .edge("input", "twice")
-        .edge("input", "twice")
+        .edge("copy", "twice")
         .edge("twice", "fb")
         .edge("fa", "lif_a")
         .edge("fb", "lif_b")

@@ -1,0 +1,36 @@
+// Shared by the libFuzzer harnesses: the bytes under test become a file (the readers take
+// paths), and only ternion::Error counts as a clean refusal. Anything else that escapes
+// (InternalError, std::bad_alloc, a crash, a sanitizer report) is a finding.
+#pragma once
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include "sim/error.hpp"
+
+namespace ternion::fuzz {
+
+// Writes data to a per-process file in /dev/shm (or /tmp) and returns its path.
+inline std::string as_file(const std::uint8_t* data, std::size_t size, const char* suffix) {
+    static const std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    const std::string p = dir + "/ternion-fuzz-" + std::to_string(getpid()) + suffix;
+    std::FILE* f = std::fopen(p.c_str(), "wb");
+    if (!f) __builtin_trap();
+    if (size) std::fwrite(data, 1, size, f);
+    std::fclose(f);
+    return p;
+}
+
+// Runs fn; a ternion::Error is the expected answer to a bad file.
+template <class F>
+void expect_clean(F&& fn) {
+    try {
+        fn();
+    } catch (const ternion::Error&) {
+    }
+}
+
+}  // namespace ternion::fuzz

@@ -84,18 +84,10 @@ edges = [("input", "attn"), ("attn", "proj"), ("proj", "proj_lif"), ("input", "r
          ("proj_lif", "res1"), ("res1", "fc1"), ("fc1", "fc1_lif"), ("fc1_lif", "fc2"),
          ("fc2", "fc2_lif"), ("res1", "res2"), ("fc2_lif", "res2"), ("res2", "output")]
 
-st = h5py.string_dtype("utf-8")
-with h5py.File(args.out + "_model.h5", "w") as f:
-    f.create_dataset("version", data="0.5.0", dtype=st)
-    gr = f.create_group("node")
-    gr.create_dataset("type", data="NIRGraph", dtype=st)
-    ng = gr.create_group("nodes")
-    for name, (typ, params) in nodes.items():
-        n = ng.create_group(name)
-        n.create_dataset("type", data=typ, dtype=st)
-        for k, v in params.items():
-            n.create_dataset(k, data=np.asarray(v))
-    gr.create_dataset("edges", data=np.array(edges, dtype=object), dtype=st)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+from ternion.exporter.graph import write_model  # noqa: E402
+
+write_model(args.out + "_model.h5", nodes, edges)
 with h5py.File(args.out + "_input.h5", "w") as f:
     sp = x.numpy().astype(np.int8).transpose(1, 0, 2, 3)
     f.create_dataset("spikes", data=np.concatenate([sp] * args.repeat, axis=0))

@@ -204,6 +204,13 @@ std::uint64_t SpikingAttentionNode::emit(const std::vector<float>& vals, Activit
     return out.active.size();
 }
 
+void SpikingAttentionNode::book_spikes(const StepContext& ctx, std::uint64_t spikes) {
+    if (!ctx.ops) return;
+    ctx.ops->spikes_out += spikes;
+    // One address event per emitted spike, as the neuron nodes book it.
+    ctx.ops->spike_write_bytes += spikes * sizeof(std::uint32_t);
+}
+
 void SpikingAttentionNode::book_neurons(const StepContext& ctx, std::uint64_t neurons) {
     if (!ctx.ops) return;
     ctx.ops->neuron_update += neurons;
@@ -410,7 +417,7 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         s.y[i] = spiking::lif_step(s.hout[i], s.y[i], attn_);
     book_neurons(ctx, sz(N * D));
     const auto spikes = emit(s.y, out);
-    if (ctx.ops) ctx.ops->spikes_out += spikes;
+    book_spikes(ctx, spikes);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -447,7 +454,7 @@ void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
     counts(ctx).score_ac += pairs;
     mask_channels(kv ? s.q : s.v, s, ctx);
     const auto spikes = emit(s.y, out);
-    if (ctx.ops) ctx.ops->spikes_out += spikes;
+    book_spikes(ctx, spikes);
 }
 
 void SdsaNode::fire_qkv(State& s, const StepContext& ctx) const {
@@ -650,7 +657,7 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
     book_neurons(ctx, sz(N * D));
     att.out_neg_spikes += neg;
     const auto spikes = emit(s.y, out);
-    if (ctx.ops) ctx.ops->spikes_out += spikes;
+    book_spikes(ctx, spikes);
 }
 
 }  // namespace ternion

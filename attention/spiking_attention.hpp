@@ -76,6 +76,7 @@ class SpikingAttentionNode : public Node {
     // Writes out = spikes in `vals` (length N*D), ascending; returns the non-zero count.
     static std::uint64_t emit(const std::vector<float>& vals, Activity& out);
     static void book_neurons(const StepContext& ctx, std::uint64_t neurons);
+    static void book_spikes(const StepContext& ctx, std::uint64_t spikes);
     // The typed counters of this step, or a sink when the caller does not collect them.
     static AttentionCounts& counts(const StepContext& ctx) {
         thread_local AttentionCounts sink;

@@ -53,8 +53,11 @@ struct Workspace {
 };
 
 // Sums the incoming edges of node u into ws.sum, or returns the single source directly.
-const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
+// `join_events` receives the non-zero events that a join of several edges accumulated (one add
+// each into the join's buffer, as an event-driven residual join does); 0 for a single edge.
+const Activity& gather_input(const Graph& g, int u, Workspace& ws, std::uint64_t& join_events) {
     const auto& ins = g.in_edges(u);
+    join_events = 0;
     if (ins.size() == 1) {
         const Edge& e = g.edges()[static_cast<std::size_t>(ins[0])];
         return e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
@@ -69,6 +72,7 @@ const Activity& gather_input(const Graph& g, int u, Workspace& ws) {
     };
     std::size_t events = 0;
     for (int ei : ins) events += source(ei).active.size();
+    join_events = events;
     if (events > static_cast<std::size_t>(n) / 8) {
         // Dense enough: whole vectors beat scattered adds. Values are complete (zero outside
         // `active`), and each element still gets 0 + the edges' values in edge order.
@@ -271,7 +275,9 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                     out.clear();
                     input.fill(sample, t, cfg.seed, out, step_ops);
                 } else {
-                    const Activity& in = gather_input(g, u, ws);
+                    std::uint64_t join_events = 0;
+                    const Activity& in = gather_input(g, u, ws, join_events);
+                    if (cfg.count_ops) step_ops.ac += join_events;
                     st.nonzero_in += in.nonzero();
                     if (!in.ternary) st.input_ternary = false;
                     tally_binary_input(in, st);

@@ -239,6 +239,7 @@ def every_spiking_attention_is_priced_from_its_typed_counters_in_every_mode():
     N, D, H, Tb, Sb = 8, 16, 2, 3, 4
     xs = (rng.random((Sb, Tb, N, D)) < 0.3).astype(np.float32)
     spikes_file(path("att_in.h5"), xs)
+    emitted = 0
     for kind in ("SSA", "SDSA", "BSA"):
         p = {f"{q}_weight": rng.normal(0, 0.5, (D, D)).astype(np.float32) for q in "qkv"}
         p["q_weight"][:, 3] = 0.0  # a dead input column: its spikes reach only K and V
@@ -269,6 +270,38 @@ def every_spiking_attention_is_priced_from_its_typed_counters_in_every_mode():
         assert runs["syops"]["syops"]["ac"] > 0, kind
         for m in MODES:
             assert runs[m]["per_inference"]["energy_pj"] > 0, (kind, m)
+        ops = layer["exact"]["ops"]
+        assert ops["spike_write_bytes"] == 4 * ops["spikes_out"], (kind, ops)
+        emitted += ops["spikes_out"]
+    assert emitted > 0  # the spike-write check saw output spikes
+
+
+@test
+def residual_joins_are_counted_and_an_input_of_two_is_one_neurobench_op():
+    """A SEW-style join (x + x) feeding a Linear: the join adds one AC per arriving event; the
+    Linear costs |2| ACs per pair in exact mode, one Effective MAC per pair in NeuroBench's."""
+    n_in, n_out, Tj, Sj = 10, 4, 5, 3
+    w = rng.normal(0, 1, (n_out, n_in)).astype(np.float32)
+    w[:, 0] = 0.0
+    (Nir().node("input", "Input", shape=np.array([n_in]))
+     .node("a", "ternion.Identity").node("b", "ternion.Identity").node("join", "ternion.Identity")
+     .node("fc", "Linear", weight=w).node("output", "Output", shape=np.array([n_out]))
+     .edge("input", "a").edge("input", "b").edge("a", "join").edge("b", "join")
+     .edge("join", "fc").edge("fc", "output").write(path("join.h5")))
+    xs = (rng.random((Sj, Tj, n_in)) < 0.4).astype(np.float32)
+    xs[0, 0] = 0  # a silent step: ternary, no pairs
+    spikes_file(path("join_in.h5"), xs)
+    pairs = float((xs * (w != 0).sum(0)).sum())
+    for engine in ("event", "dense"):
+        j = run_json("run", path("join.h5"), "--input", path("join_in.h5"), "--count", "neurobench",
+                     "--engine", engine)
+        layers = {l["name"]: l for l in j["layers"]}
+        assert layers["join"]["ops"]["ac"] == 2 * xs.sum(), layers["join"]["ops"]
+        assert layers["a"]["ops"].get("ac", 0) == 0
+        assert layers["fc"]["ops"]["ac"] == 2 * pairs and layers["fc"]["ops"].get("mac", 0) == 0
+        nb = j["neurobench"]
+        assert rel_close(nb["Effective_MACs"] * Sj, pairs), (nb, pairs)
+        assert nb["Effective_ACs"] == 0, nb
 
 
 finish()

@@ -84,12 +84,16 @@ struct Profile {
     bool price_verified(int k) const;
 };
 
-// A name -> <profile dir>/<name>.json, where the dir is $TERNION_PROFILE_DIR if set, else the
-// compile definition TERNION_PROFILE_DIR. A value containing '/' or ending in .json is a path.
+// A name -> <profile dir>/<name>.json, where the dir is the first existing one of
+// profile_search_dirs(). A value containing '/' or ending in .json is a path.
 // Throws OptionError("profile") for an unknown name, InputError(file, key, what) for a bad file.
 Profile load_profile(const std::string& name_or_path);
 // Parses and validates one profile document; `file` names it in errors.
 Profile parse_profile(const nlohmann::json& doc, const std::string& file);
+// $TERNION_PROFILE_DIR when set; else $TERNION_DATA_DIR/profiles when set; else
+// <exe>/../share/ternion/profiles, then the source tree's hw/profiles (see sim/data_path.hpp).
+std::vector<std::string> profile_search_dirs();
+// The first existing directory of profile_search_dirs() (the first candidate when none exists).
 std::string profile_dir();
 // The profile a run is priced with when none is chosen: 45 nm CMOS, E_AC 0.9 pJ, E_MAC 4.6 pJ.
 inline constexpr const char* kDefaultProfile = "horowitz45-fp32";

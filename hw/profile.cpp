@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "hw/cost_model.hpp"
+#include "sim/data_path.hpp"
 #include "sim/error.hpp"
 
 namespace ternion::hw {
@@ -244,9 +245,14 @@ Profile parse_profile(const json& doc, const std::string& file) {
     return p;
 }
 
+std::vector<std::string> profile_search_dirs() {
+    return data_search_dirs("TERNION_PROFILE_DIR", "profiles", TERNION_PROFILE_DIR);
+}
+
 std::string profile_dir() {
-    if (const char* env = std::getenv("TERNION_PROFILE_DIR"); env && *env) return env;
-    return TERNION_PROFILE_DIR;
+    auto dirs = profile_search_dirs();
+    std::string d = find_data_dir(dirs);
+    return d.empty() ? dirs.front() : d;
 }
 
 namespace {
@@ -299,9 +305,11 @@ Profile load_profile(const std::string& name_or_path) {
     if (!std::filesystem::exists(path)) {
         std::string list;
         for (const auto& n : profile_names()) list += (list.empty() ? "" : ", ") + n;
-        throw OptionError("profile", "unknown profile '" + s + "' (available: " +
-                                         (list.empty() ? "none in " + profile_dir() : list) +
-                                         "; or give a path to a .json file)");
+        throw OptionError(
+            "profile",
+            "unknown profile '" + s + "' (available: " +
+                (list.empty() ? "none; searched " + join_dirs(profile_search_dirs()) : list) +
+                "; or give a path to a .json file)");
     }
     return load_file(path);
 }

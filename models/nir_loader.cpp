@@ -8,6 +8,8 @@
 
 #include "attention/register.hpp"
 #include "neuron/neurons.hpp"
+#include "sim/data_path.hpp"
+#include "sim/error.hpp"
 
 namespace ternion {
 
@@ -22,9 +24,20 @@ const NodeFactory& default_factory() {
     return f;
 }
 
+std::vector<std::string> bundled_search_dirs() {
+    return data_search_dirs(nullptr, "bundled", TERNION_BUNDLED_DIR);
+}
+
 std::string bundled_path(const std::string& file) {
-    if (const char* d = std::getenv("TERNION_DATA_DIR")) return std::string(d) + "/" + file;
-    return std::string(TERNION_BUNDLED_DIR) + "/" + file;
+    auto dirs = bundled_search_dirs();
+    for (const auto& d : dirs) {
+        std::string p = d + "/" + file;
+        std::error_code ec;
+        if (std::filesystem::is_regular_file(p, ec)) return p;
+    }
+    throw InputError(file, "",
+                     "bundled file not found; searched " + join_dirs(dirs) +
+                         " (set TERNION_DATA_DIR to the directory holding bundled/)");
 }
 
 namespace {

@@ -32,7 +32,11 @@ const NodeFactory& default_factory();
 std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
                                   LoadReport& report);
 
-// Paths of the bundled default model and data (TERNION_DATA_DIR overrides the source tree).
+// Where the bundled models and test set are looked up: $TERNION_DATA_DIR/bundled when set; else
+// <exe>/../share/ternion/bundled, then the source tree's models/bundled (see sim/data_path.hpp).
+std::vector<std::string> bundled_search_dirs();
+// The path of a bundled file (e.g. "bsa_digits.h5") in the first of bundled_search_dirs() that
+// holds it; throws InputError naming every directory searched when none does.
 std::string bundled_path(const std::string& file);
 
 }  // namespace ternion

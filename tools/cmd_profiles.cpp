@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "hw/cost_model.hpp"
+#include "sim/data_path.hpp"
 #include "sim/error.hpp"
 #include "tools/commands.hpp"
 
@@ -33,7 +34,8 @@ int cmd_profiles(const Args& args) {
                      "Hardware profiles price counted operations (pJ per op, per byte moved).\n"
                      "A NAME is looked up in "
                   << hw::profile_dir()
-                  << " (override with $TERNION_PROFILE_DIR);\n"
+                  << "\n(searched in order: " << join_dirs(hw::profile_search_dirs())
+                  << "; $TERNION_PROFILE_DIR or $TERNION_DATA_DIR/profiles override);\n"
                      "anything containing '/' or ending in .json is read as a file.\n\n"
                   << opts;
         return 0;
@@ -44,7 +46,7 @@ int cmd_profiles(const Args& args) {
     if (words.empty() || (words.size() == 1 && words[0] == "list")) {
         auto list = hw::list_profiles();
         if (list.empty()) {
-            std::printf("no profiles in %s\n", hw::profile_dir().c_str());
+            std::printf("no profiles; searched %s\n", join_dirs(hw::profile_search_dirs()).c_str());
             return 0;
         }
         std::size_t w = 0;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "hw/cost_model.hpp"
+#include "sim/data_path.hpp"
 #include "sim/error.hpp"
 
 using namespace ternion;
@@ -132,6 +133,61 @@ TEST_CASE("profile lookup: names, paths, env override, unknown names") {
         ::setenv("TERNION_PROFILE_DIR", saved.c_str(), 1);
     else
         ::unsetenv("TERNION_PROFILE_DIR");
+}
+
+// Sets (or, with nullptr, unsets) an environment variable for one scope.
+struct ScopedEnv {
+    std::string name, saved;
+    bool had;
+    ScopedEnv(const char* n, const char* value) : name(n) {
+        const char* old = std::getenv(n);
+        had = old != nullptr;
+        if (had) saved = old;
+        if (value)
+            ::setenv(n, value, 1);
+        else
+            ::unsetenv(n);
+    }
+    ~ScopedEnv() {
+        if (had)
+            ::setenv(name.c_str(), saved.c_str(), 1);
+        else
+            ::unsetenv(name.c_str());
+    }
+};
+
+TEST_CASE("profile search order: TERNION_DATA_DIR, then next to the executable, then the sources") {
+    ScopedEnv no_profile_dir("TERNION_PROFILE_DIR", nullptr);
+    {
+        ScopedEnv no_data_dir("TERNION_DATA_DIR", nullptr);
+        auto dirs = profile_search_dirs();
+        REQUIRE(dirs.size() == 2);
+        // The test binary lives in the build tree: <build>/tests/../share/ternion/profiles.
+        CHECK(dirs[0] == (std::filesystem::path(executable_dir()).parent_path() / "share" /
+                          "ternion" / "profiles")
+                             .string());
+        CHECK(std::filesystem::path(dirs[1]).filename() == "profiles");
+        // Nothing is installed next to the test binary: the source tree's profiles are used.
+        CHECK(profile_dir() == dirs[1]);
+        CHECK(load_profile(kDefaultProfile).name == kDefaultProfile);
+    }
+    TempDir d;
+    std::filesystem::create_directories(d.path / "profiles");
+    d.write("profiles/mine.json", kMinimal);
+    ScopedEnv data_dir("TERNION_DATA_DIR", d.path.c_str());
+    CHECK(profile_search_dirs() == std::vector<std::string>{(d.path / "profiles").string()});
+    CHECK(load_profile("mine").name == "tmp");
+    REQUIRE(list_profiles().size() == 1);
+    // $TERNION_PROFILE_DIR wins over $TERNION_DATA_DIR.
+    ScopedEnv profile_dir_env("TERNION_PROFILE_DIR", (d.path / "elsewhere").c_str());
+    CHECK(profile_search_dirs() == std::vector<std::string>{(d.path / "elsewhere").string()});
+    try {
+        load_profile("mine");
+        FAIL("an unknown profile loaded");
+    } catch (const OptionError& e) {
+        CHECK(std::string(e.what()).find("none; searched " + (d.path / "elsewhere").string()) !=
+              std::string::npos);
+    }
 }
 
 TEST_CASE("broken profiles are refused, naming the key") {

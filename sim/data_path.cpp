@@ -1,0 +1,44 @@
+#include "sim/data_path.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
+
+namespace ternion {
+
+std::string executable_dir() {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) return {};
+    return exe.parent_path().string();
+}
+
+std::vector<std::string> data_search_dirs(const char* env_var, const std::string& sub,
+                                          const std::string& build_fallback) {
+    if (env_var)
+        if (const char* e = std::getenv(env_var); e && *e) return {e};
+    if (const char* d = std::getenv("TERNION_DATA_DIR"); d && *d)
+        return {(std::filesystem::path(d) / sub).string()};
+    std::vector<std::string> dirs;
+    if (auto exe = executable_dir(); !exe.empty())
+        dirs.push_back(
+            (std::filesystem::path(exe).parent_path() / "share" / "ternion" / sub).string());
+    if (!build_fallback.empty()) dirs.push_back(build_fallback);
+    return dirs;
+}
+
+std::string find_data_dir(const std::vector<std::string>& dirs) {
+    for (const auto& d : dirs) {
+        std::error_code ec;
+        if (std::filesystem::is_directory(d, ec)) return d;
+    }
+    return {};
+}
+
+std::string join_dirs(const std::vector<std::string>& dirs) {
+    std::string s;
+    for (const auto& d : dirs) s += (s.empty() ? "" : ", ") + d;
+    return s;
+}
+
+}  // namespace ternion

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Installs the build into a temporary prefix, moves the prefix, then runs the installed CLI
+# from the new place and configures, builds and runs a find_package(ternion) consumer against
+# it. The installed CLI's and the consumer's results must equal the build tree's CLI exactly.
+# usage: test_install.sh BUILD_DIR CONSUMER_SRC CMAKE CXX_COMPILER C_COMPILER BUILD_TYPE [LAUNCHER]
+set -euo pipefail
+build=$1 consumer_src=$2 cmake=$3 cxx=$4 cc=$5 build_type=$6 launcher=${7:-}
+fail() { echo "test_install: $*" >&2; exit 1; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+unset TERNION_DATA_DIR TERNION_PROFILE_DIR
+
+"$cmake" --install "$build" --prefix "$tmp/first" >/dev/null
+mv "$tmp/first" "$tmp/moved"
+p=$(cd "$tmp/moved" && pwd -P)
+[[ ! -e $tmp/first ]] || fail "the first prefix still exists"
+
+for f in bin/ternion lib/libternion_sim.a lib/libternion_models.a \
+         include/ternion/sim/engine.hpp include/ternion/models/nir_loader.hpp \
+         include/ternion/hw/cost_model.hpp lib/cmake/ternion/ternionConfig.cmake \
+         lib/cmake/ternion/ternionConfigVersion.cmake lib/cmake/ternion/ternionTargets.cmake \
+         share/ternion/profiles/horowitz45-fp32.json share/ternion/bundled/bsa_digits.h5 \
+         share/ternion/bundled/digits_test.h5 share/ternion/plot_trace.py \
+         share/doc/ternion/README.md share/doc/ternion/docs/cost-model.md \
+         lib/python3/dist-packages/ternion/__init__.py; do
+    [[ -e $p/$f ]] || fail "missing $f in the installed prefix"
+done
+
+# Profiles come from the moved prefix's share/ternion, found relative to the executable.
+profiles=$("$p/bin/ternion" profiles)
+grep -Eq '^horowitz45-fp32 .*\[default\]$' <<<"$profiles" || fail "profiles: $profiles"
+[[ $(grep -c . <<<"$profiles") == 5 ]] || fail "expected 5 profiles: $profiles"
+"$p/bin/ternion" profiles --help | grep -qF "A NAME is looked up in $p/share/ternion/profiles" ||
+    fail "profiles are not looked up in the moved prefix"
+
+# The default run: bundled model and test set from the moved prefix, same results as in-tree.
+"$p/bin/ternion" run --json --no-progress >"$tmp/installed.json"
+"$build/ternion" run --json --no-progress >"$tmp/intree.json"
+
+# TERNION_DATA_DIR, when set, is the only place searched, and the error names it.
+if TERNION_DATA_DIR="$tmp/nowhere" "$p/bin/ternion" run --no-progress 2>"$tmp/err.txt"; then
+    fail "ran with TERNION_DATA_DIR pointing nowhere"
+fi
+grep -qF "searched $tmp/nowhere/bundled" "$tmp/err.txt" || fail "error: $(cat "$tmp/err.txt")"
+
+# A consumer project: find_package(ternion) from the moved prefix.
+args=(-S "$consumer_src" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_BUILD_TYPE="$build_type"
+      -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc")
+[[ -z $launcher ]] || args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+"$cmake" "${args[@]}" >"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; fail "consumer configure"; }
+"$cmake" --build "$tmp/consumer" -j2 >>"$tmp/consumer.log" 2>&1 ||
+    { cat "$tmp/consumer.log"; fail "consumer build"; }
+"$tmp/consumer/app" >"$tmp/consumer.txt" || fail "consumer run: $(cat "$tmp/consumer.txt")"
+cat "$tmp/consumer.txt"
+
+/usr/bin/python3 - "$p" "$tmp/installed.json" "$tmp/intree.json" "$tmp/consumer.txt" <<'PY'
+import json, sys
+prefix, installed, intree, consumer = sys.argv[1:]
+a, b = json.load(open(installed)), json.load(open(intree))
+bundled = prefix + "/share/ternion/bundled/"
+assert a["model"] == bundled + "bsa_digits.h5", a["model"]
+assert a["input"] == bundled + "digits_test.h5", a["input"]
+assert b["model"] != a["model"]
+assert a["samples"] == 360 and a["profile"]["name"] == "horowitz45-fp32", (a["samples"], a["profile"])
+for k in ("accuracy", "predictions"):
+    assert a[k] == b[k], k
+assert a["per_inference"]["energy_pj"] == b["per_inference"]["energy_pj"]
+assert a["per_inference"]["energy_pj"] > 0 and a["accuracy"] > 0.5
+c = dict(line.split(" ", 1) for line in open(consumer).read().splitlines())
+assert c["model"] == bundled + "bsa_digits.h5", c["model"]
+assert float(c["accuracy"]) == a["accuracy"], (c["accuracy"], a["accuracy"])
+assert float(c["energy_pj_per_inference"]) == a["per_inference"]["energy_pj"], c
+print("test_install: installed CLI, moved prefix and consumer agree: accuracy",
+      a["accuracy"], "energy/inference", a["per_inference"]["energy_pj"], "pJ")
+PY

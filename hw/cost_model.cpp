@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <stdexcept>
 
 #include "sim/error.hpp"
 
@@ -226,7 +227,12 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
         neurobench_sparsity(run, *r.neurobench);
     }
     if (o.mode == CountMode::paper) r.paper.emplace();
-    if (o.mode == CountMode::syops) r.syops.emplace();
+    if (o.mode == CountMode::syops) {
+        r.syops.emplace();
+        if (!run.syops_tallies)
+            throw std::invalid_argument(
+                "syops counting needs a run with RunConfig::syops_tallies set");
+    }
     bool encoding_seen = false;  // paper mode: the first connection layer was handled
 
     for (const LayerRecord& l : run.layers) {

@@ -458,10 +458,16 @@ class SjLifNode final : public NeuronBase {
             });
             return;
         }
+        // decay_input is fixed per node: branch once, outside the per-neuron loop.
         const auto with = [&](auto scale) {
-            fire([=, di = decay_input_](std::int64_t k, float vk) {
-                return kernels::sj_charge(vk, x[k], vr, di, scale);
-            });
+            if (decay_input_)
+                fire([=](std::int64_t k, float vk) {
+                    return kernels::sj_charge(vk, x[k], vr, true, scale);
+                });
+            else
+                fire([=](std::int64_t k, float vk) {
+                    return kernels::sj_charge(vk, x[k], vr, false, scale);
+                });
         };
         if (parametric_)
             with([kk](float a) { return a * kk; });

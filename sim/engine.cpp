@@ -175,6 +175,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         throw OptionError("samples", "range beyond the " + std::to_string(input.num_samples()) +
                                          " samples of the input");
     res.samples = count;
+    res.syops_tallies = cfg.syops_tallies;
     const int n = g.size();
     res.nodes.assign(static_cast<std::size_t>(n), {});
     res.predictions.assign(static_cast<std::size_t>(count), -1);
@@ -280,7 +281,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                     if (cfg.count_ops) step_ops.ac += join_events;
                     st.nonzero_in += in.nonzero();
                     if (!in.ternary) st.input_ternary = false;
-                    tally_binary_input(in, st);
+                    if (cfg.syops_tallies) tally_binary_input(in, st);
                     nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
                 }
                 // Polarity tallies matter for spikes only; currents would cost a pass per step.

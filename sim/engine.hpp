@@ -51,6 +51,9 @@ struct RunConfig {
     bool progress = false;          // progress bar on stderr
     StepObserver* observer = nullptr;
     bool count_ops = true;  // false only for measuring the cost of counting
+    // Tally syops-counter's spike test per node and step (NodeStats::binary_in_*): a scan of
+    // analog inputs that only the syops convention needs, so it is asked for.
+    bool syops_tallies = false;
     // Work per step below which a node does not split across threads (StepContext).
     std::int64_t parallel_work = StepContext::kParallelWork;
 };
@@ -77,6 +80,7 @@ struct RunResult {
     std::vector<std::int64_t> predictions;       // argmax of the output, per sample
     std::vector<std::vector<float>> output_sum;  // output summed over time, per sample
     double simulate_s = 0.0;
+    bool syops_tallies = false;    // NodeStats::binary_in_* were collected
     std::vector<double> sample_s;  // wall time of each sample (its latency), in sample order
 };
 

@@ -44,6 +44,7 @@ struct LayerRecord {
 
 struct RunRecord {
     std::int64_t samples = 0, timesteps = 0;
+    bool syops_tallies = false;       // LayerRecord::binary_in_* were collected
     std::vector<LayerRecord> layers;  // in evaluation order, Input/Output included
 };
 
@@ -51,6 +52,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
     RunRecord rec;
     rec.samples = r.samples;
     rec.timesteps = r.timesteps;
+    rec.syops_tallies = r.syops_tallies;
     for (int u : g.order()) {
         const Node& n = g.node(u);
         const NodeStats& s = r.nodes[static_cast<std::size_t>(u)];

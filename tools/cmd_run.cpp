@@ -263,6 +263,7 @@ int cmd_run(const Args& args) {
     cfg.num_samples = vm.count("samples") ? vm["samples"].as<std::int64_t>() : -1;
     cfg.progress = !vm.count("no-progress");
     cfg.count_ops = !vm.count("no-op-counts");
+    cfg.syops_tallies = popt.mode == hw::CountMode::syops;
     if (cfg.first_sample < 0 || cfg.first_sample >= src->num_samples())
         throw OptionError("first", "must lie in [0, " + std::to_string(src->num_samples()) + ")");
     if (cfg.num_samples > src->num_samples() - cfg.first_sample ||

@@ -233,6 +233,10 @@ TEST_CASE("parse_count_mode") {
     CHECK(parse_count_mode("neurobench") == CountMode::neurobench);
     CHECK(parse_count_mode("paper") == CountMode::paper);
     CHECK(parse_count_mode("syops") == CountMode::syops);
+    // syops needs the per-step tallies, which a run collects only when asked.
+    RunRecord untallied;
+    CHECK_THROWS_AS(price(untallied, load_profile("horowitz45-fp32"), {CountMode::syops}),
+                    std::invalid_argument);
     CHECK_THROWS_AS(parse_count_mode("flops"), OptionError);
 }
 
@@ -561,6 +565,7 @@ TEST_CASE("format_table shows layers, totals and notes") {
 
 TEST_CASE("an empty run prices to zero in every mode, never NaN") {
     RunRecord run;  // 0 samples, 0 steps
+    run.syops_tallies = true;
     run.layers = {layer("fc", "Linear", NodeCategory::synaptic)};
     run.layers[0].dense_synops_per_step = 10;
     for (CountMode m :

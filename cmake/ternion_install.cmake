@@ -7,14 +7,21 @@
 #   share/ternion/bundled/*                     bundled models and test set
 #   share/ternion/plot_trace.py                 trace plotting script
 #   share/doc/ternion/                          README, LICENSE, docs/
-#   lib/python3/dist-packages/ternion/          the Python package (Debian's system path for /usr)
+#   lib/python3[.X]/dist-packages/ternion/      the Python package and its extension module
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(TERNION_INSTALL_DATADIR "${CMAKE_INSTALL_DATADIR}/ternion")
 set(TERNION_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/ternion")
-set(TERNION_PYTHON_INSTALL_DIR "lib/python3/dist-packages" CACHE STRING
-    "Where the Python package is installed, relative to the prefix (Debian's python3 reads /usr/lib/python3/dist-packages)")
+# Debian's python3 reads /usr/lib/python3/dist-packages (packages) and
+# /usr/local/lib/python3.X/dist-packages (local installs, e.g. the default prefix).
+if(CMAKE_INSTALL_PREFIX STREQUAL "/usr" OR NOT TERNION_PYTHON_VERSION)
+    set(_py_dir "lib/python3/dist-packages")
+else()
+    set(_py_dir "lib/python${TERNION_PYTHON_VERSION}/dist-packages")
+endif()
+set(TERNION_PYTHON_INSTALL_DIR "${_py_dir}" CACHE STRING
+    "Where the Python package is installed, relative to the prefix")
 
 install(TARGETS ternion_options ternion_sim ternion_neuron ternion_attention ternion_hw
                 ternion_models ternion_all

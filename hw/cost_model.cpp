@@ -196,6 +196,11 @@ void neurobench_sparsity(const RunRecord& run, NeuroBenchFigures& nb) {
     nb.activation_sparsity = act > 0 ? 1.0 - act_nonzero / act : 0.0;
     nb.connection_sparsity = weights > 0 ? zeros / weights : 0.0;
     nb.footprint_bytes = 4.0 * params;
+    if (run.membrane_tallies && run.samples > 0) {
+        std::uint64_t updates = 0;
+        for (const LayerRecord& l : run.layers) updates += l.membrane_updates;
+        nb.membrane_updates = static_cast<double>(updates) / static_cast<double>(run.samples);
+    }
 }
 
 }  // namespace
@@ -480,16 +485,18 @@ void add_to_json(const CostReport& r, json& doc) {
 
     if (r.neurobench) {
         const auto& nb = *r.neurobench;
-        doc["neurobench"] = {{"Dense", nb.dense},
-                             {"Effective_ACs", nb.effective_acs},
-                             {"Effective_MACs", nb.effective_macs},
-                             {"ActivationSparsity", nb.activation_sparsity},
-                             {"ConnectionSparsity", nb.connection_sparsity},
-                             {"Footprint", nb.footprint_bytes},
-                             {"attention_matmul",
-                              {{"ac", nb.attention_matmul_ac},
-                               {"mac", nb.attention_matmul_mac},
-                               {"energy_pj", nb.attention_matmul_pj}}}};
+        doc["neurobench"] = {
+            {"Dense", nb.dense},
+            {"Effective_ACs", nb.effective_acs},
+            {"Effective_MACs", nb.effective_macs},
+            {"ActivationSparsity", nb.activation_sparsity},
+            {"ConnectionSparsity", nb.connection_sparsity},
+            {"Footprint", nb.footprint_bytes},
+            {"MembraneUpdates", nb.membrane_updates ? json(*nb.membrane_updates) : json(nullptr)},
+            {"attention_matmul",
+             {{"ac", nb.attention_matmul_ac},
+              {"mac", nb.attention_matmul_mac},
+              {"energy_pj", nb.attention_matmul_pj}}}};
     }
     if (r.syops) doc["syops"] = {{"ac", r.syops->ac}, {"mac", r.syops->mac}};
     if (r.paper) {
@@ -542,7 +549,9 @@ std::string format_table(const CostReport& r) {
            << fmt(nb.attention_matmul_mac) << " MAC, " << fmt(nb.attention_matmul_pj) << " pJ\n";
         os << "NeuroBench: ActivationSparsity " << fmt(nb.activation_sparsity)
            << ", ConnectionSparsity " << fmt(nb.connection_sparsity) << ", Footprint "
-           << fmt(nb.footprint_bytes) << " bytes\n";
+           << fmt(nb.footprint_bytes) << " bytes";
+        if (nb.membrane_updates) os << ", MembraneUpdates " << fmt(*nb.membrane_updates);
+        os << "\n";
     }
     if (r.syops)
         os << "syops-counter (per sample): " << fmt(r.syops->ac) << " AC, " << fmt(r.syops->mac)

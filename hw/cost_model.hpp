@@ -139,6 +139,9 @@ struct NeuroBenchFigures {
     // nodes' inner Q/K/V and mask neurons included), ConnectionSparsity (zero weights / weights
     // of connection layers) and Footprint (bytes of the stored, BatchNorm-folded parameters).
     double activation_sparsity = 0.0, connection_sparsity = 0.0, footprint_bytes = 0.0;
+    // MembraneUpdates: membranes of neuron nodes that changed from one step to the next (all of
+    // them at the first step), per sample; absent when the run did not tally them.
+    std::optional<double> membrane_updates;
     double attention_matmul_ac = 0.0, attention_matmul_mac = 0.0, attention_matmul_pj = 0.0;
 };
 

@@ -217,6 +217,7 @@ RunConfig Pipeline::config() const {
     cfg.progress = req_.progress;
     cfg.count_ops = req_.count_ops;
     cfg.syops_tallies = req_.pricing.mode == hw::CountMode::syops;
+    cfg.membrane_tallies = req_.pricing.mode == hw::CountMode::neurobench;
     cfg.observer = recorder_.get();
     return cfg;
 }

@@ -49,8 +49,22 @@ struct Workspace {
     std::vector<std::uint64_t> union_bits;  // gather_input: the sources' active indices
     std::vector<std::uint32_t> candidates;  // and the same, listed
     std::vector<NodeStats> stats;
+    std::vector<std::vector<float>> membrane_prev;  // membrane tallies: the previous step's
+    std::vector<float> membrane_now;
     bool ready = false;
 };
+
+// NeuroBench's MembraneUpdates: every membrane at the first step, then those that changed.
+void tally_membrane(const Node& nd, const NodeState* state, std::int64_t t,
+                    std::vector<float>& prev, std::vector<float>& now, NodeStats& st) {
+    if (!nd.membrane(state, now)) return;
+    if (t == 0 || prev.size() != now.size()) {
+        st.membrane_updates += now.size();
+    } else {
+        for (std::size_t i = 0; i < now.size(); ++i) st.membrane_updates += now[i] != prev[i];
+    }
+    std::swap(prev, now);
+}
 
 // Sums the incoming edges of node u into ws.sum, or returns the single source directly.
 // `join_events` receives the non-zero events that a join of several edges accumulated (one add
@@ -176,6 +190,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                                          " samples of the input");
     res.samples = count;
     res.syops_tallies = cfg.syops_tallies;
+    res.membrane_tallies = cfg.membrane_tallies;
     const int n = g.size();
     res.nodes.assign(static_cast<std::size_t>(n), {});
     res.predictions.assign(static_cast<std::size_t>(count), -1);
@@ -220,6 +235,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
             ws.out.resize(static_cast<std::size_t>(n));
             ws.prev.resize(static_cast<std::size_t>(n));
             ws.states.resize(static_cast<std::size_t>(n));
+            ws.membrane_prev.resize(static_cast<std::size_t>(n));
             ws.ready = true;
         }
         ws.stats.assign(static_cast<std::size_t>(n), {});
@@ -283,6 +299,10 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
                     if (!in.ternary) st.input_ternary = false;
                     if (cfg.syops_tallies) tally_binary_input(in, st);
                     nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
+                    if (cfg.membrane_tallies && nd.category() == NodeCategory::neuron)
+                        tally_membrane(nd, ws.states[static_cast<std::size_t>(u)].get(), t,
+                                       ws.membrane_prev[static_cast<std::size_t>(u)],
+                                       ws.membrane_now, st);
                 }
                 // Polarity tallies matter for spikes only; currents would cost a pass per step.
                 if (nd.is_spiking() && out.all_ones)
@@ -353,6 +373,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
             d.synapses += s.synapses;
             d.binary_in_steps += s.binary_in_steps;
             d.binary_in_sum += s.binary_in_sum;
+            d.membrane_updates += s.membrane_updates;
         }
     return res;
 }

@@ -54,6 +54,9 @@ struct RunConfig {
     // Tally syops-counter's spike test per node and step (NodeStats::binary_in_*): a scan of
     // analog inputs that only the syops convention needs, so it is asked for.
     bool syops_tallies = false;
+    // Count NeuroBench's membrane updates of neuron nodes (NodeStats::membrane_updates): a
+    // comparison of each membrane with the previous step's, asked for by that convention only.
+    bool membrane_tallies = false;
     // Work per step below which a node does not split across threads (StepContext).
     std::int64_t parallel_work = StepContext::kParallelWork;
 };
@@ -71,6 +74,9 @@ struct NodeStats {
     // distinct) and the sum of those inputs' values: what its per-layer rates are made of.
     std::uint64_t binary_in_steps = 0;
     double binary_in_sum = 0.0;
+    // Neuron nodes: membranes that changed from one step to the next, plus every membrane at
+    // the first step (NeuroBench's MembraneUpdates).
+    std::uint64_t membrane_updates = 0;
 };
 
 struct RunResult {
@@ -80,8 +86,9 @@ struct RunResult {
     std::vector<std::int64_t> predictions;       // argmax of the output, per sample
     std::vector<std::vector<float>> output_sum;  // output summed over time, per sample
     double simulate_s = 0.0;
-    bool syops_tallies = false;    // NodeStats::binary_in_* were collected
-    std::vector<double> sample_s;  // wall time of each sample (its latency), in sample order
+    bool syops_tallies = false;     // NodeStats::binary_in_* were collected
+    bool membrane_tallies = false;  // NodeStats::membrane_updates were collected
+    std::vector<double> sample_s;   // wall time of each sample (its latency), in sample order
 };
 
 RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg);

@@ -28,6 +28,7 @@ struct LayerRecord {
     SynapseCounts synapses;             // (non-zero input, non-zero weight) pairs
     std::uint64_t binary_in_steps = 0;  // see NodeStats
     double binary_in_sum = 0.0;
+    std::uint64_t membrane_updates = 0;                      // see NodeStats
     ModuleShape modules;                                     // Node::module_shape()
     std::optional<AttentionShape> attention_shape;           // set for attention nodes
     std::vector<std::pair<std::string, double>> attributes;  // Node::attributes()
@@ -45,6 +46,7 @@ struct LayerRecord {
 struct RunRecord {
     std::int64_t samples = 0, timesteps = 0;
     bool syops_tallies = false;       // LayerRecord::binary_in_* were collected
+    bool membrane_tallies = false;    // LayerRecord::membrane_updates were collected
     std::vector<LayerRecord> layers;  // in evaluation order, Input/Output included
 };
 
@@ -53,6 +55,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
     rec.samples = r.samples;
     rec.timesteps = r.timesteps;
     rec.syops_tallies = r.syops_tallies;
+    rec.membrane_tallies = r.membrane_tallies;
     for (int u : g.order()) {
         const Node& n = g.node(u);
         const NodeStats& s = r.nodes[static_cast<std::size_t>(u)];
@@ -79,6 +82,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.synapses = s.synapses;
         l.binary_in_steps = s.binary_in_steps;
         l.binary_in_sum = s.binary_in_sum;
+        l.membrane_updates = s.membrane_updates;
         l.modules = n.module_shape();
         l.attention_shape = n.attention_shape();
         rec.layers.push_back(std::move(l));

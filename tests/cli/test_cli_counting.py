@@ -304,4 +304,28 @@ def residual_joins_are_counted_and_an_input_of_two_is_one_neurobench_op():
         assert nb["Effective_ACs"] == 0, nb
 
 
+@test
+def neurobench_membrane_updates_closed_form():
+    """NeuroBench's MembraneUpdates (metrics/workload/membrane_updates.py): every membrane at
+    the first step, then the membranes that differ from the previous step's. Six LIF neurons
+    (v = 0.5 v + I, spike above 1, reset to 0) fed one input spike every step: two get nothing
+    (v stays 0: one update), two get 2 (fire every step, so v is 0 after every step: one
+    update), two get 0.5 (v = 0.5, 0.75, ...: an update every step)."""
+    n, T, S, dt = 6, 5, 3, 1e-3
+    tau = np.full(n, 2 * dt, np.float32)
+    (Nir().node("input", "Input", shape=np.array([1]))
+     .node("fc", "Linear", weight=np.array([[0], [0], [2], [2], [0.5], [0.5]], np.float32))
+     .node("lif", "LIF", tau=tau, r=(tau / dt).astype(np.float32), v_leak=np.zeros(n, np.float32),
+           v_threshold=np.ones(n, np.float32), v_reset=np.zeros(n, np.float32))
+     .node("output", "Output", shape=np.array([n]))
+     .edge("input", "fc").edge("fc", "lif").edge("lif", "output").write(path("mu.h5")))
+    spikes_file(path("mu_in.h5"), np.ones((S, T, 1)))
+    j = run_json("run", path("mu.h5"), "--input", path("mu_in.h5"), "--dt", "0.001",
+                 "--count", "neurobench")
+    assert j["neurobench"]["MembraneUpdates"] == 2 * 1 + 2 * 1 + 2 * T, j["neurobench"]
+    # Other conventions do not tally membranes.
+    assert run_json("run", path("mu.h5"), "--input", path("mu_in.h5"), "--dt", "0.001")\
+        .get("neurobench") is None
+
+
 finish()

@@ -55,6 +55,19 @@ args=(-S "$consumer_src" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_BUI
 "$tmp/consumer/app" >"$tmp/consumer.txt" || fail "consumer run: $(cat "$tmp/consumer.txt")"
 cat "$tmp/consumer.txt"
 
+# The same consumer with add_subdirectory(<source tree>): configured, and its source compiled
+# against the subproject's targets (include roots, flags). Compile only: building the whole
+# library again would take minutes; linking is covered by the find_package consumer above.
+src=$(cd "$consumer_src/../../.." && pwd)
+args=(-S "$consumer_src" -B "$tmp/subdir" -DTERNION_SOURCE_DIR="$src" -DTERNION_PYTHON=OFF
+      -DCMAKE_BUILD_TYPE="$build_type" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc")
+[[ -z $launcher ]] || args+=(-DCMAKE_CXX_COMPILER_LAUNCHER="$launcher")
+"$cmake" "${args[@]}" >"$tmp/subdir.log" 2>&1 || { cat "$tmp/subdir.log"; fail "add_subdirectory configure"; }
+make -C "$tmp/subdir" main.cpp.o >>"$tmp/subdir.log" 2>&1 ||
+    { cat "$tmp/subdir.log"; fail "add_subdirectory: the consumer does not compile"; }
+grep -q "TERNION_BUILD_TESTS:BOOL=OFF" "$tmp/subdir/CMakeCache.txt" ||
+    fail "add_subdirectory: tests are not off by default in a subproject"
+
 # The installed extension module finds the bundled data beside its own (moved) prefix.
 if compgen -G "$pkg/ternion/_core*.so" >/dev/null; then
     (cd "$tmp" && PYTHONPATH="$pkg" /usr/bin/python3 -c '

@@ -109,10 +109,11 @@ double paper_attention(const LayerRecord& l, std::int64_t S, std::int64_t T, std
     return proj + attn_part;
 }
 
-// syops-counter (github.com/iCGY96/syops-counter, syops/ops.py): every hooked module call
-// tests its input (spike_rate: at most two distinct values, all in [0, 1]); a passing call adds
-// its dense ops x rate (rate = mean input) as AC, any other call its dense ops as MAC. Here a
-// call is one sample at one step. Returns (AC, MAC) over all calls of the layer.
+// syops-counter (github.com/iCGY96/syops-counter, syops/ops.py at d6dad5a, 2023-05-06): every
+// hooked module call tests its input (spike_rate: at most two distinct values, all in [0, 1]); a
+// passing call adds its dense ops x rate (rate = mean input) as AC, any other call its dense ops
+// as MAC. Neuron hooks add one AC per input element, whatever the input. Here a call is one
+// sample at one step. Returns (AC, MAC) over all calls of the layer.
 std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std::int64_t T,
                                       std::string& basis, double& rate) {
     const double calls = static_cast<double>(S) * static_cast<double>(T);
@@ -128,38 +129,29 @@ std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std:
     const double bias = static_cast<double>(l.modules.bias_ops_per_step);
     const std::string& t = l.type;
     if (l.attention_shape) {
-        // The Q/K/V Linears (linear hook), their BatchNorms, and every neuron inside, whose
-        // inputs are analog (LIF hook at rate 1: an AC and a MAC per element). The attention
-        // matmuls are plain tensor products, which syops does not hook.
+        // The Q/K/V Linears (linear hook), their BatchNorms, and every neuron inside (LIF hook:
+        // an AC per element). The attention matmuls are plain tensor products, which syops does
+        // not hook.
         const double per = static_cast<double>(l.attention_shape->proj_dense_macs_per_step) + bias;
         const double neurons = static_cast<double>(l.modules.neuron_elems_per_step) * calls;
         basis =
-            "syops: Q/K/V linears x rate, BatchNorm and neurons as LIF hooks; matmuls not counted";
-        return {per * rate_sum + neurons, per * other + bn + neurons};
+            "syops: Q/K/V linears x rate, BatchNorm, neurons one AC per element; matmuls not "
+            "counted";
+        return {per * rate_sum + neurons, per * other + bn};
     }
     if (t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d" || t == "Conv3d") {
         const double per = static_cast<double>(l.dense_macs_per_step) + bias;  // padding included
         basis = "syops: (dense ops + bias) x rate as AC, or as MAC when the input is not spikes";
         return {per * rate_sum, per * other + bn};
     }
-    if (t == "MaxPool2d" || t == "MaxPool1d") {
-        basis = "syops: max pool, input elements x rate";
+    if (t == "MaxPool2d" || t == "MaxPool1d" || t == "AvgPool2d" || t == "AvgPool1d" ||
+        t == "SumPool2d") {
+        basis = "syops: pool, input elements x rate as AC, or as MAC when the input is not spikes";
         return {l.binary_in_sum, n_in * other};
     }
-    if (t == "AvgPool2d" || t == "AvgPool1d" || t == "SumPool2d") {
-        basis = "syops: average pool, every input element a MAC";
-        return {0.0, n_in * calls};
-    }
     if (l.category == NodeCategory::neuron && l.spiking) {
-        // IF: input elements x rate as AC; LIF-like (every other spiking neuron): the same plus
-        // one MAC per element. A non-spike input has rate 1.
-        const double ac = l.binary_in_sum + n_in * other;
-        if (t == "IF") {
-            basis = "syops: IF neuron, input elements x rate";
-            return {ac, 0.0};
-        }
-        basis = "syops: LIF neuron, input elements x rate as AC plus one MAC each";
-        return {ac, n_in * calls};
+        basis = "syops: neuron, one AC per input element";
+        return {n_in * calls, 0.0};
     }
     basis = "syops: not a hooked module";
     return {0.0, 0.0};

@@ -186,7 +186,8 @@ void neurobench_sparsity(const RunRecord& run, NeuroBenchFigures& nb) {
         params += static_cast<double>(l.param_count);
     }
     nb.activation_sparsity = act > 0 ? 1.0 - act_nonzero / act : 0.0;
-    nb.connection_sparsity = weights > 0 ? zeros / weights : 0.0;
+    // NeuroBench reports it rounded to 4 decimals (static/connection_sparsity.py).
+    nb.connection_sparsity = weights > 0 ? std::nearbyint(zeros / weights * 1e4) / 1e4 : 0.0;
     nb.footprint_bytes = 4.0 * params;
     if (run.membrane_tallies && run.samples > 0) {
         std::uint64_t updates = 0;

@@ -141,7 +141,7 @@ void register_spiking_attention_nodes(NodeFactory& f) {
     auto wrap = [](std::unique_ptr<Node> (*b)(const NodeSpec&)) {
         return [b](const NodeSpec& s) {
             auto n = b(s);
-            n->set_origin(s.file().path());
+            n->set_origin(s.origin());
             return n;
         };
     };

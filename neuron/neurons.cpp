@@ -152,7 +152,7 @@ class NeuronBase : public Node {
         }
         // The declared size against the neuron count already known, before reading: a small
         // file may declare an array of hundreds of millions of values.
-        Shape dims = s.file().info(s.group() + "/" + p).dims;
+        Shape dims = s.dims(p);
         const std::int64_t declared = declared_numel(dims);
         if (n_params_ > 1 && declared != 1 && declared != n_params_)
             s.fail(p, "declares shape " + shape_str(dims) + ", but " + first_param_ + " has " +

@@ -162,8 +162,20 @@ std::vector<float> NodeSpec::per_neuron_or(const std::string& param, std::int64_
     return per_neuron(param, n);
 }
 
-void NodeFactory::add(const std::string& type, NodeBuilder b, std::string description) {
-    builders_[type] = {std::move(b), std::move(description)};
+std::vector<double> example_values(std::int64_t n, std::uint64_t seed) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    std::uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (auto& e : v) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;    // LCG: portable, fixed
+        const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // [0, 1)
+        e = (u < 0.5 ? -1.0 : 1.0) * (0.1 + 0.9 * std::fmod(2.0 * u, 1.0));
+    }
+    return v;
+}
+
+void NodeFactory::add(const std::string& type, NodeBuilder b, std::string description,
+                      ExampleMaker example) {
+    builders_[type] = {std::move(b), std::move(description), std::move(example)};
 }
 
 std::unique_ptr<Node> NodeFactory::build(const NodeSpec& spec) const {
@@ -171,15 +183,23 @@ std::unique_ptr<Node> NodeFactory::build(const NodeSpec& spec) const {
     if (it == builders_.end())
         spec.fail("type", "unknown node type '" + spec.type() +
                               "' (see `ternion info --types` for the supported ones)");
-    auto node = it->second.first(spec);
+    auto node = it->second.build(spec);
     node->set_origin(spec.origin());
     return node;
 }
 
 std::vector<std::pair<std::string, std::string>> NodeFactory::types() const {
     std::vector<std::pair<std::string, std::string>> r;
-    for (auto& [k, v] : builders_) r.emplace_back(k, v.second);
+    for (auto& [k, v] : builders_) r.emplace_back(k, v.description);
     return r;
+}
+
+std::optional<NodeExample> NodeFactory::example(const std::string& type) const {
+    auto it = builders_.find(type);
+    if (it == builders_.end() || !it->second.example) return std::nullopt;
+    NodeExample ex = it->second.example();
+    ex.params.set_label("<example " + type + ">");
+    return ex;
 }
 
 }  // namespace ternion

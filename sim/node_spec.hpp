@@ -65,6 +65,7 @@ class H5Params final : public ParamSource {
 class MapParams final : public ParamSource {
   public:
     explicit MapParams(std::string label = "<memory>") : label_(std::move(label)) {}
+    void set_label(std::string label) { label_ = std::move(label); }
     MapParams& set(const std::string& param, std::vector<double> values, Shape dims);
     MapParams& set(const std::string& param, double scalar) { return set(param, {scalar}, {}); }
     MapParams& set(const std::string& param, std::string text);
@@ -142,16 +143,50 @@ class NodeSpec {
 
 using NodeBuilder = std::function<std::unique_ptr<Node>(const NodeSpec&)>;
 
+// One valid parameter set of a node type, kept beside its registration: the conformance harness
+// (tests/nodes/test_conformance.cpp) builds, runs and breaks every type from its example.
+struct NodeExample {
+    enum class Input { binary, ternary, analog };  // what the harness feeds the node
+    MapParams params;
+    Shape input;  // one step's input shape
+    Input kind = Input::binary;
+};
+using ExampleMaker = std::function<NodeExample()>;
+
+// Deterministic values in +-[0.1, 1), none zero, for examples' weights.
+std::vector<double> example_values(std::int64_t n, std::uint64_t seed);
+
+inline NodeExample example_of(Shape input, NodeExample::Input kind = NodeExample::Input::binary) {
+    NodeExample e;
+    e.input = std::move(input);
+    e.kind = kind;
+    return e;
+}
+// `param` = example_values of shape `dims`.
+inline void set_example(MapParams& p, const std::string& param, const Shape& dims,
+                        std::uint64_t seed) {
+    p.set(param, example_values(numel(dims), seed), dims);
+}
+
 class NodeFactory {
   public:
-    void add(const std::string& type, NodeBuilder b, std::string description);
+    // A type added without an example fails the conformance harness.
+    void add(const std::string& type, NodeBuilder b, std::string description,
+             ExampleMaker example = {});
     bool knows(const std::string& type) const { return builders_.count(type) > 0; }
     std::unique_ptr<Node> build(const NodeSpec& spec) const;
     // (type, description) pairs, sorted by type.
     std::vector<std::pair<std::string, std::string>> types() const;
+    // The type's example, its parameters labelled "<example TYPE>"; nullopt when it has none.
+    std::optional<NodeExample> example(const std::string& type) const;
 
   private:
-    std::map<std::string, std::pair<NodeBuilder, std::string>> builders_;
+    struct Entry {
+        NodeBuilder build;
+        std::string description;
+        ExampleMaker example;
+    };
+    std::map<std::string, Entry> builders_;
 };
 
 void register_synaptic_nodes(NodeFactory& f);  // sim/synaptic.cpp

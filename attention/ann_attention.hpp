@@ -79,6 +79,7 @@ class MapWeights : public WeightSource {
     void set(const std::string& name, std::vector<float> data, Shape dims);
     void set_scalar(const std::string& name, double v) { set(name, {static_cast<float>(v)}, {}); }
     std::vector<float>& at(const std::string& name) { return map_.at(name).data; }
+    const std::map<std::string, Tensor>& entries() const { return map_; }
     bool has(const std::string& name) const override { return map_.count(name) > 0; }
     Tensor get(const std::string& name) const override;
     [[noreturn]] void fail(const std::string& name, const std::string& what) const override;

@@ -128,6 +128,23 @@ class AnnAttentionNode final : public Node {
     std::int64_t tokens_ = 0, n_ = 0;
 };
 
+// Example for the conformance harness: the kind's random weights (the ones `ternion bench`
+// uses) at width 8 with 2 heads, over 4 tokens.
+NodeExample ann_example(const std::string& kind) {
+    auto e = example_of({4, 8}, NodeExample::Input::analog);
+    const auto w = ann::random_weights(kind, 8, 2, 3);  // named: the loop borrows its map
+    for (const auto& [name, t] : w.entries())
+        e.params.set(name, std::vector<double>(t.data.begin(), t.data.end()), t.dims);
+    e.params.set("tokens", 4.0);
+    // These kinds take their head count from a weight's shape (W_A's columns, W_e's first
+    // axis) and never read `heads`.
+    if (kind == "cat" || kind == "cat-causal" || kind == "primal") e.params.erase("heads");
+    // Time kinds: width 8 holds x and a time embedding of 2 channels (bochner 2 * 8/8, mercer
+    // 8/4), so x has 6 channels; the stamp is a seventh column.
+    if (kind == "time-bochner" || kind == "time-mercer") e.input = {4, 7};
+    return e;
+}
+
 }  // namespace
 
 void register_ann_attention_nodes(NodeFactory& f) {
@@ -139,7 +156,7 @@ void register_ann_attention_nodes(NodeFactory& f) {
                 ann::SpecWeights w(spec);
                 return std::make_unique<AnnAttentionNode>(spec, ann::make_attention(kind, w));
             },
-            t.description);
+            t.description, [kind] { return ann_example(kind); });
     }
 }
 

@@ -137,21 +137,63 @@ std::unique_ptr<Node> build_bsa(const NodeSpec& spec) {
     return n;
 }
 
+namespace {
+
+// Examples for the conformance harness: 4 tokens of 8 channels, 2 heads, a bias on Q and a
+// BatchNorm on K so that both folds run.
+NodeExample attention_example() {
+    auto e = example_of({4, 8});
+    std::uint64_t seed = 10;
+    for (const char* p : {"q", "k", "v"})
+        set_example(e.params, std::string(p) + "_weight", {8, 8}, ++seed);
+    set_example(e.params, "q_bias", {8}, 20);
+    set_example(e.params, "k_bn_weight", {8}, 21);
+    set_example(e.params, "k_bn_bias", {8}, 22);
+    set_example(e.params, "k_bn_running_mean", {8}, 23);
+    e.params.set("k_bn_running_var", std::vector<double>(8, 1.5), {8});
+    e.params.set("heads", 2.0);
+    return e;
+}
+NodeExample ssa_example() {
+    auto e = attention_example();
+    // Low thresholds: at 4 tokens and 2 heads of 4 channels the products are small.
+    e.params.set("scale", 0.5).set("lif_tau", 2.0).set("lif_v_threshold", 0.3);
+    e.params.set("attn_v_threshold", 0.1);
+    return e;
+}
+NodeExample sdsa_example() {
+    auto e = attention_example();
+    e.params.set("lif_tau", 2.0).set("lif_v_threshold", 0.3).set("attn_v_threshold", 0.1);
+    e.params.set("form", "qk");
+    return e;
+}
+NodeExample bsa_example() {
+    auto e = attention_example();
+    e.kind = NodeExample::Input::ternary;
+    e.params.set("qk_decay", 0.5).set("out_v_threshold", 0.5);
+    return e;
+}
+
+}  // namespace
+
 void register_spiking_attention_nodes(NodeFactory& f) {
     auto wrap = [](std::unique_ptr<Node> (*b)(const NodeSpec&)) {
         return [b](const NodeSpec& s) {
             auto n = b(s);
-            n->set_origin(s.file().path());
+            n->set_origin(s.origin());
             return n;
         };
     };
     f.add("ternion.SSA", wrap(build_ssa),
-          "Spikformer spiking self-attention: binary Q/K/V LIF spikes, LIF(Q K^T V * scale)");
+          "Spikformer spiking self-attention: binary Q/K/V LIF spikes, LIF(Q K^T V * scale)",
+          ssa_example);
     f.add("ternion.SDSA", wrap(build_sdsa),
           "Spike-driven self-attention (SDT v1): LIF(column sum of Q.K) masks V's channels, or "
-          "form \"kv\": LIF(column sum of K.V) masks Q's (the official code)");
+          "form \"kv\": LIF(column sum of K.V) masks Q's (the official code)",
+          sdsa_example);
     f.add("ternion.BSA", wrap(build_bsa),
-          "Bipolar self-attention: ternary Q/K, Shiftmax, shift-and-add with analog V, TSN out");
+          "Bipolar self-attention: ternary Q/K, Shiftmax, shift-and-add with analog V, TSN out",
+          bsa_example);
 }
 
 }  // namespace ternion

@@ -152,7 +152,7 @@ class NeuronBase : public Node {
         }
         // The declared size against the neuron count already known, before reading: a small
         // file may declare an array of hundreds of millions of values.
-        Shape dims = s.file().info(s.group() + "/" + p).dims;
+        Shape dims = s.dims(p);
         const std::int64_t declared = declared_numel(dims);
         if (n_params_ > 1 && declared != 1 && declared != n_params_)
             s.fail(p, "declares shape " + shape_str(dims) + ", but " + first_param_ + " has " +
@@ -561,37 +561,95 @@ class ThresholdNode final : public NeuronBase {
 
 }  // namespace
 
+namespace {
+
+// Examples for the conformance harness: analog drive [-1, 2) into 6 neurons, time constants of a
+// few steps at the default dt = 1 ms so that they fire within the harness's 5 steps.
+NodeExample neuron_example(std::initializer_list<std::pair<const char*, double>> scalars) {
+    auto e = example_of({6}, NodeExample::Input::analog);
+    for (const auto& [name, v] : scalars) e.params.set(name, v);
+    return e;
+}
+
+}  // namespace
+
 void register_neuron_nodes(NodeFactory& f) {
     f.add(
         "I", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, false, true); },
-        "integrator (NIR): v += r I; outputs v");
+        "integrator (NIR): v += r I; outputs v",
+        [] {
+            return neuron_example({{"r", 0.5}});
+        });
     f.add(
         "LI", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, true, true); },
-        "leaky integrator (NIR): tau, r, v_leak; outputs v");
+        "leaky integrator (NIR): tau, r, v_leak; outputs v",
+        [] {
+            return neuron_example({{"tau", 0.003}, {"r", 1.0}, {"v_leak", 0.1}});
+        });
     f.add(
         "CubaLI", [](const NodeSpec& s) { return std::make_unique<CubaLifNode>(s, true); },
-        "current-based leaky integrator (NIR): tau_syn, tau_mem, r, v_leak, w_in; outputs v");
+        "current-based leaky integrator (NIR): tau_syn, tau_mem, r, v_leak, w_in; outputs v",
+        [] {
+            return neuron_example({{"tau_syn", 0.002},
+                                   {"tau_mem", 0.003},
+                                   {"r", 1.0},
+                                   {"v_leak", 0.0},
+                                   {"w_in", 1.5}});
+        });
     f.add(
         "IF", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, false); },
-        "integrate-and-fire: v += r I; r, v_threshold, v_reset");
+        "integrate-and-fire: v += r I; r, v_threshold, v_reset",
+        [] {
+            return neuron_example({{"r", 1.0}, {"v_threshold", 1.0}, {"v_reset", 0.0}});
+        });
     f.add(
         "LIF", [](const NodeSpec& s) { return std::make_unique<LifNode>(s, true); },
-        "leaky integrate-and-fire (NIR): tau, r, v_leak, v_threshold, v_reset");
+        "leaky integrate-and-fire (NIR): tau, r, v_leak, v_threshold, v_reset",
+        [] {
+            auto e = neuron_example({{"r", 2.0}, {"v_leak", 0.0}, {"v_reset", 0.0}});
+            e.params.set("tau", {0.002, 0.003, 0.004, 0.002, 0.003, 0.004}, {6});
+            e.params.set("v_threshold", {1.0, 0.5, 1.0, 0.5, 1.0, 0.5}, {6});
+            return e;
+        });
     f.add(
         "CubaLIF", [](const NodeSpec& s) { return std::make_unique<CubaLifNode>(s); },
-        "current-based LIF (NIR): tau_syn, tau_mem, r, v_leak, v_threshold, v_reset, w_in");
+        "current-based LIF (NIR): tau_syn, tau_mem, r, v_leak, v_threshold, v_reset, w_in",
+        [] {
+            return neuron_example({{"tau_syn", 0.002},
+                                   {"tau_mem", 0.002},
+                                   {"r", 2.0},
+                                   {"v_leak", 0.0},
+                                   {"v_threshold", 0.5},
+                                   {"v_reset", 0.0},
+                                   {"w_in", 1.0}});
+        });
     f.add(
         "Threshold", [](const NodeSpec& s) { return std::make_unique<ThresholdNode>(s); },
-        "z = 1 where x > threshold");
+        "z = 1 where x > threshold",
+        [] {
+            return neuron_example({{"threshold", 0.5}});
+        });
     f.add(
         "ternion.SJLIF", [](const NodeSpec& s) { return std::make_unique<SjLifNode>(s, false); },
-        "SpikingJelly multi-step LIF: tau (steps), decay_input, v_threshold, v_reset; fires on >=");
+        "SpikingJelly multi-step LIF: tau (steps), decay_input, v_threshold, v_reset; fires on >=",
+        [] {
+            auto e = neuron_example(
+                {{"tau", 2.0}, {"decay_input", 1.0}, {"v_threshold", 1.0}, {"v_reset", 0.0}});
+            e.params.set("compare", ">=");
+            return e;
+        });
     f.add(
         "ternion.PLIF", [](const NodeSpec& s) { return std::make_unique<SjLifNode>(s, true); },
-        "SpikingJelly parametric LIF: learned w (sigmoid(w) = 1/tau) or tau");
+        "SpikingJelly parametric LIF: learned w (sigmoid(w) = 1/tau) or tau",
+        [] {
+            return neuron_example({{"w", 0.0}, {"v_threshold", 0.8}});
+        });
     f.add(
         "ternion.TernaryLIF", [](const NodeSpec& s) { return std::make_unique<TernaryLifNode>(s); },
-        "ternary spiking neuron (TSN) of BSA: decay, v_threshold; emits -1/0/+1");
+        "ternary spiking neuron (TSN) of BSA: decay, v_threshold; emits -1/0/+1",
+        [] {
+            return neuron_example({{"decay", 0.5}, {"v_threshold", 0.7}});
+        });
 }
 
 }  // namespace ternion

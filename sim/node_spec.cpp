@@ -5,14 +5,76 @@
 
 namespace ternion {
 
-bool NodeSpec::has(const std::string& param) const {
-    return file_.exists(group_ + "/" + param);
+bool H5Params::has(const std::string& param) const {
+    return file_.exists(path(param));
+}
+bool H5Params::is_string(const std::string& param) const {
+    return file_.info(path(param)).kind == h5::Kind::string;
+}
+Shape H5Params::dims(const std::string& param) const {
+    return file_.info(path(param)).dims;
+}
+std::vector<double> H5Params::doubles(const std::string& param, Shape* dims) const {
+    h5::DatasetInfo inf;
+    auto v = file_.read_doubles(path(param), &inf);  // names file and path on error
+    if (dims) *dims = inf.dims;
+    return v;
+}
+std::string H5Params::string(const std::string& param) const {
+    return file_.read_string(path(param));
+}
+
+MapParams& MapParams::set(const std::string& param, std::vector<double> values, Shape dims) {
+    values_[param] = Value{std::move(values), std::move(dims), std::nullopt};
+    return *this;
+}
+MapParams& MapParams::set(const std::string& param, std::string text) {
+    values_[param] = Value{{}, {}, std::move(text)};
+    return *this;
+}
+std::vector<std::string> MapParams::names() const {
+    std::vector<std::string> r;
+    for (const auto& kv : values_) r.push_back(kv.first);
+    return r;
+}
+const MapParams::Value& MapParams::at(const std::string& param) const {
+    auto it = values_.find(param);
+    // NodeSpec asks has() first; reaching this is a caller's bug, still named.
+    if (it == values_.end()) throw InputError(label_, param, "missing parameter");
+    return it->second;
+}
+bool MapParams::is_string(const std::string& param) const {
+    return at(param).text.has_value();
+}
+Shape MapParams::dims(const std::string& param) const {
+    return at(param).dims;
+}
+std::vector<double> MapParams::doubles(const std::string& param, Shape* dims) const {
+    const Value& v = at(param);
+    if (v.text) throw InputError(label_, param, "expected a numeric dataset");
+    if (declared_numel(v.dims) != static_cast<std::int64_t>(v.numbers.size()))
+        throw InputError(label_, param,
+                         "shape " + shape_str(v.dims) + " does not match " +
+                             std::to_string(v.numbers.size()) + " values");
+    if (dims) *dims = v.dims;
+    return v.numbers;
+}
+std::string MapParams::string(const std::string& param) const {
+    const Value& v = at(param);
+    if (!v.text) throw InputError(label_, param, "expected a string dataset");
+    return *v.text;
+}
+
+Shape NodeSpec::dims(const std::string& param) const {
+    if (!has(param)) fail(param, "missing parameter");
+    return src_->dims(param);
 }
 
 std::vector<double> NodeSpec::doubles(const std::string& param, Shape* dims) const {
     if (!has(param)) fail(param, "missing parameter");
-    h5::DatasetInfo inf;
-    auto v = file_.read_doubles(group_ + "/" + param, &inf);  // names file and path on error
+    // Checked here rather than by each source so that every source words it the same way.
+    if (src_->is_string(param)) fail(param, "expected a numeric dataset");
+    auto v = src_->doubles(param, dims);
     // Every parameter ends up a float32 or an integer: a value beyond float range would become
     // infinity on the way.
     for (double x : v) {
@@ -20,7 +82,6 @@ std::vector<double> NodeSpec::doubles(const std::string& param, Shape* dims) con
         if (std::fabs(x) > std::numeric_limits<float>::max())
             fail(param, "value " + std::to_string(x) + " out of float32 range");
     }
-    if (dims) *dims = inf.dims;
     return v;
 }
 
@@ -69,22 +130,20 @@ std::int64_t NodeSpec::integer_or(const std::string& param, std::int64_t dflt) c
 
 std::string NodeSpec::string(const std::string& param) const {
     if (!has(param)) fail(param, "missing parameter");
-    auto inf = file_.info(group_ + "/" + param);
-    if (inf.kind != h5::Kind::string) fail(param, "expected a string");
-    return file_.read_string(group_ + "/" + param);
+    if (!src_->is_string(param)) fail(param, "expected a string");
+    return src_->string(param);
 }
 
 std::optional<std::string> NodeSpec::string_opt(const std::string& param) const {
     if (!has(param)) return std::nullopt;
-    auto inf = file_.info(group_ + "/" + param);
-    if (inf.kind != h5::Kind::string) return std::nullopt;
-    return file_.read_string(group_ + "/" + param);
+    if (!src_->is_string(param)) return std::nullopt;
+    return src_->string(param);
 }
 
 std::vector<float> NodeSpec::per_neuron(const std::string& param, std::int64_t n) const {
     if (!has(param)) fail(param, "missing parameter");
     // The declared size is checked before reading: a small file may declare a huge array.
-    Shape dims = file_.info(group_ + "/" + param).dims;
+    Shape dims = src_->dims(param);
     const std::int64_t declared = declared_numel(dims);
     if (declared != 1 && declared != n)
         fail(param, "declares shape " + shape_str(dims) + ", expected 1 or " + std::to_string(n) +
@@ -103,8 +162,20 @@ std::vector<float> NodeSpec::per_neuron_or(const std::string& param, std::int64_
     return per_neuron(param, n);
 }
 
-void NodeFactory::add(const std::string& type, NodeBuilder b, std::string description) {
-    builders_[type] = {std::move(b), std::move(description)};
+std::vector<double> example_values(std::int64_t n, std::uint64_t seed) {
+    std::vector<double> v(static_cast<std::size_t>(n));
+    std::uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
+    for (auto& e : v) {
+        x = x * 6364136223846793005ULL + 1442695040888963407ULL;    // LCG: portable, fixed
+        const double u = static_cast<double>(x >> 11) * 0x1.0p-53;  // [0, 1)
+        e = (u < 0.5 ? -1.0 : 1.0) * (0.1 + 0.9 * std::fmod(2.0 * u, 1.0));
+    }
+    return v;
+}
+
+void NodeFactory::add(const std::string& type, NodeBuilder b, std::string description,
+                      ExampleMaker example) {
+    builders_[type] = {std::move(b), std::move(description), std::move(example)};
 }
 
 std::unique_ptr<Node> NodeFactory::build(const NodeSpec& spec) const {
@@ -112,15 +183,23 @@ std::unique_ptr<Node> NodeFactory::build(const NodeSpec& spec) const {
     if (it == builders_.end())
         spec.fail("type", "unknown node type '" + spec.type() +
                               "' (see `ternion info --types` for the supported ones)");
-    auto node = it->second.first(spec);
-    node->set_origin(spec.file().path());
+    auto node = it->second.build(spec);
+    node->set_origin(spec.origin());
     return node;
 }
 
 std::vector<std::pair<std::string, std::string>> NodeFactory::types() const {
     std::vector<std::pair<std::string, std::string>> r;
-    for (auto& [k, v] : builders_) r.emplace_back(k, v.second);
+    for (auto& [k, v] : builders_) r.emplace_back(k, v.description);
     return r;
+}
+
+std::optional<NodeExample> NodeFactory::example(const std::string& type) const {
+    auto it = builders_.find(type);
+    if (it == builders_.end() || !it->second.example) return std::nullopt;
+    NodeExample ex = it->second.example();
+    ex.params.set_label("<example " + type + ">");
+    return ex;
 }
 
 }  // namespace ternion

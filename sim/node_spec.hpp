@@ -25,12 +25,83 @@ struct LoadOptions {
     int threads = 1;                       // worker threads: sizes row blocks of large layers
 };
 
+// Where a node's parameters come from: a model file's node group (H5Params), memory (MapParams:
+// tests, the conformance harness, bindings). A source only stores and reads; NodeSpec validates,
+// so every source refuses the same values with the same messages.
+class ParamSource {
+  public:
+    virtual ~ParamSource() = default;
+    // The file path or label that error messages name.
+    virtual const std::string& origin() const = 0;
+    virtual bool has(const std::string& param) const = 0;
+    // Callers check has() first.
+    virtual bool is_string(const std::string& param) const = 0;
+    // The shape as declared, before reading values (a small file may declare a huge array).
+    virtual Shape dims(const std::string& param) const = 0;
+    virtual std::vector<double> doubles(const std::string& param, Shape* dims) const = 0;
+    virtual std::string string(const std::string& param) const = 0;
+};
+
+// The datasets of one node group of an HDF5 file; the reader's own checks (declared sizes,
+// layouts, kinds) stay in force and name the dataset's full path.
+class H5Params final : public ParamSource {
+  public:
+    H5Params(const h5::Reader& file, std::string group) : file_(file), group_(std::move(group)) {}
+    const std::string& origin() const override { return file_.path(); }
+    bool has(const std::string& param) const override;
+    bool is_string(const std::string& param) const override;
+    Shape dims(const std::string& param) const override;
+    std::vector<double> doubles(const std::string& param, Shape* dims) const override;
+    std::string string(const std::string& param) const override;
+    const std::string& group() const { return group_; }  // "/node/nodes/<name>"
+
+  private:
+    std::string path(const std::string& param) const { return group_ + "/" + param; }
+    const h5::Reader& file_;
+    std::string group_;
+};
+
+// One node's parameters held in memory: arrays with shapes, scalars (shape {}) and strings.
+class MapParams final : public ParamSource {
+  public:
+    explicit MapParams(std::string label = "<memory>") : label_(std::move(label)) {}
+    void set_label(std::string label) { label_ = std::move(label); }
+    MapParams& set(const std::string& param, std::vector<double> values, Shape dims);
+    MapParams& set(const std::string& param, double scalar) { return set(param, {scalar}, {}); }
+    MapParams& set(const std::string& param, std::string text);
+    MapParams& set(const std::string& param, const char* text) {
+        return set(param, std::string(text));
+    }
+    void erase(const std::string& param) { values_.erase(param); }
+    std::vector<std::string> names() const;  // sorted
+    const std::string& origin() const override { return label_; }
+    bool has(const std::string& param) const override { return values_.count(param) > 0; }
+    bool is_string(const std::string& param) const override;
+    Shape dims(const std::string& param) const override;
+    std::vector<double> doubles(const std::string& param, Shape* dims) const override;
+    std::string string(const std::string& param) const override;
+
+  private:
+    struct Value {
+        std::vector<double> numbers;
+        Shape dims;
+        std::optional<std::string> text;
+    };
+    const Value& at(const std::string& param) const;
+    std::string label_;
+    std::map<std::string, Value> values_;
+};
+
 class NodeSpec {
   public:
+    // Parameters from `src`, which must outlive the spec.
+    NodeSpec(const ParamSource& src, std::string name, std::string type, const LoadOptions& opts)
+        : src_(&src), name_(std::move(name)), type_(std::move(type)), opts_(opts) {}
+    // Parameters from the node group `group` of a model file.
     NodeSpec(const h5::Reader& file, std::string group, std::string name, std::string type,
              const LoadOptions& opts)
-        : file_(file),
-          group_(std::move(group)),
+        : own_(std::make_shared<H5Params>(file, std::move(group))),
+          src_(own_.get()),
           name_(std::move(name)),
           type_(std::move(type)),
           opts_(opts) {}
@@ -38,10 +109,12 @@ class NodeSpec {
     const std::string& name() const { return name_; }
     const std::string& type() const { return type_; }
     const LoadOptions& options() const { return opts_; }
-    const h5::Reader& file() const { return file_; }
-    const std::string& group() const { return group_; }  // "/node/nodes/<name>"
+    const ParamSource& source() const { return *src_; }
+    const std::string& origin() const { return src_->origin(); }
 
-    bool has(const std::string& param) const;
+    bool has(const std::string& param) const { return src_->has(param); }
+    // Declared shape of a present parameter, without reading its values.
+    Shape dims(const std::string& param) const;
     // Float array; every value finite. `dims` receives the stored shape.
     std::vector<float> floats(const std::string& param, Shape* dims = nullptr) const;
     std::vector<double> doubles(const std::string& param, Shape* dims = nullptr) const;
@@ -58,27 +131,62 @@ class NodeSpec {
     std::vector<float> per_neuron_or(const std::string& param, std::int64_t n, float dflt) const;
 
     [[noreturn]] void fail(const std::string& param, const std::string& what) const {
-        throw InputError(file_.path(), "nodes/" + name_ + (param.empty() ? "" : "/" + param), what);
+        throw InputError(origin(), "nodes/" + name_ + (param.empty() ? "" : "/" + param), what);
     }
 
   private:
-    const h5::Reader& file_;
-    std::string group_, name_, type_;
+    std::shared_ptr<const ParamSource> own_;  // set when the spec made its own source
+    const ParamSource* src_;
+    std::string name_, type_;
     LoadOptions opts_;
 };
 
 using NodeBuilder = std::function<std::unique_ptr<Node>(const NodeSpec&)>;
 
+// One valid parameter set of a node type, kept beside its registration: the conformance harness
+// (tests/nodes/test_conformance.cpp) builds, runs and breaks every type from its example.
+struct NodeExample {
+    enum class Input { binary, ternary, analog };  // what the harness feeds the node
+    MapParams params;
+    Shape input;  // one step's input shape
+    Input kind = Input::binary;
+};
+using ExampleMaker = std::function<NodeExample()>;
+
+// Deterministic values in +-[0.1, 1), none zero, for examples' weights.
+std::vector<double> example_values(std::int64_t n, std::uint64_t seed);
+
+inline NodeExample example_of(Shape input, NodeExample::Input kind = NodeExample::Input::binary) {
+    NodeExample e;
+    e.input = std::move(input);
+    e.kind = kind;
+    return e;
+}
+// `param` = example_values of shape `dims`.
+inline void set_example(MapParams& p, const std::string& param, const Shape& dims,
+                        std::uint64_t seed) {
+    p.set(param, example_values(numel(dims), seed), dims);
+}
+
 class NodeFactory {
   public:
-    void add(const std::string& type, NodeBuilder b, std::string description);
+    // A type added without an example fails the conformance harness.
+    void add(const std::string& type, NodeBuilder b, std::string description,
+             ExampleMaker example = {});
     bool knows(const std::string& type) const { return builders_.count(type) > 0; }
     std::unique_ptr<Node> build(const NodeSpec& spec) const;
     // (type, description) pairs, sorted by type.
     std::vector<std::pair<std::string, std::string>> types() const;
+    // The type's example, its parameters labelled "<example TYPE>"; nullopt when it has none.
+    std::optional<NodeExample> example(const std::string& type) const;
 
   private:
-    std::map<std::string, std::pair<NodeBuilder, std::string>> builders_;
+    struct Entry {
+        NodeBuilder build;
+        std::string description;
+        ExampleMaker example;
+    };
+    std::map<std::string, Entry> builders_;
 };
 
 void register_synaptic_nodes(NodeFactory& f);  // sim/synaptic.cpp

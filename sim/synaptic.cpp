@@ -1191,58 +1191,118 @@ class TokenMeanNode final : public Node {
 
 }  // namespace
 
+namespace {
+
+using In = NodeExample::Input;
+
+// Examples for the conformance harness: small, with every optional feature of the type on.
+NodeExample shape_example(In kind) {
+    auto e = example_of({6}, kind);
+    e.params.set("shape", {6.0}, {1});
+    return e;
+}
+NodeExample linear_example(bool affine) {
+    auto e = example_of({6}, affine ? In::binary : In::ternary);
+    set_example(e.params, "weight", {4, 6}, 1);
+    if (affine) set_example(e.params, "bias", {4}, 2);
+    return e;
+}
+NodeExample conv_example(int dims) {
+    auto e = example_of(dims == 2 ? Shape{2, 5, 5} : Shape{2, 8});
+    set_example(e.params, "weight", dims == 2 ? Shape{4, 2, 3, 3} : Shape{4, 2, 3}, 3);
+    set_example(e.params, "bias", {4}, 4);
+    const std::int64_t d = dims;
+    e.params.set("stride", std::vector<double>(static_cast<std::size_t>(d), 1.0), {d});
+    e.params.set("padding", std::vector<double>(static_cast<std::size_t>(d), 1.0), {d});
+    return e;
+}
+NodeExample pool_example() {
+    auto e = example_of({2, 4, 4});
+    e.params.set("kernel_size", {2.0, 2.0}, {2});
+    e.params.set("stride", {2.0, 2.0}, {2});
+    e.params.set("padding", {0.0, 0.0}, {2});
+    return e;
+}
+
+}  // namespace
+
 void register_synaptic_nodes(NodeFactory& f) {
     f.add(
         "Input", [](const NodeSpec& s) { return std::make_unique<InputNode>(s); },
-        "graph input; `shape`");
+        "graph input; `shape`", [] { return shape_example(In::binary); });
     f.add(
         "Output",
         [](const NodeSpec& s) { return std::make_unique<PassNode>(s, NodeCategory::output); },
-        "graph output; optional `shape`");
+        "graph output; optional `shape`", [] { return shape_example(In::ternary); });
     f.add(
         "ternion.Identity",
         [](const NodeSpec& s) { return std::make_unique<PassNode>(s, NodeCategory::other); },
-        "passes the sum of its inputs (residual joins)");
+        "passes the sum of its inputs (residual joins)", [] { return shape_example(In::analog); });
     f.add(
         "Affine", [](const NodeSpec& s) { return std::make_unique<LinearNode>(s, true); },
-        "y = W x + b on the last axis; `weight` (out, in), `bias`, optional bn_* folded");
+        "y = W x + b on the last axis; `weight` (out, in), `bias`, optional bn_* folded",
+        [] { return linear_example(true); });
     f.add(
         "Linear", [](const NodeSpec& s) { return std::make_unique<LinearNode>(s, false); },
-        "y = W x on the last axis; `weight` (out, in), optional bn_* folded");
+        "y = W x on the last axis; `weight` (out, in), optional bn_* folded",
+        [] { return linear_example(false); });
     f.add(
         "Scale", [](const NodeSpec& s) { return std::make_unique<ScaleNode>(s); },
-        "y = s * x elementwise; `scale`");
+        "y = s * x elementwise; `scale`",
+        [] {
+            auto e = example_of({6}, In::analog);
+            set_example(e.params, "scale", {6}, 5);
+            return e;
+        });
     f.add(
         "Conv1d", [](const NodeSpec& s) { return std::make_unique<ConvNode>(s, 1); },
-        "1-d convolution; `weight` (Cout, Cin/groups, K), stride, padding, dilation, groups, bias");
+        "1-d convolution; `weight` (Cout, Cin/groups, K), stride, padding, dilation, groups, bias",
+        [] { return conv_example(1); });
     f.add(
         "Conv2d", [](const NodeSpec& s) { return std::make_unique<ConvNode>(s, 2); },
         "2-d convolution; `weight` (Cout, Cin/groups, Kh, Kw), stride, padding, dilation, groups, "
-        "bias");
+        "bias",
+        [] { return conv_example(2); });
     f.add(
         "SumPool2d",
         [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::sum); },
-        "sum over windows; kernel_size, stride, padding");
+        "sum over windows; kernel_size, stride, padding", pool_example);
     f.add(
         "AvgPool2d",
         [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::avg); },
-        "mean over windows; kernel_size, stride, padding");
+        "mean over windows; kernel_size, stride, padding", pool_example);
     f.add(
         "MaxPool2d",
         [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::max); },
-        "max over windows; kernel_size, stride, padding");
+        "max over windows; kernel_size, stride, padding", pool_example);
     f.add(
         "Flatten", [](const NodeSpec& s) { return std::make_unique<FlattenNode>(s); },
-        "merges dims start_dim..end_dim of the un-batched shape");
+        "merges dims start_dim..end_dim of the un-batched shape",
+        [] {
+            auto e = example_of({2, 3});
+            e.params.set("start_dim", 0.0).set("end_dim", -1.0);
+            return e;
+        });
     f.add(
         "Delay", [](const NodeSpec& s) { return std::make_unique<DelayNode>(s); },
-        "y(t) = x(t - delay); `delay` in seconds, rounded to steps of dt");
+        "y(t) = x(t - delay); `delay` in seconds, rounded to steps of dt",
+        [] {
+            auto e = example_of({6}, In::ternary);
+            e.params.set("delay", 0.002);  // two steps at the default dt
+            return e;
+        });
     f.add(
         "ternion.Tokens", [](const NodeSpec& s) { return std::make_unique<TokensNode>(s); },
-        "[C, H, W] -> [H*W, C] tokens");
+        "[C, H, W] -> [H*W, C] tokens",
+        [] {
+            return example_of({3, 2, 2});
+        });
     f.add(
         "ternion.TokenMean", [](const NodeSpec& s) { return std::make_unique<TokenMeanNode>(s); },
-        "[N, D] -> [D], mean over tokens (readout)");
+        "[N, D] -> [D], mean over tokens (readout)",
+        [] {
+            return example_of({4, 3}, In::ternary);
+        });
 }
 
 }  // namespace ternion

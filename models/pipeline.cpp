@@ -108,6 +108,17 @@ std::shared_ptr<const LoadedModel> load_model_file(const std::string& path,
     return m;
 }
 
+std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std::string name,
+                                               const LoadOptions& used) {
+    if (!graph) throw InternalError("adopt_model: no graph");
+    auto m = std::make_shared<LoadedModel>();
+    m->path = std::move(name);
+    m->graph = std::move(graph);
+    m->report.used = used;
+    m->report.dt_source = m->report.discretization_source = m->report.reset_source = "caller";
+    return m;
+}
+
 const char* engine_name(Engine e) {
     return e == Engine::dense ? "dense" : "event";
 }
@@ -281,7 +292,7 @@ void Pipeline::write_trace(const RunReport& r) const {
         {"command_line", req_.command_line},
         {"profile", profile_.name},
         {"count_mode", hw::count_mode_name(req_.pricing.mode)},
-        {"model_sha256", file_sha256(r.model)},
+        {"model_sha256", std::filesystem::is_regular_file(r.model) ? file_sha256(r.model) : ""},
         {"input_sha256", req_.arrays ? "" : file_sha256(r.input)},
         {"samples", std::to_string(r.result.samples)},
         {"first_sample", std::to_string(r.first_sample)}};

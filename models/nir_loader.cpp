@@ -40,6 +40,61 @@ std::string bundled_path(const std::string& file) {
                          " (set TERNION_DATA_DIR to the directory holding bundled/)");
 }
 
+const std::vector<Dialect>& dialects() {
+    static const std::vector<Dialect> d = [] {
+        std::vector<Dialect> r;
+        Dialect nir;
+        nir.name = "nir";
+        nir.discretization = "euler";
+        nir.reset = "zero";
+        nir.summary = "NIR's equations as written";
+        r.push_back(nir);
+        Dialect snn = nir;
+        snn.name = "snntorch";
+        snn.dt = 1e-4;
+        snn.reset = "subtract";
+        snn.reset_delay = true;
+        snn.summary = "dt 1e-4 s, euler, subtract reset at the next step (snnTorch's Leaky)";
+        r.push_back(snn);
+        Dialect norse = nir;
+        norse.name = "norse";
+        norse.dt = 1e-3;
+        norse.start_at_rest = true;
+        norse.unit_current_gain = true;
+        norse.summary =
+            "dt 1e-3 s, euler, reset to v_reset, membranes start at v_leak (IF at v_reset), "
+            "CubaLIF input into the current with gain 1";
+        r.push_back(norse);
+        Dialect sinabs = nir;
+        sinabs.name = "sinabs";
+        sinabs.dt = 1.0;
+        sinabs.discretization = "exact";
+        sinabs.reset = "subtract";
+        sinabs.compare_ge = true;
+        sinabs.unit_li_gain = true;
+        sinabs.summary =
+            "dt 1 (tau in steps), exact, subtract reset, fires on >=, LI (ExpLeak) input gain 1";
+        r.push_back(sinabs);
+        Dialect sj = nir;
+        sj.name = "spikingjelly";
+        sj.dt = 1.0;
+        sj.compare_ge = true;
+        sj.summary = "dt 1 (tau in steps), euler, reset to v_reset, fires on >=";
+        r.push_back(sj);
+        return r;
+    }();
+    return d;
+}
+
+const Dialect& find_dialect(const std::string& name) {
+    std::string known;
+    for (const auto& d : dialects()) {
+        if (d.name == name) return d;
+        known += (known.empty() ? "" : ", ") + d.name;
+    }
+    throw OptionError("from", "unknown framework '" + name + "' (known: " + known + ")");
+}
+
 namespace {
 
 std::optional<double> metadata_number(const h5::Reader& r, const std::string& group,
@@ -127,6 +182,30 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
         if (t != "NIRGraph") r.fail("/node/type", "expected \"NIRGraph\", got \"" + t + "\"");
     }
     LoadOptions o;
+    // The writer's conventions: --from, else the file's metadata/from, else NIR's.
+    std::string dialect_name = "nir";
+    rep.dialect_source = "default";
+    if (user.from) {
+        dialect_name = *user.from;
+        rep.dialect_source = "option --from";
+    } else if (auto m = metadata_string(r, "/node", "from")) {
+        dialect_name = *m;
+        rep.dialect_source = "file metadata";
+        bool known = false;
+        for (const auto& d : dialects()) known = known || d.name == *m;
+        if (!known) throw InputError(path, "metadata/from", "unknown framework '" + *m + "'");
+    }
+    const Dialect& dia = find_dialect(dialect_name);
+    o.dialect = dia.name;
+    o.compare_ge = dia.compare_ge;
+    o.reset_delay = dia.reset_delay;
+    o.start_at_rest = dia.start_at_rest;
+    o.unit_current_gain = dia.unit_current_gain;
+    o.unit_li_gain = dia.unit_li_gain;
+    o.allow_unstable = user.allow_unstable;
+    if (dia.name != "nir")
+        rep.notes.push_back("conventions of " + dia.name + " (" + rep.dialect_source +
+                            "): " + dia.summary);
     if (user.dt) {
         o.dt = *user.dt;
         rep.dt_source = "option --dt";
@@ -137,6 +216,9 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
         o.dt = *m;
         rep.dt_source = "file metadata";
         rep.notes.push_back("using dt = " + std::to_string(*m) + " s from the file's metadata");
+    } else if (dia.dt) {
+        o.dt = *dia.dt;
+        rep.dt_source = "--from " + dia.name;
     } else {
         o.dt = 1e-3;
         rep.dt_source = "default";
@@ -159,19 +241,28 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
                                 " from the file's metadata");
         } else {
             v = dflt;
-            source = "default";
+            source = dia.name == "nir" ? "default" : "--from " + dia.name;
         }
         return v;
     };
-    o.discretization = pick(user.discretization, "discretization", "euler", {"euler", "exact"},
-                            rep.discretization_source);
-    o.reset = pick(user.reset, "reset", "zero", {"zero", "subtract"}, rep.reset_source);
+    o.discretization = pick(user.discretization, "discretization", dia.discretization.c_str(),
+                            {"euler", "exact"}, rep.discretization_source);
+    o.reset = pick(user.reset, "reset", dia.reset.c_str(), {"zero", "subtract"}, rep.reset_source);
     o.weight_codebook = user.weight_codebook;
     o.threads = user.threads;
     rep.used = o;
     auto g = std::make_unique<Graph>();
     g->set_origin(path);
-    load_graph(r, "/node", "", true, *g, o, 0);
+    GraphIO top = load_graph(r, "/node", "", true, *g, o, 0);
+    if (top.inputs.size() > 1) {
+        std::string names;
+        for (const auto& n : top.inputs) names += (names.empty() ? "" : ", ") + n;
+        throw InputError(path, "nodes",
+                         "the graph has " + std::to_string(top.inputs.size()) + " Input nodes (" +
+                             names +
+                             "); ternion runs graphs with one Input: concatenate the inputs into "
+                             "one Input and route its parts with Linear nodes");
+    }
     g->finalize();
     bool has_time = false;
     for (int i = 0; i < g->size(); ++i) {

@@ -204,6 +204,7 @@ int cmd_run(const Args& args) {
         "no-progress", "no progress bar")(
         "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting");
     add_model_options(d);
+    add_input_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
     auto vm = parse(args, d, &pos);
@@ -239,6 +240,8 @@ int cmd_run(const Args& args) {
     auto graph = load_model(model, lo, rep);
     ModelHints hints = read_hints(model);
     InputOptions io;
+    io.layout = input_layout(vm);
+    io.model_timesteps = hints.timesteps;
     io.encoding =
         parse_encoding(vm.count("encoding") ? vm["encoding"].as<std::string>()
                                             : (hints.encoding.empty() ? "direct" : hints.encoding));
@@ -247,8 +250,9 @@ int cmd_run(const Args& args) {
         throw OptionError("timesteps", "must be between 1 and 1000000");
     io.timesteps = T;
     auto src = open_input(input, io);
-    if (T <= 0) T = src->fixed_timesteps();
-    if (T <= 0) throw OptionError("timesteps", "is required for analog input " + input);
+    T = resolve_timesteps(*src,
+                          vm.count("timesteps") ? std::optional<std::int64_t>(T) : std::nullopt,
+                          hints.timesteps, input, rep.notes);
     io.timesteps = T;
     if (io.encoding == Encoding::latency) src = open_input(input, io);
     check_input_fits(*graph, *src, input);
@@ -380,10 +384,12 @@ int cmd_run(const Args& args) {
         j["engine"] = engine_s;
         j["threads"] = threads;
         j["encoding"] = encoding_name(io.encoding);
+        j["input_kind"] = input_label(*src, io.encoding);
         j["load_options"] = {{"dt", rep.used.dt},
                              {"dt_source", rep.dt_source},
                              {"discretization", rep.used.discretization},
-                             {"reset", rep.used.reset}};
+                             {"reset", rep.used.reset},
+                             {"from", rep.used.dialect}};
         j["notes"] = rep.notes;
         j["accuracy"] = accuracy ? nlohmann::json(*accuracy) : nlohmann::json(nullptr);
         j["predictions"] = res.predictions;
@@ -431,9 +437,9 @@ int cmd_run(const Args& args) {
     }
 
     std::printf("model   %s (%d nodes)\n", model.c_str(), graph->size());
-    std::printf("input   %s: %lld samples x %lld steps, %s encoding\n", input.c_str(),
+    std::printf("input   %s: %lld samples x %lld steps, %s\n", input.c_str(),
                 static_cast<long long>(res.samples), static_cast<long long>(T),
-                encoding_name(io.encoding));
+                input_label(*src, io.encoding).c_str());
     std::printf("engine  %s, %d thread%s; dt %g s (%s), %s, reset %s\n", engine_s.c_str(), threads,
                 threads == 1 ? "" : "s", rep.used.dt, rep.dt_source.c_str(),
                 rep.used.discretization.c_str(), rep.used.reset.c_str());

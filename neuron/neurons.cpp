@@ -287,9 +287,23 @@ float unit_snap(double g) {
     return std::fabs(g - 1.0) <= tol ? 1.0f : static_cast<float>(g);
 }
 
-// dt/tau as Norse computes it: dt * tau_inv in float32, where its exporter wrote tau = 1/tau_inv.
+// dt/tau as Norse computes it: dt * tau_inv in float32. Its exporter wrote tau = 1/tau_inv in
+// float32 (utils/export_nir.py 50-56), which several float32 tau_inv give back (1/250 and
+// 1/249.99998 round to the same tau); the roundest of them (most trailing zero bits) is taken,
+// as time constants are set by hand or rounded.
 float norse_gain(double dt, float tau) {
-    const float inv = static_cast<float>(1.0 / static_cast<double>(tau));
+    float inv = static_cast<float>(1.0 / static_cast<double>(tau));
+    float c = inv;
+    for (int k = 0; k < 4; ++k) c = std::nextafter(c, 0.0f);
+    int best = -1;
+    for (int k = 0; k < 9; ++k, c = std::nextafter(c, std::numeric_limits<float>::infinity())) {
+        if (static_cast<float>(1.0 / static_cast<double>(c)) != tau) continue;
+        const int tz = std::countr_zero(std::bit_cast<std::uint32_t>(c) | 0x00800000u);
+        if (tz > best) {
+            best = tz;
+            inv = c;
+        }
+    }
     return static_cast<float>(dt) * inv;
 }
 

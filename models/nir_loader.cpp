@@ -119,6 +119,38 @@ std::optional<std::string> metadata_string(const h5::Reader& r, const std::strin
     return std::nullopt;
 }
 
+// The writer a file's parameters point to, when it does not say: "snntorch" when every LIF/
+// CubaLIF has r = tau/1e-4 (snnTorch's exporter), "steps" when every time constant is 1 or more
+// (Sinabs and SpikingJelly count them in steps); "" otherwise. Read after the graph loaded, so
+// the parameters are known to be sound.
+std::string guess_writer(const h5::Reader& r, const std::string& group, int depth) {
+    bool any = false, snn = true, steps = true;
+    std::vector<std::string> found;
+    for (const auto& name : r.children(group + "/nodes")) {
+        const std::string ng = group + "/nodes/" + name;
+        const std::string type = r.read_string(ng + "/type");
+        if (type == "NIRGraph" && depth < 16) {
+            const std::string w = guess_writer(r, ng, depth + 1);
+            if (!w.empty()) found.push_back(w);
+            continue;
+        }
+        const char* tau_name = type == "LIF" ? "tau" : type == "CubaLIF" ? "tau_mem" : nullptr;
+        if (!tau_name || !r.is_dataset(ng + "/" + tau_name)) continue;
+        any = true;
+        const auto tau = r.read_doubles(ng + "/" + tau_name);
+        const auto rr =
+            r.is_dataset(ng + "/r") ? r.read_doubles(ng + "/r") : std::vector<double>{1};
+        for (std::size_t k = 0; k < tau.size(); ++k) {
+            const double rk = rr[std::min(k, rr.size() - 1)];
+            snn = snn && rk != 1.0 && std::fabs(tau[k] - rk * 1e-4) <= 1e-5 * tau[k];
+            steps = steps && tau[k] >= 1.0;
+        }
+    }
+    if (any && snn) found.push_back("snntorch");
+    if (any && steps) found.push_back("steps");
+    return found.empty() ? "" : found.front();
+}
+
 struct GraphIO {
     std::vector<std::string> inputs, outputs;  // flattened names of the graph's Input/Output
 };
@@ -264,6 +296,17 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
                              "one Input and route its parts with Linear nodes");
     }
     g->finalize();
+    if (dia.name == "nir" && rep.dialect_source == "default") {
+        const std::string w = guess_writer(r, "/node", 0);
+        if (w == "snntorch")
+            rep.notes.push_back(
+                "the LIF parameters match snnTorch's exporter (r = tau/1e-4): --from snntorch "
+                "reproduces snnTorch's own neurons (subtract reset at the next step)");
+        else if (w == "steps")
+            rep.notes.push_back(
+                "every time constant is 1 or more, as when they count steps (Sinabs, "
+                "SpikingJelly): --from sinabs or --from spikingjelly sets dt = 1");
+    }
     bool has_time = false;
     for (int i = 0; i < g->size(); ++i) {
         const auto& t = g->node(i).type();

@@ -140,6 +140,8 @@ def snntorch_default_leaky_reproduced_with_from_snntorch():
     j0 = run_json("run", path("snn.h5"), "--input", path("snn_in.h5"), "--dt", DT_SNN,
                   "--reset", "subtract")
     assert {l["name"]: l["spikes"] for l in j0["layers"]}["n1"] != int(r1.sum())
+    # ... and the parameters' pattern (r = tau/1e-4) is pointed out
+    assert any("--from snntorch" in n for n in j0["notes"]), j0["notes"]
     # The file can carry its writer: metadata/from, no flag.
     with h5py.File(path("snn.h5"), "a") as f:
         f["node/metadata/from"] = "snntorch"
@@ -367,6 +369,8 @@ def sinabs_iaf_lif_expleak_reproduced():
     # NIR's `>` those neurons stay silent.
     j0 = run_json("run", path("sinabs2.h5"), "--input", path("sinabs2_in.h5"), "--reset", "subtract")
     assert {l["name"]: l["spikes"] for l in j0["layers"]}["n1"] != int(r1.sum())
+    j0 = run_json("run", path("sinabs.h5"), "--input", path("sinabs_in.h5"))
+    assert any("--from sinabs" in n for n in j0["notes"]), j0["notes"]  # tau >= 1: steps
 
 
 @test

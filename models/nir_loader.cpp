@@ -79,7 +79,10 @@ const std::vector<Dialect>& dialects() {
         sj.name = "spikingjelly";
         sj.dt = 1.0;
         sj.compare_ge = true;
-        sj.summary = "dt 1 (tau in steps), euler, reset to v_reset, fires on >=";
+        sj.start_at_rest = true;
+        sj.summary =
+            "dt 1 (tau in steps), euler, reset to v_reset, fires on >=, membranes start at "
+            "v_leak (IF at v_reset)";
         r.push_back(sj);
         return r;
     }();

@@ -374,6 +374,40 @@ def sinabs_iaf_lif_expleak_reproduced():
 
 
 @test
+def spikingjelly_if_and_lif_reproduced():
+    """SpikingJelly IFNode/LIFNode (decay_input, hard reset to v_reset, membranes from v_reset)
+    described as NIR IF/LIF with tau in steps and v_leak = v_reset."""
+    n_in, n_h, n_out, T, S = 16, 20, 4, 40, 4
+    vr = np.full(n_h, -0.25, f32)
+    if_ = dict(r=np.ones(n_h, f32), v_threshold=np.ones(n_h, f32), v_reset=vr)
+    vr2 = np.full(n_out, -0.5, f32)
+    lif = dict(tau=np.full(n_out, 2.0, f32), r=np.ones(n_out, f32), v_leak=vr2,
+               v_threshold=np.full(n_out, 0.125, f32), v_reset=vr2)
+    w1, b1, w2 = mlp(path("sj.h5"), n_in, n_h, n_out, ("IF", if_), ("LIF", lif))
+    x = (rng.random((S, T, n_in)) < 0.3).astype(f32)
+    spikes_file(path("sj_in.h5"), x)
+
+    def if_step(x, st):  # v = v + x; s = v - v_th >= 0; v = v_reset where s
+        v = st[0] + x
+        s = (v - f32(1) >= 0).astype(f32)
+        return s, (np.where(s > 0, vr, v).astype(f32),)
+
+    def lif_step(x, st):  # tau 2: v + (x - (v - v_reset)) / 2 is exact in halves
+        v = st[0] + (x - (st[0] - vr2)) / f32(2)
+        s = (v - f32(0.125) >= 0).astype(f32)
+        return s, (np.where(s > 0, vr2, v).astype(f32),)
+    r1, r2, _ = simulate(x, w1, b1, w2, if_step, lif_step, lambda: (vr.copy(),),
+                         lambda: (vr2.copy(),))
+    assert r1.sum() > 50 and r2.sum() > 10, (r1.sum(), r2.sum())
+    run("run", path("sj.h5"), "--input", path("sj_in.h5"), "--from", "spikingjelly", "--trace",
+        path("sj_tr.h5"), "--no-progress")
+    same_spikes(path("sj_tr.h5"), "n1", r1)
+    same_spikes(path("sj_tr.h5"), "n2", r2)
+    j0 = run_json("run", path("sj.h5"), "--input", path("sj_in.h5"), "--dt", 1)
+    assert {l["name"]: l["spikes"] for l in j0["layers"]}["n1"] != int(r1.sum())
+
+
+@test
 def unknown_from_is_refused():
     expect_error(["info", path("sinabs.h5"), "--from", "keras"], "--from", "keras", "snntorch")
     with h5py.File(path("sinabs.h5"), "a") as f:

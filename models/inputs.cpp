@@ -7,6 +7,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "sim/h5io.hpp"
 #include "sim/rng.hpp"
@@ -36,16 +37,35 @@ namespace {
 
 constexpr std::int64_t kMaxInputBytes = std::int64_t{8} << 30;
 
+// Labels of `samples` samples: one non-negative class per sample.
+void check_labels(const std::string& name, const Shape& dims, const std::vector<std::int64_t>& l,
+                  std::int64_t samples) {
+    if (dims.size() != 1 || dims[0] != samples)
+        throw InputError(
+            name, "/labels",
+            "expected shape [" + std::to_string(samples) + "], got " + shape_str(dims));
+    for (auto v : l)
+        if (v < 0) throw InputError(name, "/labels", "labels must be non-negative");
+}
+
 std::vector<std::int64_t> read_labels(const h5::Reader& r, std::int64_t samples) {
     if (!r.exists("/labels")) return {};
     h5::DatasetInfo inf;
     auto l = r.read_ints("/labels", &inf);
-    if (inf.dims.size() != 1 || inf.dims[0] != samples)
-        r.fail("/labels",
-               "expected shape [" + std::to_string(samples) + "], got " + shape_str(inf.dims));
-    for (auto v : l)
-        if (v < 0) r.fail("/labels", "labels must be non-negative");
+    check_labels(r.path(), inf.dims, l, samples);
     return l;
+}
+
+// Refuses empty or absurdly large tensors before anything is sized by them.
+void check_dims(const std::string& name, const char* field, const Shape& dims,
+                std::int64_t bytes_per_value) {
+    std::int64_t total = 1;
+    for (auto d : dims) {
+        if (d <= 0) throw InputError(name, field, "empty dimension in " + shape_str(dims));
+        if (total > kMaxInputBytes / bytes_per_value / d)
+            throw InputError(name, field, "absurd size " + shape_str(dims));
+        total *= d;
+    }
 }
 
 // A spike tensor's rows (slices along its first axis) as float64, from HDF5 or .npy.
@@ -75,6 +95,27 @@ class H5Rows final : public RowSource {
   private:
     const h5::Reader& r_;
     Shape dims_;
+};
+
+// The caller's int8 array [samples, T, ...] (make_spike_input).
+class ArrayRows final : public RowSource {
+  public:
+    ArrayRows(const std::int8_t* data, Shape dims, std::string name)
+        : data_(data), dims_(std::move(dims)), name_(std::move(name)) {}
+    Shape dims() const override { return dims_; }
+    std::vector<double> rows(std::int64_t start, std::int64_t count) const override {
+        std::int64_t row = 1;
+        for (std::size_t k = 1; k < dims_.size(); ++k) row *= dims_[k];
+        return std::vector<double>(data_ + start * row, data_ + (start + count) * row);
+    }
+    [[noreturn]] void fail(const std::string& what) const override {
+        throw InputError(name_, "/spikes", what);
+    }
+
+  private:
+    const std::int8_t* data_;
+    Shape dims_;
+    std::string name_;
 };
 
 // NumPy's .npy format (numpy.lib.format): magic, version, a little-endian header length, a
@@ -321,36 +362,32 @@ class SpikeInput final : public InputSource {
 
 class AnalogInput final : public InputSource {
   public:
-    AnalogInput(const h5::Reader& r, const InputOptions& o)
-        : path_(r.path()), enc_(o.encoding), T_(o.timesteps) {
-        auto inf = r.info("/data");
-        if (inf.kind != h5::Kind::floating && inf.kind != h5::Kind::integer)
-            r.fail("/data", "expected a numeric (float32) dataset");
-        if (inf.dims.size() < 2)
-            r.fail("/data", "expected [samples, ...shape], got " + shape_str(inf.dims));
-        std::int64_t total = 1;
-        for (auto d : inf.dims) {
-            if (d <= 0) r.fail("/data", "empty dimension in " + shape_str(inf.dims));
-            if (total > kMaxInputBytes / 4 / d)
-                r.fail("/data", "absurd size " + shape_str(inf.dims));
-            total *= d;
-        }
-        samples_ = inf.dims[0];
-        shape_.assign(inf.dims.begin() + 1, inf.dims.end());
+    // `data` holds [samples, ...shape] values, kept alive by `owner` (zero-copy for the
+    // caller's arrays; `owner` may be null when the caller guarantees the lifetime).
+    AnalogInput(std::string name, const Shape& dims, const float* data,
+                std::shared_ptr<const void> owner, const InputOptions& o)
+        : path_(std::move(name)), enc_(o.encoding), T_(o.timesteps), owner_(std::move(owner)) {
+        if (dims.size() < 2)
+            throw InputError(path_, "/data",
+                             "expected [samples, ...shape], got " + shape_str(dims));
+        check_dims(path_, "/data", dims, 4);
+        samples_ = dims[0];
+        shape_.assign(dims.begin() + 1, dims.end());
         n_ = numel(shape_);
-        data_ = r.read_floats("/data");
-        for (std::size_t k = 0; k < data_.size(); ++k)
+        data_ = data;
+        const std::int64_t total = samples_ * n_;
+        for (std::int64_t k = 0; k < total; ++k)
             if (!std::isfinite(data_[k]))
-                r.fail("/data",
-                       "NaN or Inf at sample " + std::to_string(static_cast<std::int64_t>(k) / n_) +
-                           ", element " + std::to_string(static_cast<std::int64_t>(k) % n_));
-        labels_ = read_labels(r, samples_);
+                throw InputError(path_, "/data",
+                                 "NaN or Inf at sample " + std::to_string(k / n_) + ", element " +
+                                     std::to_string(k % n_));
     }
+    void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     std::int64_t num_samples() const override { return samples_; }
     Shape sample_shape() const override { return shape_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t seed, Activity& out,
               OpCounts& ops) const override {
-        const float* x = data_.data() + s * n_;
+        const float* x = data_ + s * n_;
         out.ternary = true;
         for (std::int64_t i = 0; i < n_; ++i) {
             float v = 0.0f;
@@ -390,9 +427,34 @@ class AnalogInput final : public InputSource {
     Encoding enc_;
     std::int64_t T_, samples_ = 0, n_ = 0;
     Shape shape_;
-    std::vector<float> data_;
+    std::shared_ptr<const void> owner_;
+    const float* data_ = nullptr;
     std::vector<std::int64_t> labels_;
 };
+
+std::unique_ptr<InputSource> open_spikes(const h5::Reader& r, const InputOptions& o) {
+    H5Rows rows(r);
+    auto src = std::make_unique<SpikeInput>(rows, r.path(), o);
+    src->set_labels(read_labels(r, src->num_samples()));
+    return src;
+}
+
+bool ends_with(const std::string& s, const std::string& e) {
+    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+}
+
+std::unique_ptr<InputSource> open_analog(const h5::Reader& r, const InputOptions& o) {
+    auto inf = r.info("/data");
+    if (inf.kind != h5::Kind::floating && inf.kind != h5::Kind::integer)
+        r.fail("/data", "expected a numeric (float32) dataset");
+    if (inf.dims.size() < 2)
+        r.fail("/data", "expected [samples, ...shape], got " + shape_str(inf.dims));
+    check_dims(r.path(), "/data", inf.dims, 4);
+    auto data = std::make_shared<std::vector<float>>(r.read_floats("/data"));
+    auto src = std::make_unique<AnalogInput>(r.path(), inf.dims, data->data(), data, o);
+    src->set_labels(read_labels(r, src->num_samples()));
+    return src;
+}
 
 }  // namespace
 
@@ -435,12 +497,6 @@ std::int64_t resolve_timesteps(const InputSource& src, std::optional<std::int64_
     throw OptionError("timesteps", "is required for analog input " + input);
 }
 
-namespace {
-bool ends_with(const std::string& s, const std::string& e) {
-    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
-}
-}  // namespace
-
 std::unique_ptr<InputSource> open_input(const std::string& path, const InputOptions& o) {
     if (ends_with(path, ".npy")) {
         NpyRows rows(path);
@@ -449,14 +505,33 @@ std::unique_ptr<InputSource> open_input(const std::string& path, const InputOpti
     h5::Reader r(path);
     const bool sp = r.exists("/spikes"), an = r.exists("/data");
     if (sp && an) r.fail("", "has both /spikes and /data: keep one");
-    if (sp) {
-        H5Rows rows(r);
-        auto in = std::make_unique<SpikeInput>(rows, path, o);
-        in->set_labels(read_labels(r, in->num_samples()));
-        return in;
-    }
-    if (an) return std::make_unique<AnalogInput>(r, o);
+    if (sp) return open_spikes(r, o);
+    if (an) return open_analog(r, o);
     r.fail("", "no /spikes or /data dataset");
+}
+
+std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Shape& dims,
+                                              std::vector<std::int64_t> labels,
+                                              const std::string& name) {
+    ArrayRows rows(data, dims, name);
+    InputOptions o;
+    o.layout = Layout::samples_first;
+    auto src = std::make_unique<SpikeInput>(rows, name, o);
+    if (!labels.empty())
+        check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
+    src->set_labels(std::move(labels));
+    return src;
+}
+
+std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& dims,
+                                               std::shared_ptr<const void> owner,
+                                               std::vector<std::int64_t> labels,
+                                               const InputOptions& o, const std::string& name) {
+    auto src = std::make_unique<AnalogInput>(name, dims, data, std::move(owner), o);
+    if (!labels.empty())
+        check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
+    src->set_labels(std::move(labels));
+    return src;
 }
 
 std::uint64_t encode_file(const std::string& in_path, const std::string& out_path, Encoding enc,

@@ -7,14 +7,23 @@
 #   share/ternion/bundled/*                     bundled models and test set
 #   share/ternion/plot_trace.py                 trace plotting script
 #   share/doc/ternion/                          README, LICENSE, docs/
-#   lib/python3/dist-packages/ternion/          the Python package (Debian's system path for /usr)
+#   lib/python3[.X]/dist-packages/ternion/      the Python package and its extension module
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(TERNION_INSTALL_DATADIR "${CMAKE_INSTALL_DATADIR}/ternion")
 set(TERNION_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/ternion")
-set(TERNION_PYTHON_INSTALL_DIR "lib/python3/dist-packages" CACHE STRING
-    "Where the Python package is installed, relative to the prefix (Debian's python3 reads /usr/lib/python3/dist-packages)")
+# Debian's python3 reads /usr/lib/python3/dist-packages (packages) and
+# /usr/local/lib/python3.X/dist-packages (local installs, e.g. the default prefix).
+set(TERNION_PYTHON_INSTALL_DIR "" CACHE STRING
+    "Where the Python package is installed, relative to the prefix (empty: Debian's place for the prefix)")
+if(TERNION_PYTHON_INSTALL_DIR)
+    set(TERNION_PYTHON_DIR "${TERNION_PYTHON_INSTALL_DIR}")
+elseif(CMAKE_INSTALL_PREFIX STREQUAL "/usr" OR NOT TERNION_PYTHON_VERSION)
+    set(TERNION_PYTHON_DIR "lib/python3/dist-packages")
+else()
+    set(TERNION_PYTHON_DIR "lib/python${TERNION_PYTHON_VERSION}/dist-packages")
+endif()
 
 install(TARGETS ternion_options ternion_sim ternion_neuron ternion_attention ternion_hw
                 ternion_models ternion_all
@@ -35,7 +44,10 @@ install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot_trace.py DESTINATION ${TERNION
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ternion DESTINATION ${TERNION_PYTHON_INSTALL_DIR}
+if(TERNION_PYTHON)
+    install(TARGETS ternion_python LIBRARY DESTINATION ${TERNION_PYTHON_DIR}/ternion)
+endif()
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/python/ternion DESTINATION ${TERNION_PYTHON_DIR}
         PATTERN "__pycache__" EXCLUDE PATTERN "*.pyc" EXCLUDE)
 
 install(EXPORT ternionTargets NAMESPACE ternion:: DESTINATION ${TERNION_INSTALL_CMAKEDIR})

@@ -28,6 +28,11 @@ endif()
 # Floating-point contraction (FMA) would change rounding between otherwise identical loops;
 # the engines' bit-for-bit agreement and the framework cross-checks rely on it being off.
 target_compile_options(ternion_options INTERFACE -ffp-contract=off)
+# The libraries are also linked into the Python extension, so they are built position
+# independent; without interposition, calls inside them stay direct, as in the executable.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(ternion_options INTERFACE $<BUILD_INTERFACE:-fno-semantic-interposition>)
+endif()
 
 # One instruction-set level for every translation unit: mixing per-file -mavx2 with baseline
 # code breaks Eigen's aligned allocator across units. auto picks the highest level the build

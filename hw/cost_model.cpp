@@ -200,6 +200,21 @@ void neurobench_sparsity(const RunRecord& run, NeuroBenchFigures& nb) {
 
 }  // namespace
 
+OpsEnergy price_ops(const OpCounts& ops, const Profile& p) {
+    OpsEnergy e;
+    int k = 0;
+    ops.for_each([&](std::string_view name, std::uint64_t v) {
+        const auto price = p.price(k++);
+        if (!price) {
+            if (v) e.unpriced.emplace_back(name);
+            return;
+        }
+        e.by_kind_pj.emplace_back(std::string(name), *price * static_cast<double>(v));
+        e.total_pj += *price * static_cast<double>(v);
+    });
+    return e;
+}
+
 CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) {
     CostReport r;
     r.profile_name = p.name;

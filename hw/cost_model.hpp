@@ -182,6 +182,15 @@ struct CostReport {
 };
 
 CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o);
+
+// Energy of plain operation counts (one attention pass, no layers): every counted kind times
+// the profile's price for it; kinds counted but not priced are listed, not guessed.
+struct OpsEnergy {
+    double total_pj = 0.0;
+    std::vector<std::pair<std::string, double>> by_kind_pj;  // priced kinds, field order
+    std::vector<std::string> unpriced;
+};
+OpsEnergy price_ops(const OpCounts& ops, const Profile& p);
 // Adds the report to a run's JSON document (see docs/cost-model.md for the keys).
 void add_to_json(const CostReport& r, nlohmann::json& doc);
 std::string format_table(const CostReport& r);

@@ -1,5 +1,7 @@
 #include "sim/data_path.hpp"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <system_error>
@@ -13,6 +15,21 @@ std::string executable_dir() {
     return exe.parent_path().string();
 }
 
+namespace {
+
+// The file of the binary this code is linked into: the executable for the CLI, the extension
+// module for the Python bindings (installed under <prefix>/lib/python3.X/dist-packages/ternion).
+std::filesystem::path own_binary() {
+    Dl_info info{};
+    if (::dladdr(reinterpret_cast<void*>(&executable_dir), &info) == 0 || !info.dli_fname)
+        return {};
+    std::error_code ec;
+    auto p = std::filesystem::canonical(info.dli_fname, ec);
+    return ec ? std::filesystem::path() : p;
+}
+
+}  // namespace
+
 std::vector<std::string> data_search_dirs(const char* env_var, const std::string& sub,
                                           const std::string& build_fallback) {
     if (env_var)
@@ -20,6 +37,14 @@ std::vector<std::string> data_search_dirs(const char* env_var, const std::string
     if (const char* d = std::getenv("TERNION_DATA_DIR"); d && *d)
         return {(std::filesystem::path(d) / sub).string()};
     std::vector<std::string> dirs;
+    // A library loaded by another program (python3) looks beside its own prefix instead.
+    if (auto self = own_binary(); !self.empty() && self.parent_path() != executable_dir())
+        for (auto up = self.parent_path(); up.has_relative_path(); up = up.parent_path()) {
+            std::error_code ec;
+            if (!std::filesystem::is_directory(up / "share" / "ternion", ec)) continue;
+            dirs.push_back((up / "share" / "ternion" / sub).string());
+            break;
+        }
     if (auto exe = executable_dir(); !exe.empty())
         dirs.push_back(
             (std::filesystem::path(exe).parent_path() / "share" / "ternion" / sub).string());

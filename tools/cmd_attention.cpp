@@ -139,19 +139,11 @@ int cmd_attention(const Args& args) {
         j["params"] = att->param_count();
         j["ops"] = ops_json(ops);
         j["ops_per_sample"] = ops_json(att->op_counts(n));
-        // Energy: every counted kind times the profile's price for it.
-        double pj = 0.0;
-        nlohmann::json by_kind = nlohmann::json::object(), unpriced = nlohmann::json::array();
-        int k = 0;
-        ops.for_each([&](std::string_view name, std::uint64_t v) {
-            auto price = profile->price(k++);
-            if (!price) {
-                if (v) unpriced.push_back(std::string(name));
-                return;
-            }
-            by_kind[std::string(name)] = *price * static_cast<double>(v);
-            pj += *price * static_cast<double>(v);
-        });
+        const hw::OpsEnergy e = hw::price_ops(ops, *profile);
+        nlohmann::json by_kind = nlohmann::json::object();
+        for (const auto& [name, pj] : e.by_kind_pj) by_kind[name] = pj;
+        const double pj = e.total_pj;
+        const nlohmann::json unpriced = e.unpriced;
         j["energy"] = {{"profile", profile->name},
                        {"total_pj", pj},
                        {"per_sample_pj", pj / static_cast<double>(batch)},

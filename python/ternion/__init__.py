@@ -1,11 +1,22 @@
 """ternion's Python package.
 
-`ternion.export(module, example_input, path)` writes a PyTorch spiking network (SpikingJelly
-neurons, torch layers, Spikformer) as a ternion model file; see docs/bringing-a-model.md.
-Importing the package loads neither torch nor h5py: the exporter is imported on first use.
+Run and price models (the C++ simulator, through the extension module `ternion._core`):
+    model = ternion.load("model.h5")            # or ternion.load_bundled()
+    r = ternion.run(model, x, labels)           # spikes, counts, energy, accuracy as numpy/dicts
+    ternion.profiles(); ternion.attention(kind, weights, x)
+See docs/python.md.
+
+Export a PyTorch spiking network as a ternion model file (pure Python, needs torch):
+    ternion.export(module, example_input, path)  # see docs/bringing-a-model.md
+
+Importing the package loads neither torch nor h5py; the simulator is loaded on first use.
 """
 
-__all__ = ["export", "ExportError"]
+__all__ = ["load", "load_bundled", "run", "Result", "Model", "Error", "profiles",
+           "describe_profile", "attention", "attention_kinds", "export", "ExportError"]
+
+_API = {"load", "load_bundled", "run", "Result", "Model", "Error", "profiles",
+        "describe_profile", "attention", "attention_kinds"}
 
 
 def export(module, example_input, path, **options):
@@ -21,4 +32,13 @@ def __getattr__(name):
         from .exporter.graph import ExportError
 
         return ExportError
+    if name in _API:
+        try:
+            from . import api
+        except ImportError as e:  # the package without its compiled extension
+            raise ImportError(
+                f"ternion.{name} needs the compiled extension ternion._core, which was not "
+                f"found ({e}); build with -DTERNION_PYTHON=ON (needs pybind11-dev) and install, "
+                f"or put <build>/python on PYTHONPATH") from e
+        return getattr(api, name)
     raise AttributeError(f"module 'ternion' has no attribute {name!r}")

@@ -21,10 +21,12 @@ for f in bin/ternion lib/libternion_sim.a lib/libternion_models.a \
          lib/cmake/ternion/ternionConfigVersion.cmake lib/cmake/ternion/ternionTargets.cmake \
          share/ternion/profiles/horowitz45-fp32.json share/ternion/bundled/bsa_digits.h5 \
          share/ternion/bundled/digits_test.h5 share/ternion/plot_trace.py \
-         share/doc/ternion/README.md share/doc/ternion/docs/cost-model.md \
-         lib/python3/dist-packages/ternion/__init__.py; do
+         share/doc/ternion/README.md share/doc/ternion/docs/cost-model.md; do
     [[ -e $p/$f ]] || fail "missing $f in the installed prefix"
 done
+# The Python package: lib/python3.X/dist-packages outside /usr (Debian's path for local installs).
+pkg=$(echo "$p"/lib/python3*/dist-packages)
+[[ -e $pkg/ternion/__init__.py ]] || fail "missing the Python package under $p/lib"
 
 # Profiles come from the moved prefix's share/ternion, found relative to the executable.
 profiles=$("$p/bin/ternion" profiles)
@@ -53,9 +55,22 @@ args=(-S "$consumer_src" -B "$tmp/consumer" -DCMAKE_PREFIX_PATH="$p" -DCMAKE_BUI
 "$tmp/consumer/app" >"$tmp/consumer.txt" || fail "consumer run: $(cat "$tmp/consumer.txt")"
 cat "$tmp/consumer.txt"
 
-/usr/bin/python3 - "$p" "$tmp/installed.json" "$tmp/intree.json" "$tmp/consumer.txt" <<'PY'
+# The installed extension module finds the bundled data beside its own (moved) prefix.
+if compgen -G "$pkg/ternion/_core*.so" >/dev/null; then
+    (cd "$tmp" && PYTHONPATH="$pkg" /usr/bin/python3 -c '
+import json, sys, ternion
+m = ternion.load_bundled()
+r = ternion.run(m, threads=1, record=())
+print(json.dumps({"model": m.path, "accuracy": r.accuracy,
+                  "energy": r.energy["per_inference_pj"], "file": ternion.__file__}))
+' >"$tmp/python.json") || fail "installed Python package"
+else
+    echo '{}' >"$tmp/python.json"
+fi
+
+/usr/bin/python3 - "$p" "$tmp/installed.json" "$tmp/intree.json" "$tmp/consumer.txt" "$tmp/python.json" <<'PY'
 import json, sys
-prefix, installed, intree, consumer = sys.argv[1:]
+prefix, installed, intree, consumer, python = sys.argv[1:]
 a, b = json.load(open(installed)), json.load(open(intree))
 bundled = prefix + "/share/ternion/bundled/"
 assert a["model"] == bundled + "bsa_digits.h5", a["model"]
@@ -70,6 +85,11 @@ c = dict(line.split(" ", 1) for line in open(consumer).read().splitlines())
 assert c["model"] == bundled + "bsa_digits.h5", c["model"]
 assert float(c["accuracy"]) == a["accuracy"], (c["accuracy"], a["accuracy"])
 assert float(c["energy_pj_per_inference"]) == a["per_inference"]["energy_pj"], c
-print("test_install: installed CLI, moved prefix and consumer agree: accuracy",
+py = json.load(open(python))
+if py:
+    assert py["file"].startswith(prefix + "/lib/python3"), py["file"]
+    assert py["model"] == bundled + "bsa_digits.h5", py["model"]
+    assert py["accuracy"] == a["accuracy"] and py["energy"] == a["per_inference"]["energy_pj"], py
+print("test_install: installed CLI, moved prefix, consumer and Python agree: accuracy",
       a["accuracy"], "energy/inference", a["per_inference"]["energy_pj"], "pJ")
 PY

@@ -5,13 +5,20 @@ import sys
 import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-sys.path.insert(0, os.path.join(ROOT, "python"))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
 
 
 def pytest_addoption(parser):
     parser.addoption("--ternion", default=os.path.join(ROOT, "build", "ternion"),
                      help="path of the ternion binary")
+    parser.addoption("--package", default="",
+                     help="directory holding the built package (<build>/python, with the "
+                          "extension module); default: the source tree's pure-Python package")
+
+
+def pytest_configure(config):
+    # Before any test module imports ternion.
+    sys.path.insert(0, config.getoption("--package") or os.path.join(ROOT, "python"))
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,307 @@
+// ternion._core: the Python bindings (pybind11). Thin: every run goes through the same run
+// pipeline as `ternion run` (models/pipeline.hpp), so Python and the CLI give the same spikes,
+// counts and energy. ternion/api.py shapes the results into numpy arrays and dictionaries.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "attention/ann_attention.hpp"
+#include "hw/cost_model.hpp"
+#include "models/pipeline.hpp"
+#include "sim/error.hpp"
+
+namespace py = pybind11;
+using namespace ternion;
+
+namespace {
+
+// A loaded model and, for bundled models, the test set it comes with.
+struct Model {
+    std::shared_ptr<const LoadedModel> loaded;
+    std::string default_input;
+};
+
+// A finished run: the report, and the pipeline whose recording the arrays view in place.
+struct Output {
+    std::shared_ptr<Pipeline> pipeline;
+    RunReport report;
+};
+
+int all_cores() {
+    const unsigned n = std::thread::hardware_concurrency();
+    return n == 0 ? 1 : static_cast<int>(n);
+}
+
+UserLoadOptions load_options(std::optional<double> dt, std::optional<std::string> disc,
+                             std::optional<std::string> reset, int threads) {
+    UserLoadOptions o;
+    if (dt && (!(*dt > 0) || *dt > 1e3))
+        throw OptionError("dt", "must be positive and sensible (got " + std::to_string(*dt) + ")");
+    o.dt = dt;
+    o.discretization = std::move(disc);
+    o.reset = std::move(reset);
+    o.threads = threads > 0 ? threads : all_cores();
+    return o;
+}
+
+Model load(const std::string& path, std::optional<double> dt, std::optional<std::string> disc,
+           std::optional<std::string> reset, int threads) {
+    auto lo = load_options(dt, std::move(disc), std::move(reset), threads);
+    py::gil_scoped_release nogil;
+    return Model{load_model_file(path, lo), ""};
+}
+
+Model load_bundled(const std::string& name) {
+    static const std::map<std::string, std::pair<std::string, std::string>> bundled{
+        {"bsa_digits", {"bsa_digits.h5", "digits_test.h5"}},
+        {"ssa_digits", {"ssa_digits.h5", "digits_test.h5"}}};
+    const auto it = bundled.find(name);
+    if (it == bundled.end())
+        throw OptionError("name", "unknown bundled model '" + name + "' (bsa_digits, ssa_digits)");
+    Model m = load(bundled_path(it->second.first), std::nullopt, std::nullopt, std::nullopt, 0);
+    m.default_input = bundled_path(it->second.second);
+    return m;
+}
+
+py::dict model_info(const Model& m) {
+    const Graph& g = *m.loaded->graph;
+    py::list nodes, edges;
+    for (int i = 0; i < g.size(); ++i) {
+        const Node& n = g.node(i);
+        py::dict d;
+        d["name"] = n.name();
+        d["type"] = n.type();
+        d["category"] = category_name(n.category());
+        d["shape"] = py::tuple(py::cast(n.out_shape()));
+        d["params"] = n.param_count();
+        d["spiking"] = n.is_spiking();
+        nodes.append(d);
+    }
+    for (const Edge& e : g.edges())
+        edges.append(py::make_tuple(g.node(e.src).name(), g.node(e.dst).name(), e.delayed));
+    const LoadReport& r = m.loaded->report;
+    py::dict info;
+    info["path"] = m.loaded->path;
+    info["nodes"] = nodes;
+    info["edges"] = edges;
+    info["timesteps"] = m.loaded->timesteps > 0 ? py::cast(m.loaded->timesteps) : py::none();
+    info["encoding"] = m.loaded->encoding.empty() ? py::none() : py::cast(m.loaded->encoding);
+    info["dt"] = r.used.dt;
+    info["discretization"] = r.used.discretization;
+    info["reset"] = r.used.reset;
+    info["notes"] = r.notes;
+    return info;
+}
+
+// Keeps a numpy array alive for as long as the run reads it; released under the GIL.
+std::shared_ptr<const void> keep_alive(py::array a) {
+    return std::shared_ptr<const void>(new py::array(std::move(a)), [](const void* p) {
+        py::gil_scoped_acquire gil;
+        delete static_cast<const py::array*>(p);
+    });
+}
+
+// The caller's C-contiguous [samples, T, ...] int8 spikes or [samples, ...] float32 data.
+ArrayInput array_input(py::array x, std::vector<std::int64_t> labels) {
+    ArrayInput a;
+    a.dims.assign(x.shape(), x.shape() + x.ndim());
+    if (x.dtype().is(py::dtype::of<std::int8_t>()))
+        a.spikes = static_cast<const std::int8_t*>(x.data());
+    else if (x.dtype().is(py::dtype::of<float>()))
+        a.data = static_cast<const float*>(x.data());
+    else
+        throw InternalError("array_input: the Python side passes int8 or float32 only");
+    a.owner = keep_alive(std::move(x));
+    a.labels = std::move(labels);
+    a.name = "<array>";
+    return a;
+}
+
+Output run_pipeline(const Model& m, const std::string& input, std::optional<py::array> x,
+                    std::vector<std::int64_t> labels, py::dict o) {
+    RunRequest q;
+    q.model = m.loaded->path;
+    if (x)
+        q.arrays = array_input(*x, std::move(labels));
+    else
+        q.input = input.empty() ? m.default_input : input;
+    if (!x && q.input.empty())
+        throw OptionError("x", "is required (an array or an input file) for a model not bundled");
+    q.engine = parse_engine(o["engine"].cast<std::string>());
+    q.threads = o["threads"].is_none() ? all_cores() : o["threads"].cast<int>();
+    if (!o["timesteps"].is_none()) q.timesteps = o["timesteps"].cast<std::int64_t>();
+    if (!o["encoding"].is_none()) q.encoding = parse_encoding(o["encoding"].cast<std::string>());
+    q.seed = o["seed"].cast<std::uint64_t>();
+    q.first_sample = o["first"].cast<std::int64_t>();
+    if (!o["samples"].is_none())
+        q.samples = std::max<std::int64_t>(0, o["samples"].cast<std::int64_t>());
+    q.profile = o["profile"].cast<std::string>();
+    q.pricing.mode = hw::parse_count_mode(o["count"].cast<std::string>());
+    q.pricing.encoding_mac_times_T = !o["paper_encoding_once"].cast<bool>();
+    const auto record = o["record"].cast<std::vector<std::string>>();
+    const std::string trace = o["trace"].is_none() ? "" : o["trace"].cast<std::string>();
+    if (!record.empty() || !trace.empty()) {
+        TraceOptions to;
+        to.spikes = to.membrane = false;
+        for (const auto& w : record) {
+            if (w == "spikes")
+                to.spikes = true;
+            else if (w == "membrane")
+                to.membrane = true;
+            else if (w == "ops")
+                to.ops = true;
+            else if (w == "energy")
+                to.energy = true;
+            else if (w == "attention")
+                to.attention = true;
+            else
+                throw OptionError("record", "unknown observable '" + w +
+                                                "' (spikes, membrane, ops, energy, attention)");
+        }
+        if (record.empty()) to.spikes = true;
+        to.spike_format = o["spike_format"].cast<std::string>() == "events" ? SpikeFormat::events
+                                                                            : SpikeFormat::grid;
+        if (!o["record_nodes"].is_none())
+            to.nodes = o["record_nodes"].cast<std::vector<std::string>>();
+        to.max_bytes = o["max_record_bytes"].cast<std::uint64_t>();
+        q.record = to;
+        q.trace_path = trace;
+    }
+    q.command_line = "python: ternion.run";
+    py::gil_scoped_release nogil;
+    Output out;
+    out.pipeline = std::make_shared<Pipeline>(std::move(q), m.loaded);
+    out.report = out.pipeline->run();
+    return out;
+}
+
+// A recorded [rows, T, ...shape] array viewed in place; the Output keeps the buffer alive.
+template <class T>
+py::object recorded(const Output& out, const std::string& node, const std::vector<T>* buf) {
+    if (!buf) return py::none();
+    const Graph& g = out.pipeline->graph();
+    const TraceRecorder& rec = *out.pipeline->recorder();
+    std::vector<py::ssize_t> shape{static_cast<py::ssize_t>(rec.sample_ids().size()),
+                                   static_cast<py::ssize_t>(out.report.timesteps)};
+    for (auto d : g.node(g.find(node)).out_shape()) shape.push_back(static_cast<py::ssize_t>(d));
+    auto owner = new std::shared_ptr<Pipeline>(out.pipeline);
+    py::capsule base(owner, [](void* p) { delete static_cast<std::shared_ptr<Pipeline>*>(p); });
+    py::array_t<T> a(shape, buf->data(), base);
+    a.attr("setflags")(py::arg("write") = false);
+    return a;
+}
+
+py::dict attention(const std::string& kind, py::dict weights,
+                   py::array_t<float, py::array::c_style | py::array::forcecast> x,
+                   std::optional<py::array_t<float, py::array::c_style | py::array::forcecast>> t,
+                   std::int64_t heads, std::optional<bool> causal, std::optional<bool> renormalize,
+                   const std::string& profile) {
+    ann::MapWeights w("<weights>");
+    for (auto [k, v] : weights) {
+        auto arr = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(v);
+        if (!arr) throw InputError("<weights>", k.cast<std::string>(), "is not numeric");
+        Shape dims(arr.shape(), arr.shape() + arr.ndim());
+        w.set(k.cast<std::string>(), std::vector<float>(arr.data(), arr.data() + arr.size()), dims);
+    }
+    ann::Options opt;
+    opt.heads = heads;
+    opt.causal = causal;
+    opt.renormalize = renormalize;
+    auto att = ann::make_attention(kind, w, opt);
+    if (x.ndim() != 3 || x.shape(2) != att->in_dim())
+        throw InputError("<x>", "x", "expected [batch, N, " + std::to_string(att->in_dim()) + "]");
+    const std::int64_t batch = x.shape(0), n = x.shape(1);
+    if (att->needs_time() && (!t || t->ndim() != 2 || t->shape(0) != batch || t->shape(1) != n))
+        throw InputError("<t>", "t", "time kinds need t of shape [batch, N]");
+    const hw::Profile prof = hw::load_profile(profile);
+    py::array_t<float> y({batch, n, att->out_dim()});
+    OpCounts ops;
+    {
+        const float* xp = x.data();
+        const float* tp = t ? t->data() : nullptr;
+        float* yp = y.mutable_data();
+        py::gil_scoped_release nogil;
+        for (std::int64_t b = 0; b < batch; ++b)
+            att->forward(xp + b * n * att->in_dim(), tp ? tp + b * n : nullptr, n,
+                         yp + b * n * att->out_dim(), &ops, true);
+    }
+    py::dict counts, by_kind;
+    ops.for_each([&](std::string_view k, std::uint64_t v) { counts[py::str(std::string(k))] = v; });
+    const hw::OpsEnergy e = hw::price_ops(ops, prof);
+    for (const auto& [k, pj] : e.by_kind_pj) by_kind[py::str(k)] = pj;
+    py::dict r;
+    r["y"] = y;
+    r["ops"] = counts;
+    r["energy"] = py::dict(py::arg("profile") = prof.name, py::arg("total_pj") = e.total_pj,
+                           py::arg("per_sample_pj") = e.total_pj / static_cast<double>(batch),
+                           py::arg("by_kind_pj") = by_kind, py::arg("unpriced") = e.unpriced);
+    return r;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "ternion's simulator core; use the functions of the `ternion` package";
+    static py::exception<Error> error(m, "Error", PyExc_ValueError);
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const Error& e) {
+            error(e.what());
+        }
+    });
+    py::class_<Model>(m, "Model")
+        .def_property_readonly("path", [](const Model& x) { return x.loaded->path; })
+        .def_property_readonly("default_input", [](const Model& x) { return x.default_input; })
+        .def("info", &model_info);
+    py::class_<Output>(m, "Output")
+        .def("json", [](const Output& o) { return report_json(o.report).dump(); })
+        .def("text", [](const Output& o) { return report_text(o.report); })
+        .def("recorded_nodes",
+             [](const Output& o) {
+                 auto* r = o.pipeline->recorder();
+                 return r ? r->recorded_nodes() : std::vector<std::string>{};
+             })
+        .def("recorded_samples",
+             [](const Output& o) {
+                 auto* r = o.pipeline->recorder();
+                 return r ? r->sample_ids() : std::vector<std::int64_t>{};
+             })
+        .def("spikes",
+             [](const Output& o, const std::string& node) {
+                 auto* r = o.pipeline->recorder();
+                 return r ? recorded(o, node, r->spike_grid(node)) : py::none();
+             })
+        .def("membrane",
+             [](const Output& o, const std::string& node) {
+                 auto* r = o.pipeline->recorder();
+                 return r ? recorded(o, node, r->membrane(node)) : py::none();
+             })
+        .def("outputs", [](const Output& o) {
+            const auto& s = o.report.result.output_sum;
+            const py::ssize_t rows = static_cast<py::ssize_t>(s.size());
+            const py::ssize_t cols = rows ? static_cast<py::ssize_t>(s[0].size()) : 0;
+            py::array_t<float> a({rows, cols});
+            for (py::ssize_t i = 0; i < rows; ++i)
+                std::copy(s[static_cast<std::size_t>(i)].begin(),
+                          s[static_cast<std::size_t>(i)].end(), a.mutable_data(i, 0));
+            return a;
+        });
+    m.def("load", &load, py::arg("path"), py::arg("dt") = py::none(),
+          py::arg("discretization") = py::none(), py::arg("reset") = py::none(),
+          py::arg("threads") = 0);
+    m.def("load_bundled", &load_bundled, py::arg("name") = "bsa_digits");
+    m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
+          py::arg("options"));
+    m.def("profiles", &hw::list_profiles);
+    m.def("describe_profile",
+          [](const std::string& name) { return hw::describe_profile(hw::load_profile(name)); });
+    m.def("attention_kinds", &ann::kinds);
+    m.def("attention", &attention, py::arg("kind"), py::arg("weights"), py::arg("x"),
+          py::arg("t") = py::none(), py::arg("heads") = 0, py::arg("causal") = py::none(),
+          py::arg("renormalize") = py::none(), py::arg("profile") = hw::kDefaultProfile);
+    m.attr("default_profile") = hw::kDefaultProfile;
+}

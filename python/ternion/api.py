@@ -1,0 +1,171 @@
+"""Running models from Python: `load`, `run`, `profiles`, `attention`.
+
+Every run goes through ternion's C++ run pipeline (the extension module `ternion._core`), the
+same one `ternion run` uses, so spikes, counts and energy equal the command line's bit for bit.
+The simulation runs with the GIL released. Errors raise `ternion.Error` (a ValueError) with the
+same one-line message the command line prints.
+"""
+
+import json
+
+import numpy as np
+
+from . import _core
+
+Error = _core.Error
+Model = _core.Model
+
+
+def load(path, dt=None, discretization=None, reset=None, threads=0):
+    """Loads a model file (NIR HDF5 with ternion's Transformer nodes). `dt`,
+    `discretization` ("euler" | "exact") and `reset` ("zero" | "subtract") override the file,
+    as the command-line options of the same names do. `threads` sizes parallel blocks
+    (0: every core); results never depend on it."""
+    return _core.load(str(path), dt, discretization, reset, threads)
+
+
+def load_bundled(name="bsa_digits"):
+    """A bundled model ("bsa_digits" or "ssa_digits"), with its test set as default input."""
+    return _core.load_bundled(name)
+
+
+def _as_input(x, layout, kind):
+    """The caller's array as C-contiguous int8 spikes [samples, T, ...] or float32 data
+    [samples, ...]; `layout` "TS" (time first, as snnTorch, SpikingJelly and Norse produce)
+    is transposed to samples first."""
+    x = np.asarray(x)
+    if kind == "auto":
+        kind = "spikes" if (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.integer)) else "analog"
+    if kind not in ("spikes", "analog"):
+        raise Error(f"option --kind: must be auto, spikes or analog (got {kind!r})")
+    if layout not in ("ST", "TS"):
+        raise Error(f"option --layout: must be ST (samples first) or TS (time first), got {layout!r}")
+    if kind == "analog":
+        if layout != "ST":
+            raise Error("option --layout: analog data has no time axis; use layout='ST'")
+        if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
+            raise Error(f"<array>: x: expected real numbers, got {x.dtype}")
+        return np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim < 3:
+        raise Error(f"<array>: /spikes: expected [samples, T, ...shape], got {x.ndim} dimensions")
+    if layout == "TS":
+        x = np.swapaxes(x, 0, 1)
+    if x.dtype != np.int8:
+        if not (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.number)):
+            raise Error(f"<array>: /spikes: expected spikes, got {x.dtype}")
+        bad = (x != 0) & (x != 1) & (x != -1)
+        if bad.any():
+            where = np.argwhere(bad)[0]
+            raise Error(f"<array>: /spikes: value {x[tuple(where)]} at sample {where[0]}, step "
+                        f"{where[1]} is not -1, 0 or 1")
+    return np.ascontiguousarray(x, dtype=np.int8)
+
+
+class Result:
+    """What one run produced.
+
+    spikes[node]    int8 [samples, T, *shape] (recorded nodes; read-only, shares memory)
+    membrane[node]  float32 [samples, T, *shape] (with record=["membrane"])
+    predictions     int64 [samples]: argmax of the output summed over time
+    outputs         float32 [samples, classes]: the output summed over time
+    accuracy        fraction correct (None without labels)
+    counts          {"layers": {name: {kind: count}}, "totals": ..., "per_inference": ...}
+    energy          {"per_inference_pj", "layers": {name: pJ}, "by_kind_pj", "ann_pj", ...}
+    report          the document `ternion run --json` prints, as a dict
+    text            the report `ternion run` prints
+    """
+
+    def __init__(self, out):
+        self._out = out
+        self.report = json.loads(out.json())
+        self.text = out.text()
+        self.recorded_samples = np.asarray(out.recorded_samples(), dtype=np.int64)
+        nodes = out.recorded_nodes()
+        self.spikes = {n: a for n in nodes if (a := out.spikes(n)) is not None}
+        self.membrane = {n: a for n in nodes if (a := out.membrane(n)) is not None}
+        self.predictions = np.asarray(self.report["predictions"], dtype=np.int64)
+        self.outputs = out.outputs()
+        self.accuracy = self.report["accuracy"]
+        self.samples = self.report["samples"]
+        self.timesteps = self.report["timesteps"]
+        layers = self.report["layers"]
+        self.counts = {
+            "layers": {l["name"]: dict(l["ops"], spikes=l["spikes"]) for l in layers},
+            "totals": self.report["totals"]["ops"],
+            "per_inference": self.report["per_inference"]["ops"],
+            "neurobench": self.report.get("neurobench"),
+            "syops": self.report.get("syops"),
+            "paper": self.report.get("paper"),
+        }
+        pi = self.report["per_inference"]
+        self.energy = {
+            "profile": self.report["profile"]["name"],
+            "count_mode": self.report["count_mode"],
+            "per_inference_pj": pi["energy_pj"],
+            "by_kind_pj": pi["energy_by_kind_pj"],
+            "layers": {l["name"]: l.get("energy_pj", 0.0) for l in layers},
+            "ann_pj": self.report["ann_equivalent"]["energy_pj"],
+            "ann_ratio": self.report["ann_equivalent"]["energy_ratio"],
+        }
+
+    def __repr__(self):
+        acc = "-" if self.accuracy is None else f"{100 * self.accuracy:.2f}%"
+        return (f"<ternion.Result {self.samples} samples x {self.timesteps} steps, accuracy {acc}, "
+                f"{self.energy['per_inference_pj']:.6g} pJ per inference>")
+
+
+def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
+        engine="event", threads=None, profile=None, count="exact", encoding=None, seed=0,
+        first=0, samples=None, record=("spikes",), record_nodes=None, trace=None,
+        spike_format="events", max_record_bytes=2 << 30, paper_encoding_once=False):
+    """Runs `model` (from `load`, `load_bundled`, or a path) on `x` and prices it.
+
+    x: None (a bundled model's test set), an input file path, or an array: int8/bool spikes
+       [samples, T, ...] (layout="TS" for time-first tensors) or float data [samples, ...]
+       encoded per step (`encoding`: direct | poisson | latency).
+    labels: class per sample, for accuracy.
+    record: observables kept in memory (spikes, membrane; also ops, energy, attention for
+       `trace`); record_nodes limits them to these nodes. trace: also write them to this HDF5
+       file (NIR's NIRGraphData layout, as `ternion run --trace`).
+    The other options mean what `ternion run`'s options of the same names mean.
+    """
+    if isinstance(model, str):
+        model = load(model)
+    arr, path = None, ""
+    if x is not None and isinstance(x, (str, bytes)) or hasattr(x, "__fspath__"):
+        path = str(x)
+    elif x is not None:
+        arr = _as_input(x, layout, kind)
+    lab = [] if labels is None else [int(v) for v in np.asarray(labels).reshape(-1)]
+    opts = dict(engine=engine, threads=threads, timesteps=timesteps, encoding=encoding,
+                seed=seed, first=first, samples=samples,
+                profile=profile or _core.default_profile, count=count,
+                paper_encoding_once=paper_encoding_once, record=list(record or []),
+                record_nodes=None if record_nodes is None else list(record_nodes),
+                trace=None if trace is None else str(trace), spike_format=spike_format,
+                max_record_bytes=int(max_record_bytes))
+    return Result(_core.run(model, path, arr, lab, opts))
+
+
+def profiles():
+    """{name: one-line description} of every hardware profile."""
+    return dict(_core.profiles())
+
+
+def describe_profile(name):
+    """Every figure of a profile with its source, as `ternion profiles show NAME` prints."""
+    return _core.describe_profile(name)
+
+
+def attention(kind, weights, x, t=None, heads=0, causal=None, renormalize=None, profile=None):
+    """Runs an ANN reference attention (`ternion attention`'s kinds) on x [batch, N, D]
+    (t [batch, N] for time kinds) with `weights` {name: array}, named after the PyTorch
+    parameters. Returns {"y": [batch, N, D_out], "ops": {kind: count}, "energy": {...}}."""
+    w = {k: np.ascontiguousarray(v, dtype=np.float32) for k, v in weights.items()}
+    return _core.attention(kind, w, np.ascontiguousarray(x, dtype=np.float32),
+                           None if t is None else np.ascontiguousarray(t, dtype=np.float32),
+                           heads, causal, renormalize, profile or _core.default_profile)
+
+
+def attention_kinds():
+    return list(_core.attention_kinds())

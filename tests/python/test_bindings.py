@@ -1,0 +1,234 @@
+"""The Python bindings (ternion.load / run / profiles / attention) against the command line and
+against independent numpy references: same spikes, counts and energy, bit for bit."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+from nirfile import Nir, spikes_file, trace_spikes  # noqa: E402
+
+ternion = pytest.importorskip("ternion")
+
+
+@pytest.fixture(scope="module")
+def core(request):
+    if not request.config.getoption("--package"):
+        pytest.skip("no built package given (--package <build>/python)")
+    try:
+        import ternion._core  # noqa: F401
+    except ImportError as e:
+        pytest.fail(f"the built package has no extension module: {e}")
+    return ternion
+
+
+def cli_json(ternion_bin, *args):
+    r = subprocess.run([ternion_bin, "run", *args, "--json", "--no-progress"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def without_timing(doc):
+    doc = dict(doc)
+    doc.pop("timing", None)
+    return doc
+
+
+@pytest.mark.parametrize("name", ["bsa_digits", "ssa_digits"])
+def test_bundled_equals_cli(core, ternion_bin, tmp_path, name):
+    model = core.load_bundled(name)
+    trace = tmp_path / "t.h5"
+    cli = cli_json(ternion_bin, model.path, "--input", model.default_input, "--threads", "2",
+                   "--trace", str(trace), "--spike-format", "grid")
+    r = core.run(model, threads=2)
+    assert r.samples == 360 and r.timesteps == 4
+    # The whole report, counts and energy included, equals the command line's.
+    py_doc, cli_doc = without_timing(r.report), without_timing(cli)
+    cli_doc.pop("trace")
+    assert py_doc == cli_doc
+    assert r.accuracy == cli["accuracy"] and r.accuracy > 0.9
+    assert r.energy["per_inference_pj"] == cli["per_inference"]["energy_pj"]
+    assert list(r.predictions) == cli["predictions"]
+    assert r.outputs.shape == (360, 10)
+    assert (r.outputs.argmax(1) == r.predictions).all()
+    # Spikes recorded in memory equal the trace file's, for every spiking node.
+    layers = {l["name"]: l for l in cli["layers"]}
+    assert set(r.spikes) == {n for n, l in layers.items() if l["firing_rate"] is not None}
+    for node, spk in r.spikes.items():
+        assert spk.dtype == np.int8 and spk.shape[:2] == (360, 4)
+        assert not spk.flags.writeable
+        grid = trace_spikes(str(trace), node)
+        assert np.array_equal(spk.reshape(grid.shape), grid), node
+        assert int(np.count_nonzero(spk)) == layers[node]["spikes"], node
+
+
+def leaky(beta, thr, dt=1e-3):
+    """snnTorch Leaky as its NIR exporter writes it (tau = dt / (1 - beta), r = tau / dt)."""
+    tau = (dt / (1 - beta.astype(np.float64))).astype(np.float32)
+    return dict(tau=tau, r=(tau / dt).astype(np.float32), v_leak=np.zeros_like(beta),
+                v_threshold=np.full(beta.shape, thr, np.float32), v_reset=np.zeros_like(beta))
+
+
+@pytest.fixture(scope="module")
+def lif_net(tmp_path_factory):
+    """A NIR Linear -> LIF network whose spikes a numpy loop of the documented equations gives."""
+    rng = np.random.default_rng(7)
+    n_in, n_out, T, S = 12, 5, 20, 6
+    # Dyadic weights: every sum is exact in float32, so the reference is exact too.
+    w = (rng.integers(-8, 9, (n_out, n_in)) / 8).astype(np.float32)
+    beta = np.full(n_out, 0.75, np.float32)
+    d = tmp_path_factory.mktemp("lif")
+    (Nir().node("input", "Input", shape=np.array([n_in]))
+     .node("fc", "Linear", weight=w).node("lif", "LIF", **leaky(beta, 1.0))
+     .node("output", "Output", shape=np.array([n_out]))
+     .edge("input", "fc").edge("fc", "lif").edge("lif", "output").write(str(d / "lif.h5")))
+    x = (rng.random((S, T, n_in)) < 0.35).astype(np.int8)
+    labels = np.arange(S) % n_out
+    spikes_file(str(d / "in.h5"), x, labels)
+    ref = np.zeros((S, T, n_out), np.int8)
+    for s in range(S):
+        mem = np.zeros(n_out, np.float32)
+        for t in range(T):
+            mem = beta * mem + w @ x[s, t].astype(np.float32)
+            spk = mem > 1.0
+            ref[s, t] = spk
+            mem = np.where(spk, np.float32(0), mem).astype(np.float32)
+    return dict(model=str(d / "lif.h5"), input=str(d / "in.h5"), x=x, labels=labels, ref=ref,
+                dt=1e-3)
+
+
+def test_nir_lif_arrays_equal_reference_and_cli(core, ternion_bin, lif_net):
+    m = core.load(lif_net["model"], dt=lif_net["dt"], discretization="euler")
+    r = core.run(m, lif_net["x"], lif_net["labels"], threads=1)
+    assert np.array_equal(r.spikes["lif"], lif_net["ref"])
+    cli = cli_json(ternion_bin, lif_net["model"], "--input", lif_net["input"], "--dt", "0.001",
+                   "--discretization", "euler", "--threads", "1")
+    assert r.counts["layers"] == {l["name"]: dict(l["ops"], spikes=l["spikes"])
+                                  for l in cli["layers"]}
+    assert r.energy["per_inference_pj"] == cli["per_inference"]["energy_pj"]
+    assert list(r.predictions) == cli["predictions"]
+    # Every input form gives the same run: time-first, bool, float spikes, a file path.
+    for x, kw in [(np.swapaxes(lif_net["x"], 0, 1).copy(), dict(layout="TS")),
+                  (lif_net["x"].astype(bool), {}),
+                  (lif_net["x"].astype(np.float32), dict(kind="spikes"))]:
+        r2 = core.run(m, x, lif_net["labels"], **kw)
+        assert np.array_equal(r2.spikes["lif"], lif_net["ref"]), kw
+    r3 = core.run(m, lif_net["input"], threads=2)
+    assert np.array_equal(r3.spikes["lif"], lif_net["ref"])
+    assert r3.counts == r.counts
+
+
+def test_membrane_and_analog_input(core, lif_net):
+    m = core.load(lif_net["model"], dt=lif_net["dt"], discretization="euler")
+    r = core.run(m, lif_net["x"], record=["spikes", "membrane"], record_nodes=["lif"])
+    assert set(r.spikes) == {"lif"} and r.membrane["lif"].dtype == np.float32
+    v = r.membrane["lif"]
+    # After a spike the membrane is reset to zero; below threshold it stays at most 1.
+    assert np.all(v[r.spikes["lif"] == 1] == 0) and np.all(v <= 1.0)
+    # Analog data, direct coding for T steps, equals the same values replayed as spikes.
+    x0 = lif_net["x"][:, 0, :].astype(np.float32)
+    a = core.run(m, x0, timesteps=5)
+    s = core.run(m, np.repeat(lif_net["x"][:, :1, :], 5, axis=1))
+    assert np.array_equal(a.spikes["lif"], s.spikes["lif"])
+
+
+def test_errors_carry_the_cli_messages(core, ternion_bin, lif_net, tmp_path):
+    m = core.load(lif_net["model"])
+    bad = lif_net["x"].copy()
+    bad[1, 2, 3] = 2
+    with pytest.raises(core.Error, match=r"value 2 at sample 1, step 2 is not -1, 0 or 1"):
+        core.run(m, bad)
+    with pytest.raises(core.Error, match=r"sample shape \[11\] does not match"):
+        core.run(m, lif_net["x"][:, :, :11])
+    with pytest.raises(core.Error, match=r"option --profile|unknown profile"):
+        core.run(m, lif_net["x"], profile="no-such-profile")
+    with pytest.raises(core.Error, match=r"option --threads"):
+        core.run(m, lif_net["x"], threads=0)
+    with pytest.raises(core.Error, match=r"label 9 at index 0 is outside \[0, 5\)"):
+        core.run(m, lif_net["x"], np.full(6, 9))
+    missing = str(tmp_path / "missing.h5")
+    with pytest.raises(core.Error, match=re.escape(missing)):
+        core.load(missing)
+    # The same message as the command line prints after "ternion: error: ".
+    with pytest.raises(core.Error) as e:
+        core.run(m, lif_net["input"], samples=100)
+    cli = subprocess.run([ternion_bin, "run", lif_net["model"], "--input", lif_net["input"],
+                          "--samples", "100"], capture_output=True, text=True)
+    assert cli.returncode == 1 and str(e.value) in cli.stderr
+    # A trace may not overwrite an input.
+    with pytest.raises(core.Error, match="refusing to overwrite an input"):
+        core.run(m, lif_net["input"], trace=lif_net["input"])
+
+
+def test_trace_from_python_equals_cli(core, ternion_bin, lif_net, tmp_path):
+    m = core.load(lif_net["model"], dt=1e-3)
+    core.run(m, lif_net["input"], trace=str(tmp_path / "py.h5"), record=["spikes", "ops"])
+    subprocess.run([ternion_bin, "run", lif_net["model"], "--input", lif_net["input"],
+                    "--dt", "0.001", "--trace", str(tmp_path / "cli.h5"), "--record",
+                    "spikes,ops", "--no-progress"], check=True, capture_output=True)
+    with h5py.File(tmp_path / "py.h5") as a, h5py.File(tmp_path / "cli.h5") as b:
+        def walk(g, out, p=""):
+            for k, v in g.items():
+                if isinstance(v, h5py.Dataset):
+                    out[p + k] = v[()]
+                else:
+                    walk(v, out, p + k + "/")
+            return out
+        da, db = walk(a, {}), walk(b, {})
+        assert da.keys() == db.keys()
+        for k in da:
+            assert np.array_equal(da[k], db[k]), k
+
+
+def test_profiles_and_attention(core, ternion_bin, tmp_path):
+    p = core.profiles()
+    assert "horowitz45-fp32" in p and "Horowitz" in core.describe_profile("horowitz45-fp32")
+    rng = np.random.default_rng(3)
+    B, N, D, H = 2, 7, 8, 2
+    w = {}
+    for n in "QKVO":
+        w[f"W_{n}"] = rng.standard_normal((D, D)).astype(np.float32) / np.sqrt(D)
+        w[f"b_{n}"] = rng.standard_normal(D).astype(np.float32) * 0.1
+    x = rng.standard_normal((B, N, D)).astype(np.float32)
+    r = core.attention("softmax", w, x, heads=H)
+    # Independent reference: multi-head softmax attention in float64.
+    for b in range(B):
+        q, k, v = (x[b].astype(np.float64) @ w[f"W_{n}"] + w[f"b_{n}"] for n in "QKV")
+        o = np.zeros_like(q)
+        for h in range(H):
+            s = slice(h * D // H, (h + 1) * D // H)
+            z = q[:, s] @ k[:, s].T / np.sqrt(D // H)
+            e = np.exp(z - z.max(1, keepdims=True))
+            o[:, s] = (e / e.sum(1, keepdims=True)) @ v[:, s]
+        assert np.allclose(r["y"][b], o @ w["W_O"] + w["b_O"], atol=1e-5)
+    # The command line on the same weights gives the same y, ops and energy.
+    with h5py.File(tmp_path / "w.h5", "w") as f:
+        for k, v in w.items():
+            f[k] = v
+        f["heads"] = H
+    with h5py.File(tmp_path / "x.h5", "w") as f:
+        f["x"] = x
+    out = subprocess.run([ternion_bin, "attention", "--kind", "softmax", "--weights",
+                          str(tmp_path / "w.h5"), "--input", str(tmp_path / "x.h5"), "--output",
+                          str(tmp_path / "y.h5"), "--json"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    cli = json.loads(out.stdout)
+    with h5py.File(tmp_path / "y.h5") as f:
+        assert np.array_equal(f["y"][()], r["y"])
+    assert r["ops"] == cli["ops"]
+    assert r["energy"]["total_pj"] == cli["energy"]["total_pj"]
+
+
+def test_python_guide_runs(core, tmp_path, monkeypatch):
+    """Every ```python block of docs/python.md, run in order as one script."""
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "python.md")
+    blocks = re.findall(r"```python\n(.*?)```", open(doc).read(), re.S)
+    assert len(blocks) >= 3
+    monkeypatch.chdir(tmp_path)
+    exec(compile("\n".join(blocks), "docs/python.md", "exec"), {})

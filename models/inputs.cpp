@@ -1,7 +1,12 @@
 #include "models/inputs.hpp"
 
+#include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 
 #include "sim/h5io.hpp"
@@ -63,48 +68,272 @@ void check_dims(const std::string& name, const char* field, const Shape& dims,
     }
 }
 
+// A spike tensor's rows (slices along its first axis) as float64, from HDF5 or .npy.
+class RowSource {
+  public:
+    virtual ~RowSource() = default;
+    virtual Shape dims() const = 0;
+    virtual std::vector<double> rows(std::int64_t start, std::int64_t count) const = 0;
+    [[noreturn]] virtual void fail(const std::string& what) const = 0;
+};
+
+class H5Rows final : public RowSource {
+  public:
+    explicit H5Rows(const h5::Reader& r) : r_(r) {
+        auto inf = r.info("/spikes");
+        if (inf.kind != h5::Kind::integer && inf.kind != h5::Kind::floating && !inf.is_enum)
+            r.fail("/spikes", "expected a numeric or bool dataset");
+        r.check_storage("/spikes");
+        dims_ = inf.dims;
+    }
+    Shape dims() const override { return dims_; }
+    std::vector<double> rows(std::int64_t start, std::int64_t count) const override {
+        return r_.read_double_rows("/spikes", start, count);
+    }
+    [[noreturn]] void fail(const std::string& what) const override { r_.fail("/spikes", what); }
+
+  private:
+    const h5::Reader& r_;
+    Shape dims_;
+};
+
+// The caller's int8 array [samples, T, ...] (make_spike_input).
+class ArrayRows final : public RowSource {
+  public:
+    ArrayRows(const std::int8_t* data, Shape dims, std::string name)
+        : data_(data), dims_(std::move(dims)), name_(std::move(name)) {}
+    Shape dims() const override { return dims_; }
+    std::vector<double> rows(std::int64_t start, std::int64_t count) const override {
+        std::int64_t row = 1;
+        for (std::size_t k = 1; k < dims_.size(); ++k) row *= dims_[k];
+        return std::vector<double>(data_ + start * row, data_ + (start + count) * row);
+    }
+    [[noreturn]] void fail(const std::string& what) const override {
+        throw InputError(name_, "/spikes", what);
+    }
+
+  private:
+    const std::int8_t* data_;
+    Shape dims_;
+    std::string name_;
+};
+
+// NumPy's .npy format (numpy.lib.format): magic, version, a little-endian header length, a
+// Python dict literal {'descr', 'fortran_order', 'shape'}, then the C-order data.
+class NpyRows final : public RowSource {
+  public:
+    explicit NpyRows(const std::string& path) : path_(path) {
+        f_.open(path, std::ios::binary);
+        if (!f_) throw InputError(path, "", "cannot open");
+        char magic[8] = {};
+        f_.read(magic, 8);
+        if (!f_ || std::string(magic, 6) != "\x93NUMPY") fail("not a .npy file (bad magic)");
+        const int major = static_cast<unsigned char>(magic[6]);
+        std::uint32_t hlen = 0;
+        unsigned char b[4] = {};
+        if (major == 1) {
+            f_.read(reinterpret_cast<char*>(b), 2);
+            hlen = b[0] | (b[1] << 8);
+        } else if (major == 2 || major == 3) {
+            f_.read(reinterpret_cast<char*>(b), 4);
+            hlen = b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<std::uint32_t>(b[3]) << 24);
+        } else {
+            fail("unsupported .npy version " + std::to_string(major));
+        }
+        if (!f_ || hlen > (1u << 20)) fail("truncated or absurd .npy header");
+        std::string h(hlen, '\0');
+        f_.read(h.data(), hlen);
+        if (!f_) fail("truncated .npy header");
+        data_offset_ = static_cast<std::int64_t>(f_.tellg());
+        const std::string descr = field(h, "descr");
+        if (descr.size() < 3 || (descr[0] != '<' && descr[0] != '|' && descr[0] != '='))
+            fail("dtype '" + descr + "' is not little-endian");
+        kind_ = descr[1];
+        size_ = std::atoi(descr.c_str() + 2);
+        const bool ok = (kind_ == 'b' && size_ == 1) ||
+                        ((kind_ == 'i' || kind_ == 'u') &&
+                         (size_ == 1 || size_ == 2 || size_ == 4 || size_ == 8)) ||
+                        (kind_ == 'f' && (size_ == 4 || size_ == 8));
+        if (!ok) fail("dtype '" + descr + "' is not a bool, integer or float type");
+        if (field(h, "fortran_order") != "False")
+            fail("Fortran-order arrays are not supported (save a C-order array)");
+        std::string shape = field(h, "shape");
+        std::int64_t total = 1;
+        std::size_t k = 0;
+        while (k < shape.size()) {
+            if (!std::isdigit(static_cast<unsigned char>(shape[k]))) {
+                ++k;
+                continue;
+            }
+            std::int64_t d = 0;
+            while (k < shape.size() && std::isdigit(static_cast<unsigned char>(shape[k]))) {
+                d = d * 10 + (shape[k] - '0');
+                if (d > kMaxInputBytes) fail("absurd shape (" + shape + ")");
+                ++k;
+            }
+            dims_.push_back(d);
+            if (d > 0 && total > kMaxInputBytes / d) fail("absurd shape (" + shape + ")");
+            total *= d;
+        }
+        f_.seekg(0, std::ios::end);
+        const std::int64_t have = static_cast<std::int64_t>(f_.tellg()) - data_offset_;
+        if (have < total * size_)
+            fail("holds " + std::to_string(have) + " data bytes, shape " + shape_str(dims_) +
+                 " needs " + std::to_string(total * size_));
+    }
+    Shape dims() const override { return dims_; }
+    std::vector<double> rows(std::int64_t start, std::int64_t count) const override {
+        std::int64_t row = 1;
+        for (std::size_t k = 1; k < dims_.size(); ++k) row *= dims_[k];
+        const std::int64_t n = row * count;
+        std::vector<unsigned char> raw(static_cast<std::size_t>(n * size_));
+        f_.clear();
+        f_.seekg(data_offset_ + start * row * size_);
+        f_.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+        if (!f_) fail("read failed (truncated data)");
+        std::vector<double> v(static_cast<std::size_t>(n));
+        for (std::int64_t i = 0; i < n; ++i)
+            v[static_cast<std::size_t>(i)] = at(raw.data() + i * size_);
+        return v;
+    }
+    [[noreturn]] void fail(const std::string& what) const override {
+        throw InputError(path_, "", what);
+    }
+
+  private:
+    // The value of `key` in the header dict: a quoted string, or the text up to the next ','
+    // outside parentheses.
+    std::string field(const std::string& h, const std::string& key) const {
+        auto p = h.find("'" + key + "'");
+        if (p == std::string::npos) fail("header has no '" + key + "'");
+        p = h.find(':', p);
+        if (p == std::string::npos) fail("malformed header");
+        ++p;
+        while (p < h.size() && h[p] == ' ') ++p;
+        if (p < h.size() && (h[p] == '\'' || h[p] == '"')) {
+            const auto e = h.find(h[p], p + 1);
+            if (e == std::string::npos) fail("malformed header");
+            return h.substr(p + 1, e - p - 1);
+        }
+        if (p < h.size() && h[p] == '(') {
+            const auto e = h.find(')', p);
+            if (e == std::string::npos) fail("malformed header");
+            return h.substr(p, e - p + 1);
+        }
+        auto e = h.find_first_of(",}", p);
+        return h.substr(p, e == std::string::npos ? std::string::npos : e - p);
+    }
+    double at(const unsigned char* p) const {
+        switch (kind_) {
+            case 'b':
+                return *p ? 1.0 : 0.0;
+            case 'u': {
+                std::uint64_t x = 0;
+                std::memcpy(&x, p, static_cast<std::size_t>(size_));
+                return static_cast<double>(x);
+            }
+            case 'i': {
+                std::int64_t x = 0;
+                std::memcpy(&x, p, static_cast<std::size_t>(size_));
+                const int shift = 64 - 8 * size_;
+                return static_cast<double>((x << shift) >> shift);  // sign-extend
+            }
+            default:
+                if (size_ == 4) {
+                    float x;
+                    std::memcpy(&x, p, 4);
+                    return x;
+                } else {
+                    double x;
+                    std::memcpy(&x, p, 8);
+                    return x;
+                }
+        }
+    }
+    std::string path_;
+    mutable std::ifstream f_;
+    std::int64_t data_offset_ = 0;
+    char kind_ = 'f';
+    int size_ = 4;
+    Shape dims_;
+};
+
 // Spike tensors, kept as per-(sample, step) event lists so replay costs O(events).
 class SpikeInput final : public InputSource {
   public:
-    // Reads `count` samples from `first` on, as [count, T, ...shape] int8 values.
-    using Rows = std::function<std::vector<std::int8_t>(std::int64_t first, std::int64_t count)>;
-    SpikeInput(std::string name, const Shape& dims, const Rows& read_rows)
-        : path_(std::move(name)) {
+    SpikeInput(const RowSource& src, const std::string& path, const InputOptions& o) : path_(path) {
+        const Shape dims = src.dims();
         if (dims.size() < 3)
-            throw InputError(path_, "/spikes",
-                             "expected [samples, T, ...shape], got " + shape_str(dims));
-        check_dims(path_, "/spikes", dims, 1);
-        const Shape& inf_dims = dims;
-        samples_ = inf_dims[0];
-        T_ = inf_dims[1];
-        shape_.assign(inf_dims.begin() + 2, inf_dims.end());
+            src.fail("expected [samples, T, ...shape] (or time-first [T, samples, ...]), got " +
+                     shape_str(dims));
+        std::int64_t total = 1;
+        for (auto d : dims) {
+            if (d <= 0) src.fail("empty dimension in " + shape_str(dims));
+            if (total > kMaxInputBytes / d) src.fail("absurd size " + shape_str(dims));
+            total *= d;
+        }
+        Layout lay = o.layout;
+        if (lay == Layout::automatic) {
+            const std::int64_t mt = o.model_timesteps;
+            if (mt > 0 && dims[0] == mt && dims[1] != mt)
+                src.fail("shape " + shape_str(dims) + " is ambiguous: samples-first reads " +
+                         std::to_string(dims[0]) + " samples of " + std::to_string(dims[1]) +
+                         " steps, time-first reads " + std::to_string(dims[1]) + " samples of " +
+                         std::to_string(dims[0]) + " steps (the model's metadata/timesteps is " +
+                         std::to_string(mt) + "); pass --layout samples-first or time-first");
+            lay = Layout::samples_first;
+        }
+        time_first_ = lay == Layout::time_first;
+        samples_ = time_first_ ? dims[1] : dims[0];
+        T_ = time_first_ ? dims[0] : dims[1];
+        shape_.assign(dims.begin() + 2, dims.end());
         n_ = numel(shape_);
-        offsets_.reserve(static_cast<std::size_t>(samples_ * T_ + 1));
-        offsets_.push_back(0);
-        // Read in slabs of samples to bound memory for large files.
-        const std::int64_t per_sample = T_ * n_;
-        const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / per_sample);
-        for (std::int64_t s0 = 0; s0 < samples_; s0 += chunk) {
-            const std::int64_t cnt = std::min(chunk, samples_ - s0);
-            auto raw = read_rows(s0, cnt);
-            for (std::int64_t k = 0; k < cnt * T_; ++k) {
-                const std::int8_t* row = raw.data() + k * n_;
+        // Events keyed by (sample, step), read in slabs of the first axis.
+        std::vector<std::uint64_t> count(static_cast<std::size_t>(samples_ * T_ + 1), 0);
+        std::vector<std::uint64_t> key;
+        std::vector<std::uint32_t> idx;
+        std::vector<std::int8_t> val;
+        const std::int64_t per_row = dims[1] * n_;
+        const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{8} << 20) / per_row);
+        for (std::int64_t r0 = 0; r0 < dims[0]; r0 += chunk) {
+            const std::int64_t cnt = std::min(chunk, dims[0] - r0);
+            auto raw = src.rows(r0, cnt);
+            for (std::int64_t k = 0; k < cnt * dims[1]; ++k) {
+                const double* row = raw.data() + k * n_;
+                const std::int64_t a = r0 + k / dims[1], b = k % dims[1];
+                const std::int64_t s = time_first_ ? b : a, t = time_first_ ? a : b;
                 for (std::int64_t i = 0; i < n_; ++i) {
-                    const std::int8_t v = row[i];
-                    if (v == 0) continue;
-                    if (v != 1 && v != -1)
-                        throw InputError(path_, "/spikes",
-                                         "value " + std::to_string(v) + " at sample " +
-                                             std::to_string(s0 + k / T_) + ", step " +
-                                             std::to_string(k % T_) + " is not -1, 0 or 1");
-                    idx_.push_back(static_cast<std::uint32_t>(i));
-                    val_.push_back(v);
+                    const double v = row[i];
+                    if (v == 0.0) continue;
+                    if (v != 1.0 && v != -1.0) {
+                        char buf[64];
+                        std::snprintf(buf, sizeof buf, "%g", v);
+                        src.fail(std::string("value ") + buf + " at sample " + std::to_string(s) +
+                                 ", step " + std::to_string(t) + ", element " + std::to_string(i) +
+                                 " is not -1, 0 or 1 (spikes; analog data goes in /data)");
+                    }
+                    const auto kk = static_cast<std::uint64_t>(s * T_ + t);
+                    key.push_back(kk);
+                    idx.push_back(static_cast<std::uint32_t>(i));
+                    val.push_back(static_cast<std::int8_t>(v));
+                    ++count[kk + 1];
                 }
-                offsets_.push_back(idx_.size());
             }
+        }
+        // Counting sort by (sample, step); events of one step keep their element order.
+        offsets_.assign(count.size(), 0);
+        for (std::size_t k = 1; k < count.size(); ++k) offsets_[k] = offsets_[k - 1] + count[k];
+        idx_.resize(idx.size());
+        val_.resize(val.size());
+        std::vector<std::uint64_t> pos(offsets_.begin(), offsets_.end() - 1);
+        for (std::size_t e = 0; e < key.size(); ++e) {
+            const auto p = pos[key[e]]++;
+            idx_[p] = idx[e];
+            val_[p] = val[e];
         }
     }
     void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
+    bool time_first() const { return time_first_; }
     std::int64_t num_samples() const override { return samples_; }
     Shape sample_shape() const override { return shape_; }
     std::int64_t fixed_timesteps() const override { return T_; }
@@ -122,6 +351,7 @@ class SpikeInput final : public InputSource {
 
   private:
     std::string path_;
+    bool time_first_ = false;
     std::int64_t samples_ = 0, T_ = 0, n_ = 0;
     Shape shape_;
     std::vector<std::uint64_t> offsets_;
@@ -202,16 +432,15 @@ class AnalogInput final : public InputSource {
     std::vector<std::int64_t> labels_;
 };
 
-std::unique_ptr<InputSource> open_spikes(const h5::Reader& r) {
-    auto inf = r.info("/spikes");
-    if (inf.kind != h5::Kind::integer) r.fail("/spikes", "expected an integer (int8) dataset");
-    r.check_storage("/spikes");
-    auto src = std::make_unique<SpikeInput>(r.path(), inf.dims,
-                                            [&](std::int64_t first, std::int64_t count) {
-                                                return r.read_int8_rows("/spikes", first, count);
-                                            });
+std::unique_ptr<InputSource> open_spikes(const h5::Reader& r, const InputOptions& o) {
+    H5Rows rows(r);
+    auto src = std::make_unique<SpikeInput>(rows, r.path(), o);
     src->set_labels(read_labels(r, src->num_samples()));
     return src;
+}
+
+bool ends_with(const std::string& s, const std::string& e) {
+    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
 }
 
 std::unique_ptr<InputSource> open_analog(const h5::Reader& r, const InputOptions& o) {
@@ -229,11 +458,54 @@ std::unique_ptr<InputSource> open_analog(const h5::Reader& r, const InputOptions
 
 }  // namespace
 
+Layout parse_layout(const std::string& s) {
+    if (s == "samples-first" || s == "ST" || s == "st") return Layout::samples_first;
+    if (s == "time-first" || s == "TS" || s == "ts") return Layout::time_first;
+    throw OptionError("layout", "must be samples-first (ST) or time-first (TS), got '" + s + "'");
+}
+
+std::string input_label(const InputSource& src, Encoding analog_encoding) {
+    if (const auto* sp = dynamic_cast<const SpikeInput*>(&src))
+        return std::string("replayed spikes (") +
+               (sp->time_first() ? "time-first" : "samples-first") + ")";
+    return std::string(encoding_name(analog_encoding)) + " encoding";
+}
+
+std::int64_t resolve_timesteps(const InputSource& src, std::optional<std::int64_t> option,
+                               std::int64_t model_T, const std::string& input,
+                               std::vector<std::string>& notes) {
+    const std::int64_t fixed = src.fixed_timesteps();
+    if (fixed > 0) {
+        if (!option) {
+            if (model_T > 0 && model_T != fixed)
+                notes.push_back("the spike input has " + std::to_string(fixed) +
+                                " steps and runs all of them (the model's metadata/timesteps " +
+                                "is " + std::to_string(model_T) + "; --timesteps shortens)");
+            return fixed;
+        }
+        if (*option > fixed)
+            throw OptionError("timesteps", std::to_string(*option) + " is more than the " +
+                                               std::to_string(fixed) + " steps of " + input);
+        if (*option < fixed)
+            notes.push_back("warning: --timesteps " + std::to_string(*option) +
+                            " runs only the first " + std::to_string(*option) + " of the " +
+                            std::to_string(fixed) + " steps of " + input);
+        return *option;
+    }
+    if (option) return *option;
+    if (model_T > 0) return model_T;
+    throw OptionError("timesteps", "is required for analog input " + input);
+}
+
 std::unique_ptr<InputSource> open_input(const std::string& path, const InputOptions& o) {
+    if (ends_with(path, ".npy")) {
+        NpyRows rows(path);
+        return std::make_unique<SpikeInput>(rows, path, o);
+    }
     h5::Reader r(path);
     const bool sp = r.exists("/spikes"), an = r.exists("/data");
     if (sp && an) r.fail("", "has both /spikes and /data: keep one");
-    if (sp) return open_spikes(r);
+    if (sp) return open_spikes(r, o);
     if (an) return open_analog(r, o);
     r.fail("", "no /spikes or /data dataset");
 }
@@ -241,11 +513,10 @@ std::unique_ptr<InputSource> open_input(const std::string& path, const InputOpti
 std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Shape& dims,
                                               std::vector<std::int64_t> labels,
                                               const std::string& name) {
-    auto src =
-        std::make_unique<SpikeInput>(name, dims, [&](std::int64_t first, std::int64_t count) {
-            const std::int64_t row = dims[1] * numel(Shape(dims.begin() + 2, dims.end()));
-            return std::vector<std::int8_t>(data + first * row, data + (first + count) * row);
-        });
+    ArrayRows rows(data, dims, name);
+    InputOptions o;
+    o.layout = Layout::samples_first;
+    auto src = std::make_unique<SpikeInput>(rows, name, o);
     if (!labels.empty())
         check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
     src->set_labels(std::move(labels));
@@ -267,7 +538,9 @@ std::uint64_t encode_file(const std::string& in_path, const std::string& out_pat
                           std::int64_t T, std::uint64_t seed) {
     if (T <= 0) throw OptionError("timesteps", "must be positive");
     if (T > 1000000) throw OptionError("timesteps", "absurdly large");
-    InputOptions o{enc, T};
+    InputOptions o;
+    o.encoding = enc;
+    o.timesteps = T;
     auto src = open_input(in_path, o);
     if (src->fixed_timesteps() > 0) throw InputError(in_path, "/spikes", "is already a spike file");
     if (enc == Encoding::direct)

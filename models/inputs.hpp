@@ -1,10 +1,13 @@
-// Input files: spike tensors (`/spikes` int8 [samples, T, ...] in {-1,0,1}) replayed as events,
-// or analog data (`/data` float32 [samples, ...]) encoded per step as direct current, Poisson
-// (Bernoulli per step) or latency spikes, with optional `/labels` int64 [samples].
-// Layout and encodings are documented in docs/inputs.md.
+// Input files: spike tensors (`/spikes` [samples, T, ...] or time-first [T, samples, ...], any
+// integer, float or bool type, values in {-1,0,1}; or a `.npy` file holding one) replayed as
+// events, or analog data (`/data` float32 [samples, ...]) encoded per step as direct current,
+// Poisson (Bernoulli per step) or latency spikes, with optional `/labels` int64 [samples]. Layout
+// and encodings are documented in docs/inputs.md.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/engine.hpp"
 
@@ -14,12 +17,33 @@ enum class Encoding { direct, poisson, latency };
 Encoding parse_encoding(const std::string& s);  // throws OptionError("encoding")
 const char* encoding_name(Encoding e);
 
+// The axis order of a spike tensor.
+enum class Layout { automatic, samples_first, time_first };
+// "samples-first" or "ST"; "time-first" or "TS"; throws OptionError("layout").
+Layout parse_layout(const std::string& s);
+
 struct InputOptions {
     Encoding encoding = Encoding::direct;
     std::int64_t timesteps = 0;  // needed by latency coding
+    Layout layout = Layout::automatic;
+    // The model's metadata/timesteps (0: none): a spike tensor whose first axis has this
+    // length and whose second does not is refused without --layout, naming both readings.
+    std::int64_t model_timesteps = 0;
 };
 
 std::unique_ptr<InputSource> open_input(const std::string& path, const InputOptions& opts);
+
+// How the run header names the input: "replayed spikes (samples-first)", or the encoding of
+// analog data ("direct", "poisson", "latency").
+std::string input_label(const InputSource& src, Encoding analog_encoding);
+
+// The number of steps to run. A spike input runs its own T, or the `option` (--timesteps) when
+// given, which may only shorten it (a note says so; more steps than the file holds are
+// refused). Analog input runs `option`, else the model's metadata/timesteps. Notes for the
+// user are appended to `notes`; throws OptionError("timesteps") when no T can be found.
+std::int64_t resolve_timesteps(const InputSource& src, std::optional<std::int64_t> option,
+                               std::int64_t model_timesteps, const std::string& input,
+                               std::vector<std::string>& notes);
 
 // The caller's arrays as an input (the C++ API, the Python bindings), checked as a file would be;
 // errors name `name` as the file. Spikes: int8 [samples, T, ...shape] in {-1, 0, 1}, copied

@@ -40,6 +40,64 @@ std::string bundled_path(const std::string& file) {
                          " (set TERNION_DATA_DIR to the directory holding bundled/)");
 }
 
+const std::vector<Dialect>& dialects() {
+    static const std::vector<Dialect> d = [] {
+        std::vector<Dialect> r;
+        Dialect nir;
+        nir.name = "nir";
+        nir.discretization = "euler";
+        nir.reset = "zero";
+        nir.summary = "NIR's equations as written";
+        r.push_back(nir);
+        Dialect snn = nir;
+        snn.name = "snntorch";
+        snn.dt = 1e-4;
+        snn.reset = "subtract";
+        snn.reset_delay = true;
+        snn.summary = "dt 1e-4 s, euler, subtract reset at the next step (snnTorch's Leaky)";
+        r.push_back(snn);
+        Dialect norse = nir;
+        norse.name = "norse";
+        norse.dt = 1e-3;
+        norse.start_at_rest = true;
+        norse.unit_current_gain = true;
+        norse.summary =
+            "dt 1e-3 s, euler, reset to v_reset, membranes start at v_leak (IF at v_reset), "
+            "CubaLIF input into the current with gain 1";
+        r.push_back(norse);
+        Dialect sinabs = nir;
+        sinabs.name = "sinabs";
+        sinabs.dt = 1.0;
+        sinabs.discretization = "exact";
+        sinabs.reset = "subtract";
+        sinabs.compare_ge = true;
+        sinabs.unit_li_gain = true;
+        sinabs.summary =
+            "dt 1 (tau in steps), exact, subtract reset, fires on >=, LI (ExpLeak) input gain 1";
+        r.push_back(sinabs);
+        Dialect sj = nir;
+        sj.name = "spikingjelly";
+        sj.dt = 1.0;
+        sj.compare_ge = true;
+        sj.start_at_rest = true;
+        sj.summary =
+            "dt 1 (tau in steps), euler, reset to v_reset, fires on >=, membranes start at "
+            "v_leak (IF at v_reset)";
+        r.push_back(sj);
+        return r;
+    }();
+    return d;
+}
+
+const Dialect& find_dialect(const std::string& name) {
+    std::string known;
+    for (const auto& d : dialects()) {
+        if (d.name == name) return d;
+        known += (known.empty() ? "" : ", ") + d.name;
+    }
+    throw OptionError("from", "unknown framework '" + name + "' (known: " + known + ")");
+}
+
 namespace {
 
 std::optional<double> metadata_number(const h5::Reader& r, const std::string& group,
@@ -62,6 +120,38 @@ std::optional<std::string> metadata_string(const h5::Reader& r, const std::strin
     if (r.is_group(group + "/metadata"))
         if (auto a = r.attr_string(group + "/metadata", key)) return a;
     return std::nullopt;
+}
+
+// The writer a file's parameters point to, when it does not say: "snntorch" when every LIF/
+// CubaLIF has r = tau/1e-4 (snnTorch's exporter), "steps" when every time constant is 1 or more
+// (Sinabs and SpikingJelly count them in steps); "" otherwise. Read after the graph loaded, so
+// the parameters are known to be sound.
+std::string guess_writer(const h5::Reader& r, const std::string& group, int depth) {
+    bool any = false, snn = true, steps = true;
+    std::vector<std::string> found;
+    for (const auto& name : r.children(group + "/nodes")) {
+        const std::string ng = group + "/nodes/" + name;
+        const std::string type = r.read_string(ng + "/type");
+        if (type == "NIRGraph" && depth < 16) {
+            const std::string w = guess_writer(r, ng, depth + 1);
+            if (!w.empty()) found.push_back(w);
+            continue;
+        }
+        const char* tau_name = type == "LIF" ? "tau" : type == "CubaLIF" ? "tau_mem" : nullptr;
+        if (!tau_name || !r.is_dataset(ng + "/" + tau_name)) continue;
+        any = true;
+        const auto tau = r.read_doubles(ng + "/" + tau_name);
+        const auto rr =
+            r.is_dataset(ng + "/r") ? r.read_doubles(ng + "/r") : std::vector<double>{1};
+        for (std::size_t k = 0; k < tau.size(); ++k) {
+            const double rk = rr[std::min(k, rr.size() - 1)];
+            snn = snn && rk != 1.0 && std::fabs(tau[k] - rk * 1e-4) <= 1e-5 * tau[k];
+            steps = steps && tau[k] >= 1.0;
+        }
+    }
+    if (any && snn) found.push_back("snntorch");
+    if (any && steps) found.push_back("steps");
+    return found.empty() ? "" : found.front();
 }
 
 struct GraphIO {
@@ -127,6 +217,30 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
         if (t != "NIRGraph") r.fail("/node/type", "expected \"NIRGraph\", got \"" + t + "\"");
     }
     LoadOptions o;
+    // The writer's conventions: --from, else the file's metadata/from, else NIR's.
+    std::string dialect_name = "nir";
+    rep.dialect_source = "default";
+    if (user.from) {
+        dialect_name = *user.from;
+        rep.dialect_source = "option --from";
+    } else if (auto m = metadata_string(r, "/node", "from")) {
+        dialect_name = *m;
+        rep.dialect_source = "file metadata";
+        bool known = false;
+        for (const auto& d : dialects()) known = known || d.name == *m;
+        if (!known) throw InputError(path, "metadata/from", "unknown framework '" + *m + "'");
+    }
+    const Dialect& dia = find_dialect(dialect_name);
+    o.dialect = dia.name;
+    o.compare_ge = dia.compare_ge;
+    o.reset_delay = dia.reset_delay;
+    o.start_at_rest = dia.start_at_rest;
+    o.unit_current_gain = dia.unit_current_gain;
+    o.unit_li_gain = dia.unit_li_gain;
+    o.allow_unstable = user.allow_unstable;
+    if (dia.name != "nir")
+        rep.notes.push_back("conventions of " + dia.name + " (" + rep.dialect_source +
+                            "): " + dia.summary);
     if (user.dt) {
         o.dt = *user.dt;
         rep.dt_source = "option --dt";
@@ -137,6 +251,9 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
         o.dt = *m;
         rep.dt_source = "file metadata";
         rep.notes.push_back("using dt = " + std::to_string(*m) + " s from the file's metadata");
+    } else if (dia.dt) {
+        o.dt = *dia.dt;
+        rep.dt_source = "--from " + dia.name;
     } else {
         o.dt = 1e-3;
         rep.dt_source = "default";
@@ -159,20 +276,40 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
                                 " from the file's metadata");
         } else {
             v = dflt;
-            source = "default";
+            source = dia.name == "nir" ? "default" : "--from " + dia.name;
         }
         return v;
     };
-    o.discretization = pick(user.discretization, "discretization", "euler", {"euler", "exact"},
-                            rep.discretization_source);
-    o.reset = pick(user.reset, "reset", "zero", {"zero", "subtract"}, rep.reset_source);
+    o.discretization = pick(user.discretization, "discretization", dia.discretization.c_str(),
+                            {"euler", "exact"}, rep.discretization_source);
+    o.reset = pick(user.reset, "reset", dia.reset.c_str(), {"zero", "subtract"}, rep.reset_source);
     o.weight_codebook = user.weight_codebook;
     o.threads = user.threads;
     rep.used = o;
     auto g = std::make_unique<Graph>();
     g->set_origin(path);
-    load_graph(r, "/node", "", true, *g, o, 0);
+    GraphIO top = load_graph(r, "/node", "", true, *g, o, 0);
+    if (top.inputs.size() > 1) {
+        std::string names;
+        for (const auto& n : top.inputs) names += (names.empty() ? "" : ", ") + n;
+        throw InputError(path, "nodes",
+                         "the graph has " + std::to_string(top.inputs.size()) + " Input nodes (" +
+                             names +
+                             "); ternion runs graphs with one Input: concatenate the inputs into "
+                             "one Input and route its parts with Linear nodes");
+    }
     g->finalize();
+    if (dia.name == "nir" && rep.dialect_source == "default") {
+        const std::string w = guess_writer(r, "/node", 0);
+        if (w == "snntorch")
+            rep.notes.push_back(
+                "the LIF parameters match snnTorch's exporter (r = tau/1e-4): --from snntorch "
+                "reproduces snnTorch's own neurons (subtract reset at the next step)");
+        else if (w == "steps")
+            rep.notes.push_back(
+                "every time constant is 1 or more, as when they count steps (Sinabs, "
+                "SpikingJelly): --from sinabs or --from spikingjelly sets dt = 1");
+    }
     bool has_time = false;
     for (int i = 0; i < g->size(); ++i) {
         const auto& t = g->node(i).type();

@@ -16,6 +16,8 @@ struct UserLoadOptions {
     std::optional<double> dt;
     std::optional<std::string> discretization;  // euler | exact
     std::optional<std::string> reset;           // zero | subtract
+    std::optional<std::string> from;  // the framework that wrote the file (--from), see dialects()
+    bool allow_unstable = false;      // --allow-unstable: accept Euler decays outside [0, 1)
     bool weight_codebook = true;
     int threads = 1;  // the run's thread count (only sizes parallel blocks)
 };
@@ -24,7 +26,26 @@ struct LoadReport {
     LoadOptions used;
     std::vector<std::string> notes;  // what was assumed, for the user
     std::string dt_source, discretization_source, reset_source;
+    std::string dialect_source;  // "option --from", "file metadata" or "default"
 };
+
+// The import dialects (`--from`): what each framework's own simulation does that its NIR
+// exporter does not write. Documented in docs/bringing-a-model.md.
+struct Dialect {
+    std::string name;                // nir | snntorch | norse | sinabs | spikingjelly
+    std::optional<double> dt;        // seconds per step the exporter's tau assume
+    std::string discretization;      // euler | exact
+    std::string reset;               // zero | subtract
+    bool compare_ge = false;         // fires on v >= v_threshold
+    bool reset_delay = false;        // reset at the next step
+    bool start_at_rest = false;      // membranes start at v_leak (IF: v_reset)
+    bool unit_current_gain = false;  // CubaLIF: x enters the current with gain w_in
+    bool unit_li_gain = false;       // LI: x enters with gain r
+    std::string summary;             // one line for the run header
+};
+const std::vector<Dialect>& dialects();
+// The dialect called `name`; throws OptionError("from") naming the known ones otherwise.
+const Dialect& find_dialect(const std::string& name);
 
 // All node types ternion knows (synaptic, neuron, attention).
 const NodeFactory& default_factory();

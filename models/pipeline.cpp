@@ -168,7 +168,11 @@ void Pipeline::open_source() {
                     ? *req_.encoding
                     : parse_encoding(model_->encoding.empty() ? "direct" : model_->encoding);
     T_ = req_.timesteps ? *req_.timesteps : model_->timesteps;
-    InputOptions io{encoding_, T_};
+    InputOptions io;
+    io.encoding = encoding_;
+    io.timesteps = T_;
+    io.layout = req_.layout;
+    io.model_timesteps = model_->timesteps;
     auto open = [&] {
         if (!req_.arrays) return open_input(req_.input, io);
         const ArrayInput& a = *req_.arrays;
@@ -177,8 +181,8 @@ void Pipeline::open_source() {
         return make_analog_input(a.data, a.dims, a.owner, a.labels, io, a.name);
     };
     std::unique_ptr<InputSource> src = open();
-    if (T_ <= 0) T_ = src->fixed_timesteps();
-    if (T_ <= 0) throw OptionError("timesteps", "is required for analog input " + src->describe());
+    // A spike input runs its own T unless --timesteps shortens it (docs/inputs.md).
+    T_ = resolve_timesteps(*src, req_.timesteps, model_->timesteps, src->describe(), input_notes_);
     // Latency coding places each spike by T, which is known only now.
     if (encoding_ == Encoding::latency && io.timesteps != T_) {
         io.timesteps = T_;
@@ -248,7 +252,9 @@ RunReport Pipeline::finish(RunResult result) const {
     r.first_sample = req_.first_sample;
     r.seed = req_.seed;
     r.encoding = encoding_;
+    r.input_kind = input_label(*src_, encoding_);
     r.load = model_->report;
+    r.load.notes.insert(r.load.notes.end(), input_notes_.begin(), input_notes_.end());
     r.load_s = model_->load_s + open_s_;
     r.record = make_run_record(graph(), result);
     r.result = std::move(result);

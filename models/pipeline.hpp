@@ -54,6 +54,7 @@ struct RunRequest {
     UserLoadOptions load;
     std::optional<Encoding> encoding;       // analog inputs; default: model metadata, else direct
     std::optional<std::int64_t> timesteps;  // default: the spike data's T, else model metadata
+    Layout layout = Layout::automatic;      // axis order of a spike file (--layout)
     Engine engine = Engine::event;
     int threads = 1;
     std::uint64_t seed = 0;
@@ -77,7 +78,8 @@ struct RunReport {
     std::int64_t timesteps = 0, first_sample = 0;
     std::uint64_t seed = 0;
     Encoding encoding = Encoding::direct;
-    LoadReport load;
+    std::string input_kind;  // "replayed spikes (samples-first)", "direct encoding", ...
+    LoadReport load;         // with the notes on the input appended
     RunResult result;
     RunRecord record;
     OpCounts total;
@@ -129,7 +131,8 @@ class Pipeline {
     std::unique_ptr<TraceRecorder> recorder_;
     Encoding encoding_ = Encoding::direct;
     std::int64_t T_ = 0, samples_ = 0;
-    double open_s_ = 0.0;  // opening and checking the input
+    double open_s_ = 0.0;                   // opening and checking the input
+    std::vector<std::string> input_notes_;  // e.g. a spike file's T against the model's
 };
 
 const char* engine_name(Engine e);

@@ -97,10 +97,12 @@ nlohmann::json report_json(const RunReport& r) {
     j["engine"] = engine_name(r.engine);
     j["threads"] = r.threads;
     j["encoding"] = encoding_name(r.encoding);
+    j["input_kind"] = r.input_kind;
     j["load_options"] = {{"dt", r.load.used.dt},
                          {"dt_source", r.load.dt_source},
                          {"discretization", r.load.used.discretization},
-                         {"reset", r.load.used.reset}};
+                         {"reset", r.load.used.reset},
+                         {"from", r.load.used.dialect}};
     j["notes"] = r.load.notes;
     j["accuracy"] = r.accuracy ? nlohmann::json(*r.accuracy) : nlohmann::json(nullptr);
     j["predictions"] = r.result.predictions;
@@ -122,9 +124,9 @@ std::string report_text(const RunReport& r) {
     const double S = static_cast<double>(r.result.samples);
     const LoadReport& lr = r.load;
     std::string out = printf_string("model   %s (%d nodes)\n", r.model.c_str(), r.nodes);
-    out += printf_string("input   %s: %lld samples x %lld steps, %s encoding\n", r.input.c_str(),
+    out += printf_string("input   %s: %lld samples x %lld steps, %s\n", r.input.c_str(),
                          static_cast<long long>(r.result.samples),
-                         static_cast<long long>(r.timesteps), encoding_name(r.encoding));
+                         static_cast<long long>(r.timesteps), r.input_kind.c_str());
     out +=
         printf_string("engine  %s, %d thread%s; dt %g s (%s), %s, reset %s\n",
                       engine_name(r.engine), r.threads, r.threads == 1 ? "" : "s", lr.used.dt,

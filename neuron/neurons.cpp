@@ -60,12 +60,14 @@ class NeuronBase : public Node {
     std::unique_ptr<NodeState> make_state() const override {
         auto st = std::make_unique<NeuronState>();
         st->v.assign(static_cast<std::size_t>(in_size()), initial_v());
+        if (!rest_.empty()) st->v = rest_;
         if (vars_ > 1) st->i.assign(static_cast<std::size_t>(in_size()), 0.0f);
         return st;
     }
     bool reset_state(NodeState* s) const override {
         auto* st = static_cast<NeuronState*>(s);
         std::fill(st->v.begin(), st->v.end(), initial_v());
+        if (!rest_.empty()) std::copy(rest_.begin(), rest_.end(), st->v.begin());
         std::fill(st->i.begin(), st->i.end(), 0.0f);
         for (auto& b : st->block_spikes) b.clear();
         return true;
@@ -77,8 +79,10 @@ class NeuronBase : public Node {
     std::vector<std::pair<std::string, std::string>> summary() const override {
         auto r = params_summary();
         r.emplace_back("fires on", cmp_ == Compare::ge ? "v >= v_threshold" : "v > v_threshold");
-        r.emplace_back("reset",
-                       reset_ == ResetMode::subtract ? "subtract v_threshold" : "to v_reset");
+        r.emplace_back("reset", std::string(reset_ == ResetMode::subtract ? "subtract v_threshold"
+                                                                          : "to v_reset") +
+                                    (delay_ ? ", at the next step" : ""));
+        if (!rest_.empty()) r.emplace_back("initial v", "at rest");
         return r;
     }
 
@@ -174,8 +178,60 @@ class NeuronBase : public Node {
     static void expand(std::vector<float>& v, std::int64_t n) {
         if (v.size() == 1) v.assign(static_cast<std::size_t>(n), v[0]);
     }
-    void apply_defaults(const LoadOptions& o) {
+    // The run's conventions (options, --from) where the node's own datasets say nothing:
+    // compare, reset_mode, reset_delay (0/1), initial ("zero" | "rest"), input_gain ("nir" |
+    // "unit").
+    void apply_defaults(const NodeSpec& s) {
+        const LoadOptions& o = s.options();
         if (!reset_set_) reset_ = o.reset == "subtract" ? ResetMode::subtract : ResetMode::to_value;
+        if (!cmp_set_ && o.compare_ge) cmp_ = Compare::ge;
+        delay_ = o.reset_delay;
+        if (s.has("reset_delay")) {
+            const double d = s.scalar("reset_delay");
+            if (d != 0.0 && d != 1.0) s.fail("reset_delay", "must be 0 or 1");
+            delay_ = d != 0.0;
+        }
+        at_rest_ = o.start_at_rest;
+        if (auto i = s.string_opt("initial")) {
+            if (*i != "zero" && *i != "rest")
+                s.fail("initial", "must be \"zero\" or \"rest\", got \"" + *i + "\"");
+            at_rest_ = *i == "rest";
+        }
+        if (auto g = s.string_opt("input_gain")) {
+            if (*g != "nir" && *g != "unit")
+                s.fail("input_gain", "must be \"nir\" or \"unit\", got \"" + *g + "\"");
+            unit_gain_ = *g == "unit";
+            unit_gain_set_ = true;
+        }
+    }
+    // An Euler decay factor 1 - dt/tau outside [0, 1) is refused (unless allowed): the
+    // membrane would flip sign every step. Suggests the dt the writer most likely used.
+    static void check_decay(const NodeSpec& s, const std::string& p, const std::vector<float>& tau,
+                            const std::vector<float>& r) {
+        const LoadOptions& o = s.options();
+        if (o.discretization != "euler" || o.allow_unstable) return;
+        for (std::size_t k = 0; k < tau.size(); ++k) {
+            const double a = 1.0 - o.dt / tau[k];
+            // A factor a hair below 0 is the float32 round trip of tau = dt (snnTorch's beta 0.9).
+            if (a >= -1e-6 && a < 1.0) continue;
+            char buf[256];
+            std::snprintf(buf, sizeof buf,
+                          "Euler decay 1 - dt/tau = %g (dt %g s, tau %g s) is outside [0, 1): "
+                          "the membrane would oscillate",
+                          a, o.dt, static_cast<double>(tau[k]));
+            std::string msg = buf;
+            const double rk = r.empty() ? 1.0 : r[std::min(k, r.size() - 1)];
+            if (rk > 1.0 + 1e-6) {
+                std::snprintf(buf, sizeof buf,
+                              "; the file was likely written with dt = tau/r = %g s (snnTorch's "
+                              "exporter): pass --dt %g or --from snntorch",
+                              tau[k] / rk, tau[k] / rk);
+                msg += buf;
+            } else {
+                msg += "; pass the dt the model was trained with (--dt or --from)";
+            }
+            s.fail(p, msg + ", or --allow-unstable");
+        }
     }
     bool fires(float v, float th) const { return cmp_ == Compare::ge ? v >= th : v > th; }
     // Threshold scan after integration: spike, then reset to v_reset or subtract v_threshold.
@@ -214,6 +270,10 @@ class NeuronBase : public Node {
     Compare cmp_ = Compare::gt;
     ResetMode reset_ = ResetMode::to_value;
     bool cmp_set_ = false, reset_set_ = false;
+    bool delay_ = false;    // the reset of a spike acts at the next update (snnTorch)
+    bool at_rest_ = false;  // membranes start at rest_ rather than initial_v()
+    bool unit_gain_ = false, unit_gain_set_ = false;  // dataset input_gain "unit"
+    std::vector<float> rest_;                         // per-neuron initial membrane when at_rest_
     std::int64_t n_params_ = 1;
     Shape param_shape_;
     std::string first_param_ = "v_threshold";
@@ -225,6 +285,26 @@ class NeuronBase : public Node {
 float unit_snap(double g) {
     constexpr double tol = 4.0 * 1.1920928955078125e-07;  // 4 float32 ulp at 1
     return std::fabs(g - 1.0) <= tol ? 1.0f : static_cast<float>(g);
+}
+
+// dt/tau as Norse computes it: dt * tau_inv in float32. Its exporter wrote tau = 1/tau_inv in
+// float32 (utils/export_nir.py 50-56), which several float32 tau_inv give back (1/250 and
+// 1/249.99998 round to the same tau); the roundest of them (most trailing zero bits) is taken,
+// as time constants are set by hand or rounded.
+float norse_gain(double dt, float tau) {
+    float inv = static_cast<float>(1.0 / static_cast<double>(tau));
+    float c = inv;
+    for (int k = 0; k < 4; ++k) c = std::nextafter(c, 0.0f);
+    int best = -1;
+    for (int k = 0; k < 9; ++k, c = std::nextafter(c, std::numeric_limits<float>::infinity())) {
+        if (static_cast<float>(1.0 / static_cast<double>(c)) != tau) continue;
+        const int tz = std::countr_zero(std::bit_cast<std::uint32_t>(c) | 0x00800000u);
+        if (tz > best) {
+            best = tz;
+            inv = c;
+        }
+    }
+    return static_cast<float>(dt) * inv;
 }
 
 std::string range_str(const std::vector<float>& v) {
@@ -253,7 +333,7 @@ class LifNode final : public NeuronBase {
   public:
     LifNode(const NodeSpec& s, bool leaky, bool integrator = false) : NeuronBase(s, 1) {
         const auto& o = s.options();
-        apply_defaults(o);
+        apply_defaults(s);
         integrator_ = integrator;
         r_ = param(s, "r", leaky ? std::optional<float>() : std::optional<float>(1.0f));
         th_ = integrator ? std::vector<float>{std::numeric_limits<float>::infinity()}
@@ -263,6 +343,12 @@ class LifNode final : public NeuronBase {
             tau_ = param(s, "tau", std::nullopt);
             require_positive(s, "tau", tau_);
             leak_ = param(s, "v_leak", 0.0f);
+            check_decay(s, "tau", tau_, r_);
+            // Unit input gain: dataset input_gain, else Sinabs' ExpLeak convention for LI.
+            unit_in_ = unit_gain_set_ ? unit_gain_ : (integrator && o.unit_li_gain);
+            norse_ = o.dialect == "norse" && o.discretization == "euler";
+            snn_ = o.dialect == "snntorch";
+            sinabs_ = o.dialect == "sinabs" && o.discretization == "exact";
         } else {
             tau_ = {1.0f};
             leak_ = {0.0f};
@@ -287,15 +373,71 @@ class LifNode final : public NeuronBase {
             const double a = exact_ ? std::exp(-dt_ / tau) : 1.0 - dt_ / tau;
             const double k1 = exact_ ? 1.0 - a : dt_ / tau;
             a_[k] = static_cast<float>(a);
-            g_[k] = unit_snap(r * k1);
+            g_[k] = unit_in_ ? r_[k] : unit_snap(r * k1);
+            if (sinabs_) {
+                // Sinabs (layers/lif.py 80, functional/lif.py 24-30): alpha = exp(-1/tau) in
+                // float32, the input scaled by 1 - alpha in float32.
+                const auto e = static_cast<double>(static_cast<float>(-dt_ / tau));
+                a_[k] = static_cast<float>(std::exp(e));
+                g_[k] = unit_in_ ? r_[k] : (1.0f - a_[k]) * r_[k];
+            }
             c_[k] = static_cast<float>(vl * k1);
         }
         has_leak_ = std::any_of(c_.begin(), c_.end(), [](float v) { return v != 0.0f; });
+        if (at_rest_) rest_ = leaky_ ? leak_ : vr_;
+        if (norse_)
+            for (std::size_t k = 0; k < a_.size(); ++k) g_[k] = norse_gain(dt_, tau_[k]);
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
         float* v = st.v.data();
         const float *a = a_.data(), *g = g_.data(), *c = c_.data();
+        if (norse_) {
+            // Norse's float32 order: v + dt/tau ((x + v_leak) - v) (LIFBox, lif_box.py 100),
+            // v + dt/tau ((v_leak - v) + x) for the leaky integrator (leaky_integrator_box.py
+            // 89); g holds float32(dt) * float32(1/tau) as Norse's tau_mem_inv gives it.
+            const float *vl = leak_.data(), *r = r_.data();
+            if (integrator_)
+                for (std::int64_t k = b0; k < b1; ++k)
+                    v[k] = v[k] + g[k] * ((vl[k] - v[k]) + r[k] * x[k]);
+            else
+                for (std::int64_t k = b0; k < b1; ++k)
+                    v[k] = v[k] + g[k] * ((r[k] * x[k] + vl[k]) - v[k]);
+            fire_and_reset(v, th_.data(), vr_.data(), out, b0, b1, spikes);
+            return;
+        }
+        if (delay_ || snn_) {
+            // snnTorch's Leaky.forward (leaky.py 209-229): the reset signal r comes from the
+            // previous membrane; subtract r*threshold after the update, or zero the membrane
+            // before it. Without reset_delay the step's own spike s then resets at once, by
+            // s - r (snnTorch's "avoid double reset").
+            const bool sub = reset_ == ResetMode::subtract;
+            for (std::int64_t k = b0; k < b1; ++k) {
+                const auto u = static_cast<std::size_t>(k);
+                const bool was = fires(v[k], th_[u]);
+                float vk;
+                if (sub) {
+                    vk = a[k] * v[k] + g[k] * x[k];
+                    if (has_leak_) vk += c[k];
+                    if (was) vk -= th_[u];
+                } else {
+                    vk = a[k] * (was ? vr_[u] : v[k]) + g[k] * x[k];
+                    if (has_leak_) vk += c[k];
+                }
+                const bool now = fires(vk, th_[u]);
+                if (!delay_ && now != was) {
+                    const float d = now ? 1.0f : -1.0f;
+                    vk = sub ? vk - d * th_[u] : vk - d * vk;
+                }
+                v[k] = vk;
+                out[k] = 0.0f;
+                if (now) {
+                    out[k] = 1.0f;
+                    spikes.push_back(static_cast<std::uint32_t>(k));
+                }
+            }
+            return;
+        }
         // Integrate (branch-free, vectorised), then look for threshold crossings.
         if (has_leak_)
             for (std::int64_t k = b0; k < b1; ++k) v[k] = a[k] * v[k] + g[k] * x[k] + c[k];
@@ -318,7 +460,8 @@ class LifNode final : public NeuronBase {
 
   private:
     std::vector<float> r_, th_, vr_, tau_, leak_, a_, g_, c_;
-    bool leaky_ = true, exact_ = false, has_leak_ = false;
+    bool leaky_ = true, exact_ = false, has_leak_ = false, unit_in_ = false, norse_ = false;
+    bool sinabs_ = false, snn_ = false;
     double dt_ = 1e-3;
 };
 
@@ -328,7 +471,7 @@ class CubaLifNode final : public NeuronBase {
   public:
     explicit CubaLifNode(const NodeSpec& s, bool integrator = false) : NeuronBase(s, 2) {
         const auto& o = s.options();
-        apply_defaults(o);
+        apply_defaults(s);
         integrator_ = integrator;
         ts_ = param(s, "tau_syn", std::nullopt);
         tm_ = param(s, "tau_mem", std::nullopt);
@@ -340,7 +483,13 @@ class CubaLifNode final : public NeuronBase {
                          : param(s, "v_threshold", std::nullopt);
         vr_ = param(s, "v_reset", 0.0f);
         win_ = param(s, "w_in", 1.0f);
+        check_decay(s, "tau_mem", tm_, r_);
+        check_decay(s, "tau_syn", ts_, win_);
+        // Unit current gain: dataset input_gain, else Norse's LIFCell convention.
+        unit_in_ = unit_gain_set_ ? unit_gain_ : o.unit_current_gain;
         exact_ = o.discretization == "exact";
+        norse_ = o.dialect == "norse" && !exact_;
+        snn_ = o.dialect == "snntorch";
         dt_ = o.dt;
     }
     void broadcast(std::int64_t n) override {
@@ -357,10 +506,18 @@ class CubaLifNode final : public NeuronBase {
             const double ks = exact_ ? 1.0 - as : dt_ / ts_[k];
             const double km = exact_ ? 1.0 - am : dt_ / tm_[k];
             as_[k] = static_cast<float>(as);
-            gs_[k] = unit_snap(ks * win_[k]);
+            gs_[k] = unit_in_ ? win_[k] : unit_snap(ks * win_[k]);
             am_[k] = static_cast<float>(am);
             gm_[k] = unit_snap(km * r_[k]);
             c_[k] = static_cast<float>(km * leak_[k]);
+        }
+        if (at_rest_) rest_ = leak_;
+        if (norse_) {
+            ks_.resize(un);
+            for (std::size_t k = 0; k < un; ++k) {
+                ks_[k] = norse_gain(dt_, ts_[k]);
+                gm_[k] = norse_gain(dt_, tm_[k]);
+            }
         }
     }
     // The membrane integrates the updated current (snnTorch's Synaptic order).
@@ -370,14 +527,41 @@ class CubaLifNode final : public NeuronBase {
         float* cur = st.i.data();
         for (std::int64_t k = b0; k < b1; ++k) {
             const auto u = static_cast<std::size_t>(k);
+            if (norse_) {
+                // Norse's LIFCell (functional/lif.py 335-345): the input jumps into the current,
+                // the membrane integrates it, then the current decays: `cur` holds i + x.
+                const float ik = cur[k] + gs_[u] * x[k];
+                float vk = v[k] + gm_[u] * ((leak_[u] - v[k]) + r_[u] * ik);
+                cur[k] = ik + (-ks_[u]) * ik;
+                out[k] = 0.0f;
+                if (fires(vk, th_[u])) {
+                    out[k] = 1.0f;
+                    spikes.push_back(static_cast<std::uint32_t>(k));
+                    vk = reset_ == ResetMode::subtract ? vk - th_[u] : vr_[u];
+                }
+                v[k] = vk;
+                continue;
+            }
             float ik = as_[u] * cur[k] + gs_[u] * x[k];
+            // snnTorch's Synaptic.forward (synaptic.py 235-257): the reset signal of the
+            // previous membrane subtracts now, or sets the membrane to v_reset for this step;
+            // without reset_delay the step's spike s then resets by s - r.
+            const bool snn = delay_ || snn_;
+            const bool sub = reset_ == ResetMode::subtract;
+            const bool was = snn && fires(v[k], th_[u]);
             float vk = am_[u] * v[k] + gm_[u] * ik;
             if (c_[u] != 0.0f) vk += c_[u];
+            if (was) vk = sub ? vk - th_[u] : vr_[u];
+            const bool now = fires(vk, th_[u]);
             out[k] = 0.0f;
-            if (fires(vk, th_[u])) {
+            if (now) {
                 out[k] = 1.0f;
                 spikes.push_back(static_cast<std::uint32_t>(k));
-                vk = reset_ == ResetMode::subtract ? vk - th_[u] : vr_[u];
+            }
+            if (!snn && now) vk = sub ? vk - th_[u] : vr_[u];
+            if (snn && !delay_ && now != was) {
+                const float d = now ? 1.0f : -1.0f;
+                vk = sub ? vk - d * th_[u] : vk - d * vk;
             }
             cur[k] = ik;
             v[k] = vk;
@@ -394,7 +578,8 @@ class CubaLifNode final : public NeuronBase {
 
   private:
     std::vector<float> ts_, tm_, r_, leak_, th_, vr_, win_, as_, gs_, am_, gm_, c_;
-    bool exact_ = false;
+    bool exact_ = false, unit_in_ = false, norse_ = false, snn_ = false;
+    std::vector<float> ks_;  // Norse: float32(dt) * float32(1/tau_syn)
     double dt_ = 1e-3;
 };
 

@@ -131,6 +131,10 @@ DatasetInfo Reader::info(const std::string& ds) const {
         inf.kind = Kind::floating;
     } else if (cls == H5T_STRING) {
         inf.kind = Kind::string;
+    } else if (cls == H5T_ENUM) {
+        Handle base(H5Tget_super(type.id()), H5Tclose);
+        inf.kind = Kind::other;
+        inf.is_enum = base && H5Tget_class(base.id()) == H5T_INTEGER && H5Tget_size(base.id()) == 1;
     } else {
         inf.kind = Kind::other;
     }
@@ -281,6 +285,22 @@ std::vector<float> Reader::read_float_rows(const std::string& ds, std::int64_t s
 void Reader::read_float_rows(const std::string& ds, std::int64_t start, std::int64_t count,
                              float* out, std::size_t capacity) const {
     read_rows<float>(*this, file_.id(), ds, start, count, H5T_NATIVE_FLOAT, out, capacity);
+}
+
+std::vector<double> Reader::read_double_rows(const std::string& ds, std::int64_t start,
+                                             std::int64_t count) const {
+    const DatasetInfo inf = info(ds);
+    if (inf.is_enum) {
+        // h5py's bool: an enum over int8. Read the raw bytes through the enum type itself.
+        Handle d = open_dataset(ds);
+        Handle ft(H5Dget_type(d.id()), H5Tclose);
+        Handle mt(H5Tget_native_type(ft.id(), H5T_DIR_ASCEND), H5Tclose);
+        auto raw = read_rows<std::int8_t>(*this, file_.id(), ds, start, count, mt.id());
+        return {raw.begin(), raw.end()};
+    }
+    if (inf.kind != Kind::integer && inf.kind != Kind::floating)
+        fail(ds, "expected a numeric or bool dataset");
+    return read_rows<double>(*this, file_.id(), ds, start, count, H5T_NATIVE_DOUBLE);
 }
 
 std::vector<std::string> Reader::read_strings(const std::string& ds, Shape* dims_out) const {

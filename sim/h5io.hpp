@@ -51,6 +51,7 @@ struct DatasetInfo {
     Kind kind = Kind::other;
     std::size_t type_size = 0;
     bool is_signed = true;
+    bool is_enum = false;  // an HDF5 enum over 1-byte integers (h5py's bool), kind `other`
 };
 
 // Read access to one HDF5 file. Paths are absolute within the file ("/node/nodes/lif1/tau").
@@ -75,6 +76,9 @@ class Reader {
     // Reads a hyperslab [start, start+count) along the first axis of an n-d dataset.
     std::vector<std::int8_t> read_int8_rows(const std::string& ds, std::int64_t start,
                                             std::int64_t count) const;
+    // Rows as float64, from any integer, float or 1-byte enum (h5py bool) dataset.
+    std::vector<double> read_double_rows(const std::string& ds, std::int64_t start,
+                                         std::int64_t count) const;
     std::vector<float> read_float_rows(const std::string& ds, std::int64_t start,
                                        std::int64_t count) const;
     // The same into a caller's buffer of `capacity` floats (e.g. a LargeVector).

@@ -23,6 +23,15 @@ struct LoadOptions {
     std::string reset = "zero";            // "zero" | "subtract"
     bool weight_codebook = true;           // lossless shared-value weight storage
     int threads = 1;                       // worker threads: sizes row blocks of large layers
+    // Conventions of the framework that wrote the file (`--from`, docs/bringing-a-model.md);
+    // a node's own datasets (compare, reset_mode, reset_delay, initial, input_gain) win.
+    std::string dialect = "nir";     // nir | snntorch | norse | sinabs | spikingjelly
+    bool compare_ge = false;         // IF/LIF/CubaLIF fire on v >= v_threshold (else >)
+    bool reset_delay = false;        // the reset of a spike acts at the next step (snnTorch)
+    bool start_at_rest = false;      // membranes start at v_leak (IF: v_reset), not 0
+    bool unit_current_gain = false;  // CubaLIF/CubaLI: x enters the current with gain w_in
+    bool unit_li_gain = false;       // LI: x enters the membrane with gain r
+    bool allow_unstable = false;     // accept an Euler decay 1 - dt/tau outside [0, 1)
 };
 
 // Where a node's parameters come from: a model file's node group (H5Params), memory (MapParams:

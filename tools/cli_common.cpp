@@ -21,6 +21,10 @@ void add_model_options(po::options_description& d) {
         "euler | exact (default: file metadata, else euler)")(
         "reset", po::value<std::string>(),
         "zero | subtract: reset of NIR neurons after a spike (default zero)")(
+        "from", po::value<std::string>(),
+        "nir | snntorch | norse | sinabs | spikingjelly: the framework that wrote the file; sets "
+        "its conventions (default: file metadata/from, else nir)")(
+        "allow-unstable", "accept an Euler decay factor 1 - dt/tau outside [0, 1)")(
         "no-weight-codebook", "store every sparse weight as a float (no shared-value codebook)");
 }
 
@@ -35,8 +39,24 @@ UserLoadOptions model_options(const po::variables_map& vm) {
     }
     if (vm.count("discretization")) o.discretization = vm["discretization"].as<std::string>();
     if (vm.count("reset")) o.reset = vm["reset"].as<std::string>();
+    if (vm.count("from")) {
+        o.from = vm["from"].as<std::string>();
+        find_dialect(*o.from);  // refuses an unknown name before any file is read
+    }
+    o.allow_unstable = vm.count("allow-unstable") > 0;
     o.weight_codebook = !vm.count("no-weight-codebook");
     return o;
+}
+
+void add_input_options(po::options_description& d) {
+    d.add_options()("layout", po::value<std::string>(),
+                    "axis order of a spike input: samples-first (ST, [samples, T, ...], the "
+                    "default) or time-first (TS, [T, samples, ...] as snnTorch, SpikingJelly "
+                    "and Norse produce)");
+}
+
+Layout input_layout(const po::variables_map& vm) {
+    return vm.count("layout") ? parse_layout(vm["layout"].as<std::string>()) : Layout::automatic;
 }
 
 po::variables_map parse(const Args& args, const po::options_description& desc,

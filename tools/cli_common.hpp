@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "models/inputs.hpp"
 #include "models/nir_loader.hpp"
 #include "sim/file_guard.hpp"
 #include "sim/format.hpp"
@@ -14,9 +15,13 @@ namespace ternion::cli {
 
 namespace po = boost::program_options;
 
-// --dt, --discretization, --reset
+// --dt, --discretization, --reset, --from, --allow-unstable
 void add_model_options(po::options_description& d);
 UserLoadOptions model_options(const po::variables_map& vm);
+
+// --layout (samples-first | time-first) of spike inputs
+void add_input_options(po::options_description& d);
+Layout input_layout(const po::variables_map& vm);
 
 // Parses `args` against `desc` (+ positional names); throws OptionError on bad input.
 po::variables_map parse(const Args& args, const po::options_description& desc,

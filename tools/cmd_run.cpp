@@ -73,6 +73,7 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
     q.load = model_options(vm);
     if (vm.count("encoding")) q.encoding = parse_encoding(vm["encoding"].as<std::string>());
     if (vm.count("timesteps")) q.timesteps = vm["timesteps"].as<std::int64_t>();
+    q.layout = input_layout(vm);
     q.seed = vm["seed"].as<std::uint64_t>();
     q.first_sample = vm["first"].as<std::int64_t>();
     // An explicit non-positive count is an error, not "all samples".
@@ -136,6 +137,7 @@ int cmd_run(const Args& args) {
         "no-progress", "no progress bar")(
         "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting");
     add_model_options(d);
+    add_input_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
     auto vm = parse(args, d, &pos);

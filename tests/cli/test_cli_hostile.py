@@ -367,7 +367,9 @@ def spk(f, shape, n=2, T=4, dtype=np.int8, value=1):
 
 
 input_case("none", lambda f, s, c: f.create_dataset("other", data=np.zeros(3)), "/spikes")
-input_case("spikes.float", lambda f, s, c: spk(f, s, dtype=F32), "/spikes")
+# float and bool spike tensors are accepted when every value is -1, 0 or 1; 0.5 is not
+input_case("spikes.float", lambda f, s, c: spk(f, s, dtype=F32, value=0.5), "/spikes")
+input_case("spikes.string", lambda f, s, c: f.create_dataset("spikes", data=np.array([b"1"] * 48).reshape(2, 4, 6)), "/spikes")
 input_case("spikes.value3", lambda f, s, c: spk(f, s, value=3), "/spikes")
 input_case("spikes.rank2", lambda f, s, c: f.create_dataset("spikes", data=np.zeros((2, 6), np.int8)), "/spikes")
 input_case("spikes.shape", lambda f, s, c: f.create_dataset("spikes", data=np.zeros((2, 4, 7), np.int8)), "/spikes")

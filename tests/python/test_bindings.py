@@ -142,7 +142,7 @@ def test_errors_carry_the_cli_messages(core, ternion_bin, lif_net, tmp_path):
     m = core.load(lif_net["model"])
     bad = lif_net["x"].copy()
     bad[1, 2, 3] = 2
-    with pytest.raises(core.Error, match=r"value 2 at sample 1, step 2 is not -1, 0 or 1"):
+    with pytest.raises(core.Error, match=r"value 2 at sample 1, step 2, element 3 is not -1, 0 or 1"):
         core.run(m, bad)
     with pytest.raises(core.Error, match=r"sample shape \[11\] does not match"):
         core.run(m, lif_net["x"][:, :, :11])

@@ -4,11 +4,14 @@ Supported modules (matched by class name and attributes, so SpikingJelly and the
 need not be importable here): SpikingJelly LIFNode/MultiStepLIFNode, ParametricLIFNode,
 IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in, MaxPool2d, AvgPool2d,
 Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
-Spikformer (SPS, SSA blocks, MLP, head) and this repository's DigitsSpikformer. Anything else
+Spikformer (SPS, SSA blocks, MLP, head) and this repository's DigitsSpikformer; snnTorch Leaky
+and Synaptic, Norse LIFBoxCell, LIFCell, LIBoxCell and IAFCell, Sinabs IAF, LIF and ExpLeak
+(peers.py: the file then carries that framework's conventions, metadata/from). Anything else
 raises ExportError naming the module path and type. docs/bringing-a-model.md has the table."""
 from dataclasses import dataclass, field
 
 from . import converters as cv
+from . import peers
 from .graph import ExportError, Graph, fold_bn, write_model
 
 __all__ = ["export", "ExportError", "ExportReport", "fold_bn", "write_model"]
@@ -30,6 +33,8 @@ class Exporter:
         self.timesteps = None
         self.encoding = None
         self.complete = False
+        self.framework = None  # snntorch, norse or sinabs: whose neurons the file holds
+        self.meta = {}  # metadata the converters set (from, dt, discretization)
 
     def name(self, path):
         return self.g.unique(path or "root")
@@ -45,6 +50,9 @@ class Exporter:
     def convert(self, m, path, x):
         name = cv.cls(m)
         names = cv.mro_names(m)
+        fw = peers.framework_of(m)
+        if fw:
+            return peers.CONVERTERS[fw](self, m, path, x)
         if name in cv.LIF_NAMES or name in cv.PLIF_NAMES or name in cv.IF_NAMES:
             return cv.convert_neuron(self, m, path, x)
         if cv.is_digits_spikformer(m):
@@ -123,6 +131,7 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
         meta["timesteps"] = cv.i64(ex.timesteps)
     if ex.encoding is not None:
         meta["encoding"] = ex.encoding
+    meta.update(ex.meta)
     meta.update(metadata or {})
     ex.g.write(path, meta)
     return ExportReport(path=str(path), input_shape=in_shape, timesteps=ex.timesteps,

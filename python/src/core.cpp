@@ -36,20 +36,25 @@ int all_cores() {
 }
 
 UserLoadOptions load_options(std::optional<double> dt, std::optional<std::string> disc,
-                             std::optional<std::string> reset, int threads) {
+                             std::optional<std::string> reset, std::optional<std::string> from,
+                             bool allow_unstable, int threads) {
     UserLoadOptions o;
     if (dt && (!(*dt > 0) || *dt > 1e3))
         throw OptionError("dt", "must be positive and sensible (got " + std::to_string(*dt) + ")");
     o.dt = dt;
     o.discretization = std::move(disc);
     o.reset = std::move(reset);
+    o.from = std::move(from);
+    o.allow_unstable = allow_unstable;
     o.threads = threads > 0 ? threads : all_cores();
     return o;
 }
 
 Model load(const std::string& path, std::optional<double> dt, std::optional<std::string> disc,
-           std::optional<std::string> reset, int threads) {
-    auto lo = load_options(dt, std::move(disc), std::move(reset), threads);
+           std::optional<std::string> reset, std::optional<std::string> from, bool allow_unstable,
+           int threads) {
+    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable,
+                           threads);
     py::gil_scoped_release nogil;
     return Model{load_model_file(path, lo), ""};
 }
@@ -61,7 +66,8 @@ Model load_bundled(const std::string& name) {
     const auto it = bundled.find(name);
     if (it == bundled.end())
         throw OptionError("name", "unknown bundled model '" + name + "' (bsa_digits, ssa_digits)");
-    Model m = load(bundled_path(it->second.first), std::nullopt, std::nullopt, std::nullopt, 0);
+    Model m = load(bundled_path(it->second.first), std::nullopt, std::nullopt, std::nullopt,
+                   std::nullopt, false, 0);
     m.default_input = bundled_path(it->second.second);
     return m;
 }
@@ -292,7 +298,7 @@ PYBIND11_MODULE(_core, m) {
         });
     m.def("load", &load, py::arg("path"), py::arg("dt") = py::none(),
           py::arg("discretization") = py::none(), py::arg("reset") = py::none(),
-          py::arg("threads") = 0);
+          py::arg("from_") = py::none(), py::arg("allow_unstable") = false, py::arg("threads") = 0);
     m.def("load_bundled", &load_bundled, py::arg("name") = "bsa_digits");
     m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
           py::arg("options"));

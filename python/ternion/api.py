@@ -16,12 +16,15 @@ Error = _core.Error
 Model = _core.Model
 
 
-def load(path, dt=None, discretization=None, reset=None, threads=0):
+def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unstable=False,
+         threads=0):
     """Loads a model file (NIR HDF5 with ternion's Transformer nodes). `dt`,
-    `discretization` ("euler" | "exact") and `reset` ("zero" | "subtract") override the file,
-    as the command-line options of the same names do. `threads` sizes parallel blocks
-    (0: every core); results never depend on it."""
-    return _core.load(str(path), dt, discretization, reset, threads)
+    `discretization` ("euler" | "exact"), `reset` ("zero" | "subtract"), `from_` (the framework
+    that wrote a NIR file: "snntorch", "norse", "sinabs", "spikingjelly", "nir"; see
+    docs/bringing-a-model.md) and `allow_unstable` mean what the command-line options
+    --dt, --discretization, --reset, --from and --allow-unstable mean. `threads` sizes parallel
+    blocks (0: every core); results never depend on it."""
+    return _core.load(str(path), dt, discretization, reset, from_, allow_unstable, threads)
 
 
 def load_bundled(name="bsa_digits"):

@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "error.hpp"
+#include "h5vet.hpp"
 
 namespace ternion::h5 {
 
@@ -42,6 +43,7 @@ Reader::Reader(const std::string& path) : path_(path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
     if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory");
+    if (vetting()) vet_file(path);
     htri_t is_h5 = H5Fis_hdf5(path.c_str());
     if (is_h5 <= 0) throw InputError(path, "", "not an HDF5 file (or truncated)");
     hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);

@@ -56,8 +56,11 @@ struct DatasetInfo {
 // Read access to one HDF5 file. Paths are absolute within the file ("/node/nodes/lif1/tau").
 class Reader {
   public:
-    explicit Reader(const std::string& path);  // throws InputError if missing or not HDF5
+    // Throws InputError if missing or not HDF5; with vetting() on, the file is first read in a
+    // child process (sim/h5vet.hpp).
+    explicit Reader(const std::string& path);
     const std::string& path() const { return path_; }
+    hid_t file_id() const { return file_.id(); }
 
     bool exists(const std::string& obj) const;
     bool is_group(const std::string& obj) const;

@@ -9,10 +9,12 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "sim/error.hpp"
+#include "sim/h5io.hpp"
 
 namespace ternion::cli {
 
@@ -125,6 +127,58 @@ std::uint64_t default_memory_limit() {
     const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
     if (pages <= 0 || page <= 0) return UINT64_MAX;
     return static_cast<std::uint64_t>(0.8 * static_cast<double>(pages) * static_cast<double>(page));
+}
+
+std::uint64_t memory_limit(const po::variables_map& vm) {
+    return vm.count("max-memory") ? parse_bytes("max-memory", vm["max-memory"].as<std::string>())
+                                  : default_memory_limit();
+}
+
+std::uint64_t resident_bytes() {
+    std::ifstream f("/proc/self/statm");
+    std::uint64_t size = 0, resident = 0;
+    f >> size >> resident;
+    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
+}
+
+void check_memory(const po::variables_map& vm, double estimate, const std::string& what) {
+    const std::uint64_t limit = memory_limit(vm);
+    if (estimate > static_cast<double>(limit))
+        throw OptionError("max-memory", what + " needs an estimated " +
+                                            std::to_string(static_cast<std::uint64_t>(estimate)) +
+                                            " bytes, over the limit of " + std::to_string(limit) +
+                                            " bytes");
+}
+
+namespace {
+struct Declared {
+    const h5::Reader* reader;
+    double bytes = 0;
+};
+
+herr_t add_declared(hid_t root, const char* name, const H5O_info_t* info, void* op) {
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    auto* d = static_cast<Declared*>(op);
+    try {
+        d->reader->check_storage(std::string("/") + name);
+    } catch (const Error&) {
+        return 0;  // declares far more than it stores: the reader refuses it, naming the field
+    }
+    h5::Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+    if (!ds) return 0;
+    h5::Handle space(H5Dget_space(ds.id()), H5Sclose), type(H5Dget_type(ds.id()), H5Tclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+    const std::size_t sz = std::max<std::size_t>(4, H5Tget_size(type.id()));
+    if (n > 0) d->bytes += static_cast<double>(n) * static_cast<double>(sz);
+    return 0;
+}
+}  // namespace
+
+double declared_bytes(const std::string& h5_path) {
+    const h5::Reader r(h5_path);
+    Declared d{&r};
+    H5Ovisit2(r.file_id(), H5_INDEX_NAME, H5_ITER_INC, add_declared, &d, H5O_INFO_BASIC);
+    return d.bytes;
 }
 
 int default_threads() {

@@ -42,6 +42,20 @@ std::uint64_t parse_bytes(const std::string& option, const std::string& text);
 // The default memory limit of a run: 80 % of the machine's physical memory.
 std::uint64_t default_memory_limit();
 
+// --max-memory if given, else default_memory_limit().
+std::uint64_t memory_limit(const po::variables_map& vm);
+
+// Resident memory of the process now, from /proc/self/statm.
+std::uint64_t resident_bytes();
+
+// Refuses (OptionError on --max-memory) an estimate of `estimate` bytes above memory_limit(vm),
+// naming what needs it ("the run", "loading the model").
+void check_memory(const po::variables_map& vm, double estimate, const std::string& what);
+
+// Bytes the datasets of an HDF5 file declare (their products of dimensions times the type's
+// size, each at least 4 bytes an element: ternion holds values as float or wider).
+double declared_bytes(const std::string& h5_path);
+
 // Default worker count: every core of the machine.
 int default_threads();
 

@@ -93,22 +93,11 @@ std::string file_sha256(const std::string& path) {
     return r;
 }
 
-// Resident memory of the process now (the loaded model and input), from /proc/self/statm.
-std::uint64_t resident_bytes() {
-    std::ifstream f("/proc/self/statm");
-    std::uint64_t size = 0, resident = 0;
-    f >> size >> resident;
-    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
-}
-
 // An estimate of the run's peak memory, refused above --max-memory before the run: what is
 // loaded, each thread's workspace (activity and state of every node, about 48 bytes a value),
 // the per-sample results and the trace held until it is written.
-void check_memory(const po::variables_map& vm, const Graph& g, std::int64_t samples, int threads,
-                  std::uint64_t trace_bytes) {
-    const std::uint64_t limit = vm.count("max-memory")
-                                    ? parse_bytes("max-memory", vm["max-memory"].as<std::string>())
-                                    : default_memory_limit();
+void check_run_memory(const po::variables_map& vm, const Graph& g, std::int64_t samples,
+                      int threads, std::uint64_t trace_bytes) {
     double values = 0;
     for (int i = 0; i < g.size(); ++i) values += static_cast<double>(g.node(i).out_size());
     const double classes =
@@ -116,11 +105,7 @@ void check_memory(const po::variables_map& vm, const Graph& g, std::int64_t samp
     const double est = static_cast<double>(resident_bytes()) + 48 * values * threads +
                        static_cast<double>(samples) * (4 * classes + 64) +
                        static_cast<double>(trace_bytes);
-    if (est > static_cast<double>(limit))
-        throw OptionError("max-memory", "the run needs an estimated " +
-                                            std::to_string(static_cast<std::uint64_t>(est)) +
-                                            " bytes, over the limit of " + std::to_string(limit) +
-                                            " bytes");
+    check_memory(vm, est, "the run");
 }
 
 // The input's sample shape against the model's Input node, and its labels against the classes
@@ -236,6 +221,8 @@ int cmd_run(const Args& args) {
     LoadReport rep;
     UserLoadOptions lo = model_options(vm);
     lo.threads = threads;
+    check_memory(vm, static_cast<double>(resident_bytes()) + 2 * declared_bytes(model),
+                 "loading the model");
     auto graph = load_model(model, lo, rep);
     ModelHints hints = read_hints(model);
     InputOptions io;
@@ -311,7 +298,7 @@ int cmd_run(const Args& args) {
         cfg.observer = rec.get();
     }
 
-    check_memory(vm, *graph, nsamples, threads, rec ? rec->estimated_bytes() : 0);
+    check_run_memory(vm, *graph, nsamples, threads, rec ? rec->estimated_bytes() : 0);
     RunResult res = run(*graph, *src, cfg);
     RunRecord record = make_run_record(*graph, res);
 

@@ -156,12 +156,33 @@ void check_stored(const Reader& r, hid_t dset, const std::string& ds) {
                        " (damaged or hostile file?)");
 }
 
+// libhdf5 1.10 trusts the size a compact layout message gives its data: a damaged layout
+// message (its version byte changed, so a contiguous layout is read as an empty compact one)
+// makes H5Dread copy the dataset's full size out of a smaller buffer (SIGSEGV). A compact
+// dataset must store exactly its extent, a contiguous one (once allocated) at least that.
+void check_whole(const Reader& r, hid_t dset, const std::string& ds, bool compact) {
+    Handle space(H5Dget_space(dset), H5Sclose);
+    Handle type(H5Dget_type(dset), H5Tclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+    if (n < 0) r.fail(ds, "unreadable dataspace");
+    const auto declared = static_cast<double>(n) * static_cast<double>(H5Tget_size(type.id()));
+    const auto stored = static_cast<double>(H5Dget_storage_size(dset));
+    if (compact ? stored != declared : (stored != 0 && stored < declared))
+        r.fail(ds, std::string(compact ? "compact" : "contiguous") + " storage holds " +
+                       std::to_string(static_cast<std::uint64_t>(stored)) +
+                       " bytes, the dataset needs " +
+                       std::to_string(static_cast<std::uint64_t>(declared)) + " (damaged file?)");
+}
+
 // libhdf5 trusts a chunk layout message: a chunk larger than a fixed-size dataset (one damaged
 // byte) makes H5Dread write past its buffers. Checked before every read, with the storage.
 void check_layout(const Reader& r, hid_t dset, const std::string& ds) {
     Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
     if (!dcpl) r.fail(ds, "unreadable storage layout");
-    if (H5Pget_layout(dcpl.id()) != H5D_CHUNKED) return check_stored(r, dset, ds);
+    const H5D_layout_t layout = H5Pget_layout(dcpl.id());
+    if (layout == H5D_COMPACT || layout == H5D_CONTIGUOUS)
+        check_whole(r, dset, ds, layout == H5D_COMPACT);
+    if (layout != H5D_CHUNKED) return check_stored(r, dset, ds);
     Handle space(H5Dget_space(dset), H5Sclose);
     const int rank = H5Sget_simple_extent_ndims(space.id());
     if (rank < 0 || rank > H5S_MAX_RANK) r.fail(ds, "unreadable dataspace");

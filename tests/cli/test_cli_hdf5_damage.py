@@ -66,6 +66,22 @@ for kind in ("model", "input", "weights"):
 
 
 @test
+def compact_layout_checked_in_process_too():
+    # A layout message whose version byte was changed reads as an empty compact layout; the
+    # storage check refuses it before libhdf5 copies from the missing buffer, child or not.
+    for src in sorted(glob.glob(os.path.join(FUZZ, "regressions", "weights", "layout-*"))):
+        f = path("trusted-" + os.path.basename(src))
+        shutil.copy(src, f)
+        args = command("weights", f, path("never.h5"))
+        p = subprocess.run([TERNION, *args], capture_output=True, text=True,
+                           env={**os.environ, "TERNION_TRUST_HDF5": "1"})
+        assert p.returncode == 1 and p.stderr.strip() == (
+            f"ternion: error: {f}: /W_Q: compact storage holds 0 bytes, the dataset needs 256 "
+            "(damaged file?)"), p.stderr
+        assert not os.path.exists(path("never.h5"))
+
+
+@test
 def seed_models_still_load():
     for f in sorted(glob.glob(os.path.join(FUZZ, "corpus", "model", "*.h5"))):
         assert "parameters:" in run("info", f).stdout, f

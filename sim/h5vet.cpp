@@ -202,6 +202,10 @@ std::uint64_t address_space_now() {
     for (int s : {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
         std::signal(s, SIG_DFL);  // die by the signal, untouched by the parent's handlers
     limit(RLIMIT_CORE, 0);        // a crash must not leave a core file behind
+    // Whatever the child might print (a sanitizer's report) would break the one-line rule;
+    // the parent reports how it ended.
+    const int null = ::open("/dev/null", O_WRONLY | O_CLOEXEC);
+    if (null >= 0) ::dup2(null, STDERR_FILENO);
     const auto cpu = static_cast<rlim_t>(lim.cpu_seconds);
     const rlimit c{cpu, cpu + 1};
     setrlimit(RLIMIT_CPU, &c);

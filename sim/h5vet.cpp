@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -38,21 +39,24 @@ bool g_vetting = false;
 
 // ---------------------------------------------------------------- child: read everything
 
-// Protocol on the pipe, one line each: "R <object>" before reading it (so a crash names it),
-// "X <object>\t<reason>" for a refusal the parent must raise.
-void say(int fd, char tag, const std::string& text) {
-    std::string line{tag, ' '};
-    line += text;
-    line += '\n';
-    const char* p = line.data();
-    std::size_t left = line.size();
-    while (left > 0) {
-        const ssize_t w = ::write(fd, p, left);
-        if (w < 0 && errno == EINTR) continue;
-        if (w <= 0) return;
-        p += w;
-        left -= static_cast<std::size_t>(w);
-    }
+// What the child tells the parent, in memory both share: the object it is reading (so a crash
+// names it) and a refusal the parent must raise. Shared memory rather than the pipe: a line per
+// object would wake the parent once per object.
+struct Shared {
+    char last[4096];
+    char refusal[4096];  // "object\treason"
+};
+Shared* g_shared = nullptr;
+
+void copy_to(char (&buf)[4096], const std::string& text) {
+    const std::size_t n = std::min(text.size(), sizeof buf - 1);
+    std::memcpy(buf, text.data(), n);
+    buf[n] = '\0';
+}
+
+void say(char tag, const std::string& text) {
+    if (tag == 'R') copy_to(g_shared->last, text);
+    if (tag == 'X' && g_shared->refusal[0] == '\0') copy_to(g_shared->refusal, text);
 }
 
 // The memory type ternion's readers use most for this file type (floats as float, integers as
@@ -140,13 +144,12 @@ void read_dataset(hid_t d) {
 
 struct Walk {
     const Reader* reader;
-    int fd;
     std::string object;  // the object whose attributes are being read
 };
 
 herr_t read_attribute(hid_t loc, const char* name, const H5A_info_t*, void* op) {
     auto* w = static_cast<Walk*>(op);
-    say(w->fd, 'R', w->object + "@" + name);
+    say('R', w->object + "@" + name);
     Handle a(H5Aopen(loc, name, H5P_DEFAULT), H5Aclose);
     if (!a) return 0;
     Handle ftype(H5Aget_type(a.id()), H5Tclose);
@@ -159,28 +162,25 @@ herr_t read_attribute(hid_t loc, const char* name, const H5A_info_t*, void* op) 
     return 0;
 }
 
-// One object: its attributes, then a dataset's data, or a group's members.
-void walk_group(Walk& w, const std::string& group, std::set<haddr_t>& seen, int depth);
+struct Seen {
+    std::set<haddr_t> addr;  // hard links make cycles
+    int depth = 0;
+};
+void walk_members(Walk& w, hid_t group, const std::string& path, Seen& seen);
 
-void walk_object(Walk& w, const std::string& obj, std::set<haddr_t>& seen, int depth) {
-    const hid_t file = w.reader->file_id();
-    say(w.fd, 'R', obj);
-    H5L_info_t li;
-    if (obj != "/" && H5Lget_info(file, obj.c_str(), &li, H5P_DEFAULT) >= 0 &&
-        (li.type == H5L_TYPE_EXTERNAL || li.type >= H5L_TYPE_UD_MIN)) {
-        // A link to another file would make libhdf5 open a file that was never vetted.
-        say(w.fd, 'X', obj + "\tlinks to another file (not supported)");
-        return;
-    }
+// One object, opened relative to its group: its attributes, then a dataset's data or a group's
+// members.
+void walk_object(Walk& w, hid_t group, const char* name, const std::string& obj, Seen& seen) {
+    say('R', obj);
     H5O_info_t oi;
-    if (H5Oget_info_by_name2(file, obj.c_str(), &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return;
-    if (!seen.insert(oi.addr).second) return;  // hard links make cycles
-    Handle o(H5Oopen(file, obj.c_str(), H5P_DEFAULT), H5Oclose);
+    if (H5Oget_info_by_name2(group, name, &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0) return;
+    if (!seen.addr.insert(oi.addr).second) return;
+    Handle o(H5Oopen(group, name, H5P_DEFAULT), H5Oclose);
     if (!o) return;
     w.object = obj;
     H5Aiterate2(o.id(), H5_INDEX_NAME, H5_ITER_INC, nullptr, read_attribute, &w);
-    say(w.fd, 'R', obj);
-    if (oi.type == H5O_TYPE_GROUP) return walk_group(w, obj, seen, depth + 1);
+    say('R', obj);
+    if (oi.type == H5O_TYPE_GROUP) return walk_members(w, o.id(), obj, seen);
     if (oi.type != H5O_TYPE_DATASET) return;
     try {
         w.reader->check_storage(obj);  // what the parent refuses, the child must not read
@@ -190,17 +190,31 @@ void walk_object(Walk& w, const std::string& obj, std::set<haddr_t>& seen, int d
     read_dataset(o.id());
 }
 
-// Members by name, as ternion's readers reach them: one damaged object header stops neither the
-// walk nor the reading of its siblings (H5Ovisit would stop at the first).
-void walk_group(Walk& w, const std::string& group, std::set<haddr_t>& seen, int depth) {
-    if (depth > 64) return;
-    std::vector<std::string> names;
-    try {
-        names = w.reader->children(group);
-    } catch (const Error&) {
-        return;
+struct Members {
+    Walk* w;
+    const std::string* path;
+    Seen* seen;
+};
+
+herr_t visit_member(hid_t group, const char* name, const H5L_info_t* info, void* op) {
+    auto* m = static_cast<Members*>(op);
+    const std::string obj = (*m->path == "/" ? "/" : *m->path + "/") + name;
+    if (info->type == H5L_TYPE_EXTERNAL || info->type >= H5L_TYPE_UD_MIN) {
+        // A link to another file would make libhdf5 open a file that was never vetted.
+        say('X', obj + "\tlinks to another file (not supported)");
+        return 0;
     }
-    for (const auto& n : names) walk_object(w, (group == "/" ? "/" : group + "/") + n, seen, depth);
+    walk_object(*m->w, group, name, obj, *m->seen);
+    return 0;  // one damaged member stops neither the walk nor its siblings
+}
+
+// Members by link name, as ternion's readers reach objects (H5Ovisit would stop at the first
+// damaged object header and leave the rest unread).
+void walk_members(Walk& w, hid_t group, const std::string& path, Seen& seen) {
+    if (++seen.depth > 64) return;
+    Members m{&w, &path, &seen};
+    H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, visit_member, &m);
+    --seen.depth;
 }
 
 void limit(int resource, rlim_t value) {
@@ -215,7 +229,7 @@ std::uint64_t address_space_now() {
     return pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
 }
 
-[[noreturn]] void child(const std::string& path, int fd, const VetLimits& lim) {
+[[noreturn]] void child(const std::string& path, const VetLimits& lim) {
     for (int s : {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
         std::signal(s, SIG_DFL);  // die by the signal, untouched by the parent's handlers
     limit(RLIMIT_CORE, 0);        // a crash must not leave a core file behind
@@ -232,9 +246,9 @@ std::uint64_t address_space_now() {
     g_vetting = false;
     try {
         const Reader r(path);
-        Walk w{&r, fd, "/"};
-        std::set<haddr_t> seen;
-        walk_object(w, "/", seen, 0);
+        Walk w{&r, "/"};
+        Seen seen;
+        walk_object(w, r.file_id(), "/", "/", seen);
     } catch (const Error&) {
         _exit(0);  // not openable: the parent's own open says why
     } catch (const std::bad_alloc&) {
@@ -249,19 +263,8 @@ std::uint64_t address_space_now() {
 
 struct Verdict {
     std::string last;     // the object the child was reading
-    std::string refusal;  // "object\treason" from an X line
+    std::string refusal;  // "object\treason"
 };
-
-void take_lines(std::string& pending, Verdict& v) {
-    std::size_t nl;
-    while ((nl = pending.find('\n')) != std::string::npos) {
-        const std::string line = pending.substr(0, nl);
-        pending.erase(0, nl + 1);
-        if (line.size() < 2) continue;
-        if (line[0] == 'R') v.last = line.substr(2);
-        if (line[0] == 'X' && v.refusal.empty()) v.refusal = line.substr(2);
-    }
-}
 
 // Resident bytes of process `pid` (0 when gone).
 std::uint64_t resident_of(pid_t pid) {
@@ -273,15 +276,14 @@ std::uint64_t resident_of(pid_t pid) {
 
 enum class End { closed, wall_clock, memory };
 
-// Reads the child's lines until it closes the pipe, watching the wall clock and, every 50 ms,
-// its resident memory (the only memory limit under AddressSanitizer, which reserves terabytes
-// of address space and so cannot run under RLIMIT_AS).
-End collect(int fd, pid_t pid, const VetLimits& lim, Verdict& v) {
+// Waits for the child to end (its end of the pipe closes), watching the wall clock and, every
+// 50 ms, its resident memory (the only memory limit under AddressSanitizer, which reserves
+// terabytes of address space and so cannot run under RLIMIT_AS).
+End wait_for(int fd, pid_t pid, const VetLimits& lim) {
     using clock = std::chrono::steady_clock;
     const auto end = clock::now() + std::chrono::duration<double>(lim.wall_seconds);
     const std::uint64_t base = resident_of(::getpid());
-    std::string pending;
-    char buf[4096];
+    char buf[64];
     auto next_look = clock::now();
     for (;;) {
         const auto now = clock::now();
@@ -296,8 +298,6 @@ End collect(int fd, pid_t pid, const VetLimits& lim, Verdict& v) {
         const ssize_t got = r < 0 ? 0 : ::read(fd, buf, sizeof buf);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) return End::closed;
-        pending.append(buf, static_cast<std::size_t>(got));
-        take_lines(pending, v);
     }
 }
 
@@ -384,23 +384,30 @@ void vet_file(const std::string& path, bool remember) {
                     std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
     if (remember && vetted().count(id)) return;
     const VetLimits lim = vet_limits(static_cast<std::uint64_t>(st.st_size));
+    void* mem =
+        ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (mem == MAP_FAILED) throw InputError(path, "", "cannot map memory to vet it");
+    auto* shared = new (mem) Shared{};
     int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) throw InputError(path, "", "cannot create a pipe to vet it");
+    if (::pipe2(fds, O_CLOEXEC) != 0) {
+        ::munmap(mem, sizeof(Shared));
+        throw InputError(path, "", "cannot create a pipe to vet it");
+    }
     std::fflush(nullptr);  // nothing buffered is written twice
     const pid_t pid = ::fork();
-    if (pid < 0) {
-        ::close(fds[0]);
-        ::close(fds[1]);
-        throw InputError(path, "", "cannot fork to vet it");
-    }
     if (pid == 0) {
         ::close(fds[0]);
-        child(path, fds[1], lim);
+        g_shared = shared;
+        child(path, lim);  // fds[1] stays open until the child ends
     }
     ::close(fds[1]);
-    Verdict v;
-    const End how = collect(fds[0], pid, lim, v);
+    const End how = pid < 0 ? End::closed : wait_for(fds[0], pid, lim);
     ::close(fds[0]);
+    const Verdict v{
+        std::string(shared->last, ::strnlen(shared->last, sizeof shared->last)),
+        std::string(shared->refusal, ::strnlen(shared->refusal, sizeof shared->refusal))};
+    ::munmap(mem, sizeof(Shared));
+    if (pid < 0) throw InputError(path, "", "cannot fork to vet it");
     if (how != End::closed) ::kill(pid, SIGKILL);
     int status = 0;
     while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {

@@ -19,6 +19,9 @@ namespace ternion::fuzz {
 inline std::string as_file(const std::uint8_t* data, std::size_t size, const char* suffix) {
     static const std::string dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
     const std::string p = dir + "/ternion-fuzz-" + std::to_string(getpid()) + suffix;
+    // A new inode each time: libhdf5 shares an open file's cached metadata with any later open
+    // of the same file, so a handle left open by one input must not colour the next one.
+    ::unlink(p.c_str());
     std::FILE* f = std::fopen(p.c_str(), "wb");
     if (!f) __builtin_trap();
     if (size) std::fwrite(data, 1, size, f);

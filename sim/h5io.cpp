@@ -176,6 +176,30 @@ void check_whole(const Reader& r, hid_t dset, const std::string& ds, bool compac
 
 // libhdf5 trusts a chunk layout message: a chunk larger than a fixed-size dataset (one damaged
 // byte) makes H5Dread write past its buffers. Checked before every read, with the storage.
+// An unfiltered chunk is stored whole: libhdf5 1.10 trusts the size its chunk index gives and
+// copies a full chunk out of a smaller buffer (a heap over-read found by fuzzing). Checked once
+// per dataset and reader; H5Dget_chunk_info walks the index from the start for every chunk, so
+// datasets of more than 1024 stored chunks are not checked.
+void check_chunk_sizes(const Reader& r, hid_t dset, const std::string& ds, hsize_t chunk_bytes) {
+    Handle space(H5Dget_space(dset), H5Sclose);
+    hsize_t n = 0;
+    if (H5Dget_num_chunks(dset, space.id(), &n) < 0)
+        r.fail(ds, "unreadable chunk index (damaged file?)");
+    if (n > 1024) return;
+    std::vector<hsize_t> offset(H5S_MAX_RANK + 1);
+    for (hsize_t i = 0; i < n; ++i) {
+        unsigned mask = 0;
+        haddr_t addr = 0;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info(dset, space.id(), i, offset.data(), &mask, &addr, &size) < 0)
+            r.fail(ds, "unreadable chunk index (damaged file?)");
+        if (size != chunk_bytes)
+            r.fail(ds, "chunk " + std::to_string(i) + " stores " + std::to_string(size) +
+                           " bytes, an unfiltered chunk has " + std::to_string(chunk_bytes) +
+                           " (damaged file?)");
+    }
+}
+
 void check_layout(const Reader& r, hid_t dset, const std::string& ds) {
     Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
     if (!dcpl) r.fail(ds, "unreadable storage layout");
@@ -199,10 +223,20 @@ void check_layout(const Reader& r, hid_t dset, const std::string& ds) {
                            "dimension " +
                            std::to_string(dims[k]) + " (damaged file?)");
     }
+    if (H5Pget_nfilters(dcpl.id()) == 0 && r.first_look(ds)) {
+        Handle type(H5Dget_type(dset), H5Tclose);
+        hsize_t bytes = H5Tget_size(type.id());
+        for (int k = 0; k < rank; ++k) bytes *= chunk[static_cast<std::size_t>(k)];
+        check_chunk_sizes(r, dset, ds, bytes);
+    }
     check_stored(r, dset, ds);
 }
 
 }  // namespace
+
+bool Reader::first_look(const std::string& ds) const {
+    return looked_.insert(ds).second;
+}
 
 void Reader::check_storage(const std::string& ds) const {
     Handle d = open_dataset(ds);

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -92,11 +93,15 @@ class Reader {
     std::optional<double> attr_double(const std::string& obj, const std::string& name) const;
 
     [[noreturn]] void fail(const std::string& field, const std::string& what) const;
+    // True the first time it is asked about `ds`: checks that cost a walk of a dataset's chunk
+    // index run once per reader, not once per row read.
+    bool first_look(const std::string& ds) const;
 
   private:
     Handle open_dataset(const std::string& ds) const;
     std::string path_;
     Handle file_;
+    mutable std::set<std::string> looked_;
 };
 
 // Write access; used for traces and converted inputs. Chunked + gzip when `compress`.

@@ -135,7 +135,7 @@ RecordedAttention read_attention(const std::string& file, const std::string& nod
         r.fail(ds, "expected [samples, steps, heads, rows, cols], got " + shape_str(inf.dims));
     for (auto d : inf.dims)
         if (d <= 0) r.fail(ds, "empty dimension in " + shape_str(inf.dims));
-    if (numel(inf.dims) > kMaxElements) r.fail(ds, "too large");
+    if (declared_numel(inf.dims) > kMaxElements) r.fail(ds, "too large");
     a.samples = inf.dims[0];
     a.steps = inf.dims[1];
     a.heads = inf.dims[2];

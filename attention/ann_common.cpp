@@ -37,7 +37,7 @@ Tensor H5Weights::get(const std::string& name) const {
     auto inf = r_.info(path(name));
     if (inf.kind != h5::Kind::floating && inf.kind != h5::Kind::integer)
         fail(name, "expected numbers");
-    if (numel(inf.dims) > kMaxElements) fail(name, "too large: " + shape_str(inf.dims));
+    if (declared_numel(inf.dims) > kMaxElements) fail(name, "too large: " + shape_str(inf.dims));
     Tensor t;
     t.data = r_.read_floats(path(name));
     t.dims = inf.dims;

@@ -139,6 +139,9 @@ Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
     if (!model_) {
         UserLoadOptions lo = req_.load;
         lo.threads = req_.threads;
+        // A small file may declare huge arrays: refused before they are read.
+        check_limit(static_cast<double>(resident_bytes()) + 2 * declared_bytes(req_.model),
+                    "loading the model");
         model_ = load_model_file(req_.model, lo);
     } else {
         req_.model = model_->path;
@@ -205,7 +208,6 @@ void Pipeline::check_range() {
 // loaded, each thread's workspace (activity and state of every node, about 48 bytes a value),
 // the per-sample results and the recording held until it is written.
 void Pipeline::check_memory() const {
-    const std::uint64_t limit = req_.max_memory ? req_.max_memory : default_memory_limit();
     const Graph& g = graph();
     double values = 0;
     for (int i = 0; i < g.size(); ++i) values += static_cast<double>(g.node(i).out_size());
@@ -214,9 +216,14 @@ void Pipeline::check_memory() const {
     const double trace = recorder_ ? static_cast<double>(recorder_->estimated_bytes()) : 0.0;
     const double est = static_cast<double>(resident_bytes()) + 48 * values * req_.threads +
                        static_cast<double>(samples_) * (4 * classes + 64) + trace;
-    if (est > static_cast<double>(limit))
-        throw OptionError("max-memory", "the run needs an estimated " +
-                                            std::to_string(static_cast<std::uint64_t>(est)) +
+    check_limit(est, "the run");
+}
+
+void Pipeline::check_limit(double estimate, const std::string& what) const {
+    const std::uint64_t limit = req_.max_memory ? req_.max_memory : default_memory_limit();
+    if (estimate > static_cast<double>(limit))
+        throw OptionError("max-memory", what + " needs an estimated " +
+                                            std::to_string(static_cast<std::uint64_t>(estimate)) +
                                             " bytes, over the limit of " + std::to_string(limit) +
                                             " bytes");
 }

@@ -122,6 +122,7 @@ class Pipeline {
     void open_source();
     void check_range();
     void check_memory() const;
+    void check_limit(double estimate, const std::string& what) const;
     void write_trace(const RunReport& r) const;
 
     RunRequest req_;

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "sim/error.hpp"
+#include "sim/h5io.hpp"
 
 namespace ternion {
 
@@ -61,6 +62,37 @@ std::uint64_t resident_bytes() {
     std::uint64_t size = 0, resident = 0;
     f >> size >> resident;
     return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
+}
+
+namespace {
+struct Declared {
+    const h5::Reader* reader;
+    double bytes = 0;
+};
+
+herr_t add_declared(hid_t root, const char* name, const H5O_info_t* info, void* op) {
+    if (info->type != H5O_TYPE_DATASET) return 0;
+    auto* d = static_cast<Declared*>(op);
+    try {
+        d->reader->check_storage(std::string("/") + name);
+    } catch (const Error&) {
+        return 0;  // declares far more than it stores: the reader refuses it, naming the field
+    }
+    h5::Handle ds(H5Dopen2(root, name, H5P_DEFAULT), H5Dclose);
+    if (!ds) return 0;
+    h5::Handle space(H5Dget_space(ds.id()), H5Sclose), type(H5Dget_type(ds.id()), H5Tclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+    const std::size_t sz = std::max<std::size_t>(4, H5Tget_size(type.id()));
+    if (n > 0) d->bytes += static_cast<double>(n) * static_cast<double>(sz);
+    return 0;
+}
+}  // namespace
+
+double declared_bytes(const std::string& h5_path) {
+    const h5::Reader r(h5_path);
+    Declared d{&r};
+    H5Ovisit2(r.file_id(), H5_INDEX_NAME, H5_ITER_INC, add_declared, &d, H5O_INFO_BASIC);
+    return d.bytes;
 }
 
 }  // namespace ternion

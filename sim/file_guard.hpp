@@ -26,4 +26,8 @@ std::uint64_t default_memory_limit();
 // Resident memory of the process now, from /proc/self/statm (0 where unavailable).
 std::uint64_t resident_bytes();
 
+// Bytes the datasets of an HDF5 file declare (their products of dimensions times the type's
+// size, each at least 4 bytes an element: ternion holds values as float or wider).
+double declared_bytes(const std::string& h5_path);
+
 }  // namespace ternion

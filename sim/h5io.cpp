@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "error.hpp"
+#include "h5vet.hpp"
 
 namespace ternion::h5 {
 
@@ -42,6 +43,7 @@ Reader::Reader(const std::string& path) : path_(path) {
     std::error_code ec;
     if (!std::filesystem::exists(path, ec)) throw InputError(path, "", "no such file");
     if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory");
+    if (vetting()) vet_file(path);
     htri_t is_h5 = H5Fis_hdf5(path.c_str());
     if (is_h5 <= 0) throw InputError(path, "", "not an HDF5 file (or truncated)");
     hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
@@ -158,12 +160,57 @@ void check_stored(const Reader& r, hid_t dset, const std::string& ds) {
                        " (damaged or hostile file?)");
 }
 
+// libhdf5 1.10 trusts the size a compact layout message gives its data: a damaged layout
+// message (its version byte changed, so a contiguous layout is read as an empty compact one)
+// makes H5Dread copy the dataset's full size out of a smaller buffer (SIGSEGV). A compact
+// dataset must store exactly its extent, a contiguous one (once allocated) at least that.
+void check_whole(const Reader& r, hid_t dset, const std::string& ds, bool compact) {
+    Handle space(H5Dget_space(dset), H5Sclose);
+    Handle type(H5Dget_type(dset), H5Tclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+    if (n < 0) r.fail(ds, "unreadable dataspace");
+    const auto declared = static_cast<double>(n) * static_cast<double>(H5Tget_size(type.id()));
+    const auto stored = static_cast<double>(H5Dget_storage_size(dset));
+    if (compact ? stored != declared : (stored != 0 && stored < declared))
+        r.fail(ds, std::string(compact ? "compact" : "contiguous") + " storage holds " +
+                       std::to_string(static_cast<std::uint64_t>(stored)) +
+                       " bytes, the dataset needs " +
+                       std::to_string(static_cast<std::uint64_t>(declared)) + " (damaged file?)");
+}
+
 // libhdf5 trusts a chunk layout message: a chunk larger than a fixed-size dataset (one damaged
 // byte) makes H5Dread write past its buffers. Checked before every read, with the storage.
+// An unfiltered chunk is stored whole: libhdf5 1.10 trusts the size its chunk index gives and
+// copies a full chunk out of a smaller buffer (a heap over-read found by fuzzing). Checked once
+// per dataset and reader; H5Dget_chunk_info walks the index from the start for every chunk, so
+// datasets of more than 1024 stored chunks are not checked.
+void check_chunk_sizes(const Reader& r, hid_t dset, const std::string& ds, hsize_t chunk_bytes) {
+    Handle space(H5Dget_space(dset), H5Sclose);
+    hsize_t n = 0;
+    if (H5Dget_num_chunks(dset, space.id(), &n) < 0)
+        r.fail(ds, "unreadable chunk index (damaged file?)");
+    if (n > 1024) return;
+    std::vector<hsize_t> offset(H5S_MAX_RANK + 1);
+    for (hsize_t i = 0; i < n; ++i) {
+        unsigned mask = 0;
+        haddr_t addr = 0;
+        hsize_t size = 0;
+        if (H5Dget_chunk_info(dset, space.id(), i, offset.data(), &mask, &addr, &size) < 0)
+            r.fail(ds, "unreadable chunk index (damaged file?)");
+        if (size != chunk_bytes)
+            r.fail(ds, "chunk " + std::to_string(i) + " stores " + std::to_string(size) +
+                           " bytes, an unfiltered chunk has " + std::to_string(chunk_bytes) +
+                           " (damaged file?)");
+    }
+}
+
 void check_layout(const Reader& r, hid_t dset, const std::string& ds) {
     Handle dcpl(H5Dget_create_plist(dset), H5Pclose);
     if (!dcpl) r.fail(ds, "unreadable storage layout");
-    if (H5Pget_layout(dcpl.id()) != H5D_CHUNKED) return check_stored(r, dset, ds);
+    const H5D_layout_t layout = H5Pget_layout(dcpl.id());
+    if (layout == H5D_COMPACT || layout == H5D_CONTIGUOUS)
+        check_whole(r, dset, ds, layout == H5D_COMPACT);
+    if (layout != H5D_CHUNKED) return check_stored(r, dset, ds);
     Handle space(H5Dget_space(dset), H5Sclose);
     const int rank = H5Sget_simple_extent_ndims(space.id());
     if (rank < 0 || rank > H5S_MAX_RANK) r.fail(ds, "unreadable dataspace");
@@ -180,10 +227,20 @@ void check_layout(const Reader& r, hid_t dset, const std::string& ds) {
                            "dimension " +
                            std::to_string(dims[k]) + " (damaged file?)");
     }
+    if (H5Pget_nfilters(dcpl.id()) == 0 && r.first_look(ds)) {
+        Handle type(H5Dget_type(dset), H5Tclose);
+        hsize_t bytes = H5Tget_size(type.id());
+        for (int k = 0; k < rank; ++k) bytes *= chunk[static_cast<std::size_t>(k)];
+        check_chunk_sizes(r, dset, ds, bytes);
+    }
     check_stored(r, dset, ds);
 }
 
 }  // namespace
+
+bool Reader::first_look(const std::string& ds) const {
+    return looked_.insert(ds).second;
+}
 
 void Reader::check_storage(const std::string& ds) const {
     Handle d = open_dataset(ds);

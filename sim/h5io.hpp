@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -57,8 +58,11 @@ struct DatasetInfo {
 // Read access to one HDF5 file. Paths are absolute within the file ("/node/nodes/lif1/tau").
 class Reader {
   public:
-    explicit Reader(const std::string& path);  // throws InputError if missing or not HDF5
+    // Throws InputError if missing or not HDF5; with vetting() on, the file is first read in a
+    // child process (sim/h5vet.hpp).
+    explicit Reader(const std::string& path);
     const std::string& path() const { return path_; }
+    hid_t file_id() const { return file_.id(); }
 
     bool exists(const std::string& obj) const;
     bool is_group(const std::string& obj) const;
@@ -93,11 +97,15 @@ class Reader {
     std::optional<double> attr_double(const std::string& obj, const std::string& name) const;
 
     [[noreturn]] void fail(const std::string& field, const std::string& what) const;
+    // True the first time it is asked about `ds`: checks that cost a walk of a dataset's chunk
+    // index run once per reader, not once per row read.
+    bool first_look(const std::string& ds) const;
 
   private:
     Handle open_dataset(const std::string& ds) const;
     std::string path_;
     Handle file_;
+    mutable std::set<std::string> looked_;
 };
 
 // Write access; used for traces and converted inputs. Chunked + gzip when `compress`.

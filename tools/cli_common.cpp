@@ -6,10 +6,13 @@
 #include <cctype>
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <thread>
 
 #include "sim/error.hpp"
+#include "sim/h5io.hpp"
 
 namespace ternion::cli {
 
@@ -97,6 +100,27 @@ std::uint64_t parse_bytes(const std::string& option, const std::string& text) {
     if (!(bytes >= 1) || bytes > 1.8e19)
         throw OptionError(option, "must be a positive byte count, got '" + text + "'");
     return static_cast<std::uint64_t>(bytes);
+}
+
+std::uint64_t memory_limit(const po::variables_map& vm) {
+    return vm.count("max-memory") ? parse_bytes("max-memory", vm["max-memory"].as<std::string>())
+                                  : default_memory_limit();
+}
+
+std::uint64_t resident_bytes() {
+    std::ifstream f("/proc/self/statm");
+    std::uint64_t size = 0, resident = 0;
+    f >> size >> resident;
+    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
+}
+
+void check_memory(const po::variables_map& vm, double estimate, const std::string& what) {
+    const std::uint64_t limit = memory_limit(vm);
+    if (estimate > static_cast<double>(limit))
+        throw OptionError("max-memory", what + " needs an estimated " +
+                                            std::to_string(static_cast<std::uint64_t>(estimate)) +
+                                            " bytes, over the limit of " + std::to_string(limit) +
+                                            " bytes");
 }
 
 int default_threads() {

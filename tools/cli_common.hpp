@@ -34,6 +34,13 @@ bool show_help(const po::variables_map& vm, const po::options_description& desc)
 // OptionError(option) on anything else, a negative value included.
 std::uint64_t parse_bytes(const std::string& option, const std::string& text);
 
+// --max-memory if given, else default_memory_limit().
+std::uint64_t memory_limit(const po::variables_map& vm);
+
+// Refuses (OptionError on --max-memory) an estimate of `estimate` bytes above memory_limit(vm),
+// naming what needs it ("the run", "loading the model").
+void check_memory(const po::variables_map& vm, double estimate, const std::string& what);
+
 // Default worker count: every core of the machine.
 int default_threads();
 

@@ -25,6 +25,18 @@ nlohmann::json ops_json(const OpCounts& c) {
     return j;
 }
 
+// The output batch, one input sample and the per-sample projections (Q, K, V and the output of
+// n rows each), as floats, before they are allocated. Score matrices are not in it.
+void check_attention_memory(const po::variables_map& vm, const ann::Attention& att,
+                            std::int64_t batch, std::int64_t n, std::size_t t_values) {
+    const auto din = static_cast<double>(att.in_dim()), dout = static_cast<double>(att.out_dim());
+    const auto nd = static_cast<double>(n), bd = static_cast<double>(batch);
+    const double floats = bd * nd * dout + nd * din + nd * (4 * din + dout);
+    check_memory(
+        vm, static_cast<double>(resident_bytes()) + 4 * floats + 4 * static_cast<double>(t_values),
+        "the attention");
+}
+
 }  // namespace
 
 int cmd_attention(const Args& args) {
@@ -43,7 +55,10 @@ int cmd_attention(const Args& args) {
         "causal", po::value<int>(), "softmax / time kinds: 1 masks future keys (default 0)")(
         "renormalize", po::value<int>(), "cat-causal: 1 rescales each row's weights to sum 1")(
         "profile", po::value<std::string>()->default_value(hw::kDefaultProfile),
-        "hardware profile pricing the ops in --json")("json", "print ops (and energy) as JSON");
+        "hardware profile pricing the ops in --json")("json", "print ops (and energy) as JSON")(
+        "max-memory", po::value<std::string>(),
+        "refuse a batch whose estimated memory is above this many bytes, e.g. 8G (default: 80 % "
+        "of physical memory)");
     for (auto& a : args)
         if (a == "--help" || a == "-h") {
             std::cout << d << "\n";
@@ -73,8 +88,13 @@ int cmd_attention(const Args& args) {
     };
     opt.causal = flag01("causal");
     opt.renormalize = flag01("renormalize");
+    memory_limit(vm);  // a malformed --max-memory fails before any file is read
 
-    h5::Reader wr(vm["weights"].as<std::string>());
+    // The weights are held as floats (twice: as read and as the attention's matrices).
+    const auto weights_path = vm["weights"].as<std::string>();
+    check_memory(vm, static_cast<double>(resident_bytes()) + 2 * declared_bytes(weights_path),
+                 "loading the weights");
+    h5::Reader wr(weights_path);
     ann::H5Weights w(wr);
     auto att = ann::make_attention(kind, w, opt);
 
@@ -89,7 +109,8 @@ int cmd_attention(const Args& args) {
     if (dim != att->in_dim())
         xr.fail("/x", "has D = " + std::to_string(dim) + " but the " + kind +
                           " weights expect D = " + std::to_string(att->in_dim()));
-    if (numel(xi.dims) > kMaxElements || batch * n * att->out_dim() > kMaxElements)
+    if (declared_numel(xi.dims) > kMaxElements ||
+        declared_numel({batch, n, att->out_dim()}) > kMaxElements)
         xr.fail("/x", "too large: " + shape_str(xi.dims));
     if (n > (std::int64_t{1} << 24)) xr.fail("/x", "too many tokens");
     std::vector<float> t;
@@ -108,6 +129,7 @@ int cmd_attention(const Args& args) {
     std::optional<hw::Profile> profile;
     if (vm.count("json")) profile = hw::load_profile(vm["profile"].as<std::string>());
 
+    check_attention_memory(vm, *att, batch, n, t.size());
     // Huge-page backed (sim/memory.hpp): the attention walks them a row or group at a time.
     LargeVector<float> y(static_cast<std::size_t>(batch * n * att->out_dim()));
     LargeVector<float> x(static_cast<std::size_t>(n * dim));

@@ -10,7 +10,10 @@ namespace ternion::cli {
 int cmd_info(const Args& args) {
     po::options_description d("ternion info MODEL [options]\n\nDescribes a model file");
     d.add_options()("help,h", "show this help")("model", po::value<std::string>(), "model file")(
-        "types", "list the supported node types")("json", "print JSON");
+        "types", "list the supported node types")("json", "print JSON")(
+        "max-memory", po::value<std::string>(),
+        "refuse a model whose estimated memory is above this many bytes, e.g. 8G (default: 80 % "
+        "of physical memory)");
     add_model_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
@@ -23,6 +26,10 @@ int cmd_info(const Args& args) {
     }
     if (!vm.count("model")) throw OptionError("model", "a model file is required");
     const std::string path = vm["model"].as<std::string>();
+    memory_limit(vm);  // a malformed --max-memory fails before the model is read
+    // What the file declares, held as floats twice (as read and in the nodes), before loading.
+    check_memory(vm, static_cast<double>(resident_bytes()) + 2 * declared_bytes(path),
+                 "loading the model");
     LoadReport rep;
     auto g = load_model(path, model_options(vm), rep);
     if (vm.count("json")) {

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs everything ternion needs to build, test and plot, from Debian 12's apt only.
-# Idempotent: skips apt when every package is already installed.
+# Idempotent: skips apt when every package is already installed. clang and libclang-rt-14-dev
+# (libFuzzer) build the fuzz harnesses of tests/fuzz.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libeigen3-dev libtbb-dev libhdf5-dev libboost-program-options-dev doctest-dev
       nlohmann-json3-dev libbenchmark-dev libssl-dev
+      clang libclang-rt-14-dev
       python3-h5py python3-numpy python3-matplotlib python3-torch python3-sklearn python3-scipy
       python3-pytest python3-dev pybind11-dev python3-pybind11)
 missing=()

@@ -575,6 +575,32 @@ def attention_missing_dir(d):
 other_command_case("attention_missing_dir", attention_missing_dir)
 
 
+# --max-memory on attention and info: malformed values, and limits below the estimate (the
+# message names the option and the estimate; nothing is written).
+def attention_memory(limit, also=None):
+    def build(d):
+        w, x = attention_files(d)
+        out = os.path.join(d, "y.h5")
+        return (["attention", "--kind", "cat", "--weights", w, "--input", x, "--output", out,
+                 "--max-memory", limit], None, "--max-memory", [w, x], [out], also)
+    return build
+
+
+def info_memory(limit, also=None):
+    def build(d):
+        nodes, edges, shape, classes = neuron_model("IF", neurons()["IF"])
+        mf = os.path.join(d, "model.h5")
+        write_nir(mf, nodes, edges)
+        return (["info", mf, "--max-memory", limit], None, "--max-memory", [mf], [], also)
+    return build
+
+
+for label, limit, also in [("tiny", "1K", "loading the"), ("neg", "-5G", None),
+                           ("unit", "8X", None), ("text", "lots", None)]:
+    other_command_case(f"attention_max_memory_{label}", attention_memory(limit, also))
+    other_command_case(f"info_max_memory_{label}", info_memory(limit, also))
+
+
 # ------------------------------------------------------------------ running the corpus
 
 def listing(d):

@@ -4,7 +4,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string p = ternion::fuzz::as_file(data, size, ".h5");
-    ternion::fuzz::expect_clean([&] {
+    ternion::fuzz::expect_clean_vetted(p, [&] {
         ternion::InputOptions o;
         o.encoding = ternion::Encoding::latency;  // the path that reads every analog value
         o.timesteps = 4;

@@ -6,7 +6,7 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     const std::string p = ternion::fuzz::as_file(data, size, ".h5");
-    ternion::fuzz::expect_clean([&] {
+    ternion::fuzz::expect_clean_vetted(p, [&] {
         ternion::h5::Reader r(p);
         ternion::ann::H5Weights w(r);
         for (const auto& kind : ternion::ann::kinds())

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the fuzzers' seed corpus: small valid models, inputs, weights and profiles.
 
-  /usr/bin/python3 tests/fuzz/make_seeds.py build-fuzz/seeds
+  /usr/bin/python3 tests/fuzz/make_seeds.py tests/fuzz/corpus   (the committed corpus; byte-identical reruns)
 """
 import os
 import shutil

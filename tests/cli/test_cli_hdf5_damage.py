@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Damaged HDF5 files that crash or hang libhdf5 itself (found by the fuzzers, kept in
+tests/fuzz/regressions/<harness>/): each is given to the command that reads that kind of file,
+which must refuse it with exit 1 and exactly one stderr line naming the file, leave no file
+behind (no output, temporary or core file) and leave the file unchanged. The valid seed corpus
+must still be read.
+
+  /usr/bin/python3 tests/cli/test_cli_hdf5_damage.py build/ternion
+"""
+import glob
+import hashlib
+import os
+import shutil
+import subprocess
+
+from harness import TERNION, TMP, finish, path, run, test
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FUZZ = os.path.join(HERE, "..", "fuzz")
+BUNDLED = os.path.join(HERE, "..", "..", "models", "bundled")
+
+
+def command(kind, f, out):
+    """The ternion command that reads a file of this harness's kind."""
+    if kind == "model":
+        return ["info", f]
+    if kind == "input":
+        return ["run", os.path.join(BUNDLED, "ssa_digits.h5"), "--input", f, "--samples", "2",
+                "--trace", out, "--no-progress"]
+    return ["attention", "--kind", "softmax", "--weights", f, "--input",
+            os.path.join(FUZZ, "corpus", "weights", "softmax.h5"), "--output", out]
+
+
+def run_env(env, *args):
+    p = subprocess.run([TERNION, *args], capture_output=True, text=True, env={**os.environ, **env})
+    assert p.returncode == 0, p.stderr
+    return p
+
+
+def sha(f):
+    with open(f, "rb") as fh:
+        return hashlib.sha256(fh.read()).hexdigest()
+
+
+def refused(kind, src):
+    d = path(f"{kind}-{os.path.basename(src)}")
+    os.mkdir(d)
+    f = os.path.join(d, "damaged.h5")
+    shutil.copy(src, f)
+    before, h = sorted(os.listdir(d)), sha(f)
+    p = run(*command(kind, f, os.path.join(d, "out.h5")), check=False)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 1, (src, p.returncode, p.stderr)
+    assert len(lines) == 1 and lines[0].startswith(f"ternion: error: {f}"), (src, p.stderr)
+    assert sorted(os.listdir(d)) == before, (src, os.listdir(d))
+    assert sha(f) == h, src
+    return lines[0]
+
+
+for kind in ("model", "input", "weights"):
+    for src in sorted(glob.glob(os.path.join(FUZZ, "regressions", kind, "*"))):
+        def case(kind=kind, src=src):
+            refused(kind, src)
+        case.__name__ = f"refused_{kind}_{os.path.basename(src)}"
+        test(case)
+
+
+@test
+def compact_layout_checked_in_process_too():
+    # A layout message whose version byte was changed reads as an empty compact layout; the
+    # storage check refuses it before libhdf5 copies from the missing buffer, child or not.
+    for src in sorted(glob.glob(os.path.join(FUZZ, "regressions", "weights", "layout-*"))):
+        f = path("trusted-" + os.path.basename(src))
+        shutil.copy(src, f)
+        args = command("weights", f, path("never.h5"))
+        p = subprocess.run([TERNION, *args], capture_output=True, text=True,
+                           env={**os.environ, "TERNION_TRUST_HDF5": "1"})
+        assert p.returncode == 1 and p.stderr.strip() == (
+            f"ternion: error: {f}: /W_Q: compact storage holds 0 bytes, the dataset needs 256 "
+            "(damaged file?)"), p.stderr
+        assert not os.path.exists(path("never.h5"))
+
+
+@test
+def seed_models_still_load():
+    for f in sorted(glob.glob(os.path.join(FUZZ, "corpus", "model", "*.h5"))):
+        assert "parameters:" in run("info", f).stdout, f
+
+
+@test
+def trusted_env_skips_the_child_but_reads_the_same():
+    f = os.path.join(BUNDLED, "ssa_digits.h5")
+    assert run("info", f).stdout == \
+        run_env({"TERNION_TRUST_HDF5": "1"}, "info", f).stdout
+
+
+assert TMP
+finish()

@@ -14,7 +14,7 @@ namespace {
 
 // Input [2] -> Linear -> LIF (v = 0.5 v + I, spike above 1, reset 0) -> Output, dt = 1 ms.
 // Weights: neuron 0 gets 0.5 per input-0 spike (never fires), neuron 1 gets 2 (fires each step).
-const std::vector<double> kWeight{0.5, 0, 0, 2};
+const std::vector<double> kWeight{0.5, 0, 2, 0};  // [out, in] row-major
 const std::vector<double> kTau{2e-3, 2e-3};
 
 std::shared_ptr<const LoadedModel> in_memory() {

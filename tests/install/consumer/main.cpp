@@ -1,11 +1,13 @@
 // Consumer of an installed ternion: runs the bundled BSA Transformer through the C++ API (the
 // run pipeline), once from the files and once from arrays in memory, and prints its accuracy
 // and energy per inference (compared with the installed CLI's by tests/install/test_install.sh).
+// Headers are included as "sim/...": the form that works both installed and through
+// add_subdirectory (an installed prefix also offers <ternion/sim/...>).
 #include <cstdio>
 #include <cstdlib>
-#include <ternion/models/pipeline.hpp>
-#include <ternion/sim/error.hpp>
-#include <ternion/sim/h5io.hpp>
+#include "models/pipeline.hpp"
+#include "sim/error.hpp"
+#include "sim/h5io.hpp"
 
 int main() try {
     using namespace ternion;

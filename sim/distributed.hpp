@@ -5,7 +5,6 @@
 // every function here describes a job of one process (distributed_serial.cpp). This header
 // includes no MPI header.
 #pragma once
-#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -13,22 +12,13 @@
 #include <string>
 
 #include "engine.hpp"
+#include "shard.hpp"
 #include "trace.hpp"
 
 namespace ternion::dist {
 
-// Samples [first, first + count).
-struct Shard {
-    std::int64_t first = 0, count = 0;
-};
-
-// Rank r's contiguous share of `samples` samples from `first`: the first samples % ranks ranks
-// take one more. Deterministic and independent of anything but its arguments.
-inline Shard shard_of(std::int64_t first, std::int64_t samples, int rank, int ranks) {
-    const std::int64_t base = samples / ranks, extra = samples % ranks;
-    return {first + rank * base + std::min<std::int64_t>(rank, extra),
-            base + (rank < extra ? 1 : 0)};
-}
+using ternion::Shard;
+using ternion::shard_of;
 
 bool built_with_mpi();
 // Whether an MPI launcher (mpirun, mpiexec, srun) started this process (its environment).

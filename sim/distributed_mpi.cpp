@@ -104,6 +104,7 @@ std::vector<char> pack(const RunResult& r) {
     k.put(r.samples);
     k.put(r.timesteps);
     k.put(r.simulate_s);
+    k.put(r.syops_tallies);
     k.put(static_cast<std::uint64_t>(r.nodes.size()));
     k.put(r.nodes.data(), r.nodes.size());
     k.put(r.predictions.data(), samples);
@@ -117,39 +118,28 @@ std::vector<char> pack(const RunResult& r) {
     return std::move(k.bytes);
 }
 
-// Appends one rank's packed result to `m` (rank order = sample order).
-void merge(RunResult& m, const char* bytes) {
+RunResult unpack(const char* bytes) {
     Unpacker u{bytes};
-    const auto samples = u.get<std::int64_t>();
-    m.timesteps = u.get<std::int64_t>();
-    m.simulate_s = std::max(m.simulate_s, u.get<double>());
-    const auto nodes = static_cast<std::size_t>(u.get<std::uint64_t>());
-    std::vector<NodeStats> st(nodes);
-    u.get(st.data(), nodes);
-    if (m.nodes.empty()) m.nodes.assign(nodes, {});
-    for (std::size_t i = 0; i < nodes; ++i) {
-        const double keep = m.nodes[i].binary_in_sum;
-        accumulate(m.nodes[i], st[i]);
-        m.nodes[i].binary_in_sum = keep;  // summed per sample below
+    RunResult r;
+    r.samples = u.get<std::int64_t>();
+    r.timesteps = u.get<std::int64_t>();
+    r.simulate_s = u.get<double>();
+    r.syops_tallies = u.get<bool>();
+    const auto samples = static_cast<std::size_t>(r.samples);
+    r.nodes.resize(static_cast<std::size_t>(u.get<std::uint64_t>()));
+    u.get(r.nodes.data(), r.nodes.size());
+    r.predictions.resize(samples);
+    u.get(r.predictions.data(), samples);
+    r.output_sum.resize(samples);
+    for (auto& o : r.output_sum) {
+        o.resize(static_cast<std::size_t>(u.get<std::uint64_t>()));
+        u.get(o.data(), o.size());
     }
-    const auto first = static_cast<std::size_t>(m.samples);
-    m.samples += samples;
-    const auto total = static_cast<std::size_t>(m.samples);
-    m.predictions.resize(total);
-    u.get(m.predictions.data() + first, total - first);
-    m.output_sum.resize(total);
-    for (std::size_t k = first; k < total; ++k) {
-        m.output_sum[k].resize(static_cast<std::size_t>(u.get<std::uint64_t>()));
-        u.get(m.output_sum[k].data(), m.output_sum[k].size());
-    }
-    m.sample_s.resize(total);
-    u.get(m.sample_s.data() + first, total - first);
-    std::vector<double> sums(static_cast<std::size_t>(u.get<std::uint64_t>()));
-    u.get(sums.data(), sums.size());
-    // One process adds each sample's value to the node's total in sample order: so here.
-    for (std::size_t k = 0; k + nodes <= sums.size(); k += nodes)
-        for (std::size_t i = 0; i < nodes; ++i) m.nodes[i].binary_in_sum += sums[k + i];
-    m.sample_binary_in_sum.insert(m.sample_binary_in_sum.end(), sums.begin(), sums.end());
+    r.sample_s.resize(samples);
+    u.get(r.sample_s.data(), samples);
+    r.sample_binary_in_sum.resize(static_cast<std::size_t>(u.get<std::uint64_t>()));
+    u.get(r.sample_binary_in_sum.data(), r.sample_binary_in_sum.size());
+    return r;
 }
 
 }  // namespace
@@ -247,12 +237,11 @@ RunResult reduce(RunResult local) {
         return local;
     }
     RunResult m;
-    m.syops_tallies = local.syops_tallies;
-    merge(m, mine.data());
+    append_part(m, local);
     for (int r = 1; r < g_size; ++r) {
         std::vector<char> buf(static_cast<std::size_t>(sizes[static_cast<std::size_t>(r)]));
         recv_bytes(buf.data(), buf.size(), r);
-        merge(m, buf.data());
+        append_part(m, unpack(buf.data()));
     }
     return m;
 }
@@ -343,7 +332,9 @@ struct Progress::Impl {
 
 Progress::Progress(std::int64_t total, bool show) : impl_(std::make_unique<Impl>()) {
     impl_->total = total;
-    impl_->show = show && g_rank == 0 && isatty(STDERR_FILENO);
+    // mpirun hands rank 0 a terminal as standard output only (standard error is a pipe it
+    // forwards), so either being a terminal means a person is watching.
+    impl_->show = show && g_rank == 0 && (isatty(STDERR_FILENO) || isatty(STDOUT_FILENO));
     if (!g_started || g_size == 1 || !g_threads) return;
     if (g_rank == 0)
         impl_->helper = std::thread([this] { impl_->collect(done_); });

@@ -1,44 +1,39 @@
-// Embedding ternion: load a model, run it on an input file, price it under a hardware profile.
+// Embedding ternion: run a model on an input file through the run pipeline (the same one
+// `ternion run` uses), price it under a hardware profile, and read spikes back from memory.
 // usage: run_model [MODEL INPUT [PROFILE]]   (default: the bundled BSA Transformer and digits)
 #include <cstdio>
 
-#include "hw/cost_model.hpp"
-#include "models/inputs.hpp"
-#include "models/nir_loader.hpp"
-#include "sim/engine.hpp"
+#include "models/pipeline.hpp"
 #include "sim/error.hpp"
-#include "sim/h5io.hpp"
-#include "sim/layer_record.hpp"
 
 int main(int argc, char** argv) try {
     using namespace ternion;
-    const std::string model = argc > 2 ? argv[1] : bundled_path("bsa_digits.h5");
-    const std::string input = argc > 2 ? argv[2] : bundled_path("digits_test.h5");
-    const hw::Profile profile = hw::load_profile(argc > 3 ? argv[3] : hw::kDefaultProfile);
+    RunRequest q;
+    q.model = argc > 2 ? argv[1] : bundled_path("bsa_digits.h5");
+    q.input = argc > 2 ? argv[2] : bundled_path("digits_test.h5");
+    if (argc > 3) q.profile = argv[3];
+    q.record = TraceOptions{};  // keep every spiking node's spikes in memory
+    q.record->spike_format = SpikeFormat::grid;
 
-    LoadReport report;
-    auto graph = load_model(model, UserLoadOptions{}, report);
-    RunConfig cfg;  // event engine, 1 thread
-    // The number of steps the model was trained with, when its file says (else the input's).
-    if (h5::Reader r(model); r.is_dataset("/node/metadata/timesteps"))
-        cfg.timesteps = static_cast<std::int64_t>(r.read_scalar("/node/metadata/timesteps"));
-    InputOptions io;  // direct encoding
-    io.timesteps = cfg.timesteps;
-    auto src = open_input(input, io);
+    Pipeline pipeline(q);  // loads and checks everything before simulating
+    const RunReport r = pipeline.run();
 
-    RunResult res = run(*graph, *src, cfg);
-    std::int64_t correct = 0;
-    for (std::int64_t k = 0; k < res.samples && !src->labels().empty(); ++k)
-        correct += res.predictions[static_cast<std::size_t>(k)] ==
-                   src->labels()[static_cast<std::size_t>(k)];
-    hw::CostReport cost = hw::price(make_run_record(*graph, res), profile, hw::PriceOptions{});
-
-    std::printf("model %s: %lld samples x %lld steps\n", model.c_str(),
-                static_cast<long long>(res.samples), static_cast<long long>(res.timesteps));
-    std::printf("accuracy %.17g\n",
-                static_cast<double>(correct) / static_cast<double>(res.samples));
+    std::printf("model %s: %lld samples x %lld steps\n", r.model.c_str(),
+                static_cast<long long>(r.result.samples), static_cast<long long>(r.timesteps));
+    if (r.accuracy) std::printf("accuracy %.17g\n", *r.accuracy);
     std::printf("energy_pj_per_inference %.17g (ANN equivalent %.17g) under %s\n",
-                cost.per_inference_pj, cost.ann_pj_per_inference, cost.profile_name.c_str());
+                r.cost.per_inference_pj, r.cost.ann_pj_per_inference, r.cost.profile_name.c_str());
+    // The first spiking node's spikes of sample 0 at step 0, from the recording.
+    for (const auto& name : pipeline.recorder()->recorded_nodes()) {
+        const auto* grid = pipeline.recorder()->spike_grid(name);
+        if (!grid) continue;
+        std::int64_t n = 0;
+        for (std::int64_t i = 0; i < pipeline.recorder()->width(name); ++i) n += (*grid)[i] != 0;
+        std::printf("%s: %lld of %lld neurons spiked at sample 0, step 0\n", name.c_str(),
+                    static_cast<long long>(n),
+                    static_cast<long long>(pipeline.recorder()->width(name)));
+        break;
+    }
     return 0;
 } catch (const ternion::Error& e) {
     std::fprintf(stderr, "run_model: error: %s\n", e.what());

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <functional>
 
 #include "sim/h5io.hpp"
 #include "sim/rng.hpp"
@@ -31,36 +32,52 @@ namespace {
 
 constexpr std::int64_t kMaxInputBytes = std::int64_t{8} << 30;
 
+// Labels of `samples` samples: one non-negative class per sample.
+void check_labels(const std::string& name, const Shape& dims, const std::vector<std::int64_t>& l,
+                  std::int64_t samples) {
+    if (dims.size() != 1 || dims[0] != samples)
+        throw InputError(
+            name, "/labels",
+            "expected shape [" + std::to_string(samples) + "], got " + shape_str(dims));
+    for (auto v : l)
+        if (v < 0) throw InputError(name, "/labels", "labels must be non-negative");
+}
+
 std::vector<std::int64_t> read_labels(const h5::Reader& r, std::int64_t samples) {
     if (!r.exists("/labels")) return {};
     h5::DatasetInfo inf;
     auto l = r.read_ints("/labels", &inf);
-    if (inf.dims.size() != 1 || inf.dims[0] != samples)
-        r.fail("/labels",
-               "expected shape [" + std::to_string(samples) + "], got " + shape_str(inf.dims));
-    for (auto v : l)
-        if (v < 0) r.fail("/labels", "labels must be non-negative");
+    check_labels(r.path(), inf.dims, l, samples);
     return l;
+}
+
+// Refuses empty or absurdly large tensors before anything is sized by them.
+void check_dims(const std::string& name, const char* field, const Shape& dims,
+                std::int64_t bytes_per_value) {
+    std::int64_t total = 1;
+    for (auto d : dims) {
+        if (d <= 0) throw InputError(name, field, "empty dimension in " + shape_str(dims));
+        if (total > kMaxInputBytes / bytes_per_value / d)
+            throw InputError(name, field, "absurd size " + shape_str(dims));
+        total *= d;
+    }
 }
 
 // Spike tensors, kept as per-(sample, step) event lists so replay costs O(events).
 class SpikeInput final : public InputSource {
   public:
-    explicit SpikeInput(const h5::Reader& r) : path_(r.path()) {
-        auto inf = r.info("/spikes");
-        if (inf.kind != h5::Kind::integer) r.fail("/spikes", "expected an integer (int8) dataset");
-        r.check_storage("/spikes");
-        if (inf.dims.size() < 3)
-            r.fail("/spikes", "expected [samples, T, ...shape], got " + shape_str(inf.dims));
-        std::int64_t total = 1;
-        for (auto d : inf.dims) {
-            if (d <= 0) r.fail("/spikes", "empty dimension in " + shape_str(inf.dims));
-            if (total > kMaxInputBytes / d) r.fail("/spikes", "absurd size " + shape_str(inf.dims));
-            total *= d;
-        }
-        samples_ = inf.dims[0];
-        T_ = inf.dims[1];
-        shape_.assign(inf.dims.begin() + 2, inf.dims.end());
+    // Reads `count` samples from `first` on, as [count, T, ...shape] int8 values.
+    using Rows = std::function<std::vector<std::int8_t>(std::int64_t first, std::int64_t count)>;
+    SpikeInput(std::string name, const Shape& dims, const Rows& read_rows)
+        : path_(std::move(name)) {
+        if (dims.size() < 3)
+            throw InputError(path_, "/spikes",
+                             "expected [samples, T, ...shape], got " + shape_str(dims));
+        check_dims(path_, "/spikes", dims, 1);
+        const Shape& inf_dims = dims;
+        samples_ = inf_dims[0];
+        T_ = inf_dims[1];
+        shape_.assign(inf_dims.begin() + 2, inf_dims.end());
         n_ = numel(shape_);
         offsets_.reserve(static_cast<std::size_t>(samples_ * T_ + 1));
         offsets_.push_back(0);
@@ -69,24 +86,25 @@ class SpikeInput final : public InputSource {
         const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / per_sample);
         for (std::int64_t s0 = 0; s0 < samples_; s0 += chunk) {
             const std::int64_t cnt = std::min(chunk, samples_ - s0);
-            auto raw = r.read_int8_rows("/spikes", s0, cnt);
+            auto raw = read_rows(s0, cnt);
             for (std::int64_t k = 0; k < cnt * T_; ++k) {
                 const std::int8_t* row = raw.data() + k * n_;
                 for (std::int64_t i = 0; i < n_; ++i) {
                     const std::int8_t v = row[i];
                     if (v == 0) continue;
                     if (v != 1 && v != -1)
-                        r.fail("/spikes", "value " + std::to_string(v) + " at sample " +
-                                              std::to_string(s0 + k / T_) + ", step " +
-                                              std::to_string(k % T_) + " is not -1, 0 or 1");
+                        throw InputError(path_, "/spikes",
+                                         "value " + std::to_string(v) + " at sample " +
+                                             std::to_string(s0 + k / T_) + ", step " +
+                                             std::to_string(k % T_) + " is not -1, 0 or 1");
                     idx_.push_back(static_cast<std::uint32_t>(i));
                     val_.push_back(v);
                 }
                 offsets_.push_back(idx_.size());
             }
         }
-        labels_ = read_labels(r, samples_);
     }
+    void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     std::int64_t num_samples() const override { return samples_; }
     Shape sample_shape() const override { return shape_; }
     std::int64_t fixed_timesteps() const override { return T_; }
@@ -114,36 +132,32 @@ class SpikeInput final : public InputSource {
 
 class AnalogInput final : public InputSource {
   public:
-    AnalogInput(const h5::Reader& r, const InputOptions& o)
-        : path_(r.path()), enc_(o.encoding), T_(o.timesteps) {
-        auto inf = r.info("/data");
-        if (inf.kind != h5::Kind::floating && inf.kind != h5::Kind::integer)
-            r.fail("/data", "expected a numeric (float32) dataset");
-        if (inf.dims.size() < 2)
-            r.fail("/data", "expected [samples, ...shape], got " + shape_str(inf.dims));
-        std::int64_t total = 1;
-        for (auto d : inf.dims) {
-            if (d <= 0) r.fail("/data", "empty dimension in " + shape_str(inf.dims));
-            if (total > kMaxInputBytes / 4 / d)
-                r.fail("/data", "absurd size " + shape_str(inf.dims));
-            total *= d;
-        }
-        samples_ = inf.dims[0];
-        shape_.assign(inf.dims.begin() + 1, inf.dims.end());
+    // `data` holds [samples, ...shape] values, kept alive by `owner` (zero-copy for the
+    // caller's arrays; `owner` may be null when the caller guarantees the lifetime).
+    AnalogInput(std::string name, const Shape& dims, const float* data,
+                std::shared_ptr<const void> owner, const InputOptions& o)
+        : path_(std::move(name)), enc_(o.encoding), T_(o.timesteps), owner_(std::move(owner)) {
+        if (dims.size() < 2)
+            throw InputError(path_, "/data",
+                             "expected [samples, ...shape], got " + shape_str(dims));
+        check_dims(path_, "/data", dims, 4);
+        samples_ = dims[0];
+        shape_.assign(dims.begin() + 1, dims.end());
         n_ = numel(shape_);
-        data_ = r.read_floats("/data");
-        for (std::size_t k = 0; k < data_.size(); ++k)
+        data_ = data;
+        const std::int64_t total = samples_ * n_;
+        for (std::int64_t k = 0; k < total; ++k)
             if (!std::isfinite(data_[k]))
-                r.fail("/data",
-                       "NaN or Inf at sample " + std::to_string(static_cast<std::int64_t>(k) / n_) +
-                           ", element " + std::to_string(static_cast<std::int64_t>(k) % n_));
-        labels_ = read_labels(r, samples_);
+                throw InputError(path_, "/data",
+                                 "NaN or Inf at sample " + std::to_string(k / n_) + ", element " +
+                                     std::to_string(k % n_));
     }
+    void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     std::int64_t num_samples() const override { return samples_; }
     Shape sample_shape() const override { return shape_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t seed, Activity& out,
               OpCounts& ops) const override {
-        const float* x = data_.data() + s * n_;
+        const float* x = data_ + s * n_;
         out.ternary = true;
         for (std::int64_t i = 0; i < n_; ++i) {
             float v = 0.0f;
@@ -183,9 +197,35 @@ class AnalogInput final : public InputSource {
     Encoding enc_;
     std::int64_t T_, samples_ = 0, n_ = 0;
     Shape shape_;
-    std::vector<float> data_;
+    std::shared_ptr<const void> owner_;
+    const float* data_ = nullptr;
     std::vector<std::int64_t> labels_;
 };
+
+std::unique_ptr<InputSource> open_spikes(const h5::Reader& r) {
+    auto inf = r.info("/spikes");
+    if (inf.kind != h5::Kind::integer) r.fail("/spikes", "expected an integer (int8) dataset");
+    r.check_storage("/spikes");
+    auto src = std::make_unique<SpikeInput>(r.path(), inf.dims,
+                                            [&](std::int64_t first, std::int64_t count) {
+                                                return r.read_int8_rows("/spikes", first, count);
+                                            });
+    src->set_labels(read_labels(r, src->num_samples()));
+    return src;
+}
+
+std::unique_ptr<InputSource> open_analog(const h5::Reader& r, const InputOptions& o) {
+    auto inf = r.info("/data");
+    if (inf.kind != h5::Kind::floating && inf.kind != h5::Kind::integer)
+        r.fail("/data", "expected a numeric (float32) dataset");
+    if (inf.dims.size() < 2)
+        r.fail("/data", "expected [samples, ...shape], got " + shape_str(inf.dims));
+    check_dims(r.path(), "/data", inf.dims, 4);
+    auto data = std::make_shared<std::vector<float>>(r.read_floats("/data"));
+    auto src = std::make_unique<AnalogInput>(r.path(), inf.dims, data->data(), data, o);
+    src->set_labels(read_labels(r, src->num_samples()));
+    return src;
+}
 
 }  // namespace
 
@@ -193,9 +233,34 @@ std::unique_ptr<InputSource> open_input(const std::string& path, const InputOpti
     h5::Reader r(path);
     const bool sp = r.exists("/spikes"), an = r.exists("/data");
     if (sp && an) r.fail("", "has both /spikes and /data: keep one");
-    if (sp) return std::make_unique<SpikeInput>(r);
-    if (an) return std::make_unique<AnalogInput>(r, o);
+    if (sp) return open_spikes(r);
+    if (an) return open_analog(r, o);
     r.fail("", "no /spikes or /data dataset");
+}
+
+std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Shape& dims,
+                                              std::vector<std::int64_t> labels,
+                                              const std::string& name) {
+    auto src =
+        std::make_unique<SpikeInput>(name, dims, [&](std::int64_t first, std::int64_t count) {
+            const std::int64_t row = dims[1] * numel(Shape(dims.begin() + 2, dims.end()));
+            return std::vector<std::int8_t>(data + first * row, data + (first + count) * row);
+        });
+    if (!labels.empty())
+        check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
+    src->set_labels(std::move(labels));
+    return src;
+}
+
+std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& dims,
+                                               std::shared_ptr<const void> owner,
+                                               std::vector<std::int64_t> labels,
+                                               const InputOptions& o, const std::string& name) {
+    auto src = std::make_unique<AnalogInput>(name, dims, data, std::move(owner), o);
+    if (!labels.empty())
+        check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
+    src->set_labels(std::move(labels));
+    return src;
 }
 
 std::uint64_t encode_file(const std::string& in_path, const std::string& out_path, Encoding enc,

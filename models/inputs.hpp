@@ -21,6 +21,18 @@ struct InputOptions {
 
 std::unique_ptr<InputSource> open_input(const std::string& path, const InputOptions& opts);
 
+// The caller's arrays as an input (the C++ API, the Python bindings), checked as a file would be;
+// errors name `name` as the file. Spikes: int8 [samples, T, ...shape] in {-1, 0, 1}, copied
+// into event lists. Analog: float32 [samples, ...shape], read in place while `owner` lives.
+// `labels`: empty, or one class per sample.
+std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Shape& dims,
+                                              std::vector<std::int64_t> labels,
+                                              const std::string& name);
+std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& dims,
+                                               std::shared_ptr<const void> owner,
+                                               std::vector<std::int64_t> labels,
+                                               const InputOptions& opts, const std::string& name);
+
 // Writes analog data as a spike file (`ternion encode`). Returns the number of spikes.
 std::uint64_t encode_file(const std::string& in_path, const std::string& out_path, Encoding enc,
                           std::int64_t timesteps, std::uint64_t seed);

@@ -311,6 +311,33 @@ std::int64_t TraceRecorder::step_slot(std::int64_t step) const {
     return step_slots_[static_cast<std::size_t>(step)];
 }
 
+const TraceRecorder::Rec* TraceRecorder::rec_of(const std::string& node) const {
+    const int u = g_.find(node);
+    if (u < 0 || slot_[static_cast<std::size_t>(u)] < 0) return nullptr;
+    return &recs_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(u)])];
+}
+
+std::vector<std::string> TraceRecorder::recorded_nodes() const {
+    std::vector<std::string> names;
+    for (const Rec& r : recs_) names.push_back(g_.node(r.node).name());
+    return names;
+}
+
+std::int64_t TraceRecorder::width(const std::string& node) const {
+    const Rec* r = rec_of(node);
+    return r ? r->n : 0;
+}
+
+const std::vector<std::int8_t>* TraceRecorder::spike_grid(const std::string& node) const {
+    const Rec* r = rec_of(node);
+    return r && r->spikes ? &r->spike_grid : nullptr;
+}
+
+const std::vector<float>* TraceRecorder::membrane(const std::string& node) const {
+    const Rec* r = rec_of(node);
+    return r && r->membrane ? &r->v : nullptr;
+}
+
 bool TraceRecorder::wants(int node) const {
     return slot_[static_cast<std::size_t>(node)] >= 0;
 }

@@ -90,6 +90,14 @@ class TraceRecorder final : public StepObserver {
                const std::vector<std::pair<std::string, std::string>>& meta,
                const TraceCost* cost = nullptr) const;
 
+    // What the recording holds, read from memory (the C++ API, the bindings). Rows are the
+    // recorded samples in order of sample_ids(); each row holds T steps of width(node) values.
+    std::vector<std::string> recorded_nodes() const;
+    std::int64_t width(const std::string& node) const;  // 0 when not recorded
+    const std::vector<std::int8_t>* spike_grid(const std::string& node) const;  // or null
+    const std::vector<float>* membrane(const std::string& node) const;          // or null
+    const std::vector<std::int64_t>& sample_ids() const { return sample_ids_; }
+
   private:
     struct Rec {
         int node = -1;
@@ -103,6 +111,7 @@ class TraceRecorder final : public StepObserver {
         std::vector<std::int8_t> have;       // [S, steps]: maps were delivered
     };
     std::int64_t row_of(std::int64_t sample) const;
+    const Rec* rec_of(const std::string& node) const;
     std::int64_t step_slot(std::int64_t step) const;
 
     const Graph& g_;

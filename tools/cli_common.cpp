@@ -1,14 +1,11 @@
 #include "tools/cli_common.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <climits>
 #include <cmath>
 #include <cstdint>
-#include <filesystem>
 #include <iostream>
 #include <thread>
 
@@ -58,45 +55,6 @@ bool show_help(const po::variables_map& vm, const po::options_description& desc)
     return true;
 }
 
-namespace {
-
-namespace fs = std::filesystem;
-
-// Same file by identity (hard links, symlinks, "dir/../x") or by canonical path.
-bool same_file(const std::string& a, const std::string& b) {
-    struct stat sa {};
-    struct stat sb {};
-    if (::stat(a.c_str(), &sa) == 0 && ::stat(b.c_str(), &sb) == 0)
-        return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-    std::error_code ea, eb;
-    const auto ca = fs::weakly_canonical(a, ea), cb = fs::weakly_canonical(b, eb);
-    return !ea && !eb && ca == cb;
-}
-
-}  // namespace
-
-void check_output(const std::string& option, const std::string& out,
-                  const std::vector<NamedPath>& inputs) {
-    if (out.empty()) throw OptionError(option, "is an empty path");
-    for (const auto& in : inputs)
-        if (!in.path.empty() && same_file(out, in.path))
-            throw OptionError(option, "'" + out + "' is the " + in.option + " file '" + in.path +
-                                          "'; refusing to overwrite an input");
-    const fs::path target(out);
-    std::error_code ec;
-    if (!target.has_filename() || fs::is_directory(target, ec))
-        throw OptionError(option, "'" + out + "' is a directory, not a file");
-    const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-    if (!fs::is_directory(dir, ec))
-        throw OptionError(option, "directory of '" + out + "' does not exist");
-    if (::access(dir.c_str(), W_OK | X_OK) != 0)
-        throw OptionError(option, "directory of '" + out + "' is not writable");
-    // Outputs are written as ".<name>.tmp-<pid>" beside the target, then renamed.
-    if (target.filename().string().size() + 32 > NAME_MAX)
-        throw OptionError(option, "file name of '" + out + "' is too long (at most " +
-                                      std::to_string(NAME_MAX - 32) + " bytes)");
-}
-
 std::uint64_t parse_bytes(const std::string& option, const std::string& text) {
     std::size_t used = 0;
     double v = 0;
@@ -121,33 +79,9 @@ std::uint64_t parse_bytes(const std::string& option, const std::string& text) {
     return static_cast<std::uint64_t>(bytes);
 }
 
-std::uint64_t default_memory_limit() {
-    const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
-    if (pages <= 0 || page <= 0) return UINT64_MAX;
-    return static_cast<std::uint64_t>(0.8 * static_cast<double>(pages) * static_cast<double>(page));
-}
-
 int default_threads() {
     unsigned n = std::thread::hardware_concurrency();
     return n == 0 ? 1 : static_cast<int>(n);
-}
-
-std::string group_digits(std::uint64_t v) {
-    std::string s = std::to_string(v), r;
-    int c = 0;
-    for (auto it = s.rbegin(); it != s.rend(); ++it) {
-        if (c && c % 3 == 0) r.push_back(',');
-        r.push_back(*it);
-        ++c;
-    }
-    return {r.rbegin(), r.rend()};
-}
-
-Spread spread(std::vector<double> v) {
-    if (v.empty()) return {};
-    std::sort(v.begin(), v.end());
-    const std::size_t m = v.size();
-    return {m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]), v.front(), v.back()};
 }
 
 }  // namespace ternion::cli

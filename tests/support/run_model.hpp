@@ -4,8 +4,7 @@
 #include <map>
 #include <mutex>
 
-#include "models/inputs.hpp"
-#include "models/nir_loader.hpp"
+#include "models/pipeline.hpp"
 #include "sim/engine.hpp"
 
 namespace ternion::test {
@@ -33,33 +32,37 @@ class CaptureAll final : public StepObserver {
 };
 
 struct Outcome {
-    std::unique_ptr<Graph> graph;
+    std::shared_ptr<const Graph> graph;
     RunResult result;
     CaptureAll capture;
 };
 
+// Runs through the same pipeline as `ternion run`, with an observer that captures everything.
 inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::string& input,
                                          Engine engine = Engine::event, int threads = 1,
                                          std::int64_t T = 0, UserLoadOptions lo = {},
                                          Encoding enc = Encoding::direct, std::uint64_t seed = 0,
                                          bool observe = true) {
     auto o = std::make_unique<Outcome>();
-    LoadReport rep;
-    lo.threads = threads;  // blocks follow the thread count, as in `ternion run`
-    o->graph = load_model(model, lo, rep);
-    InputOptions io{enc, T};
-    auto src = open_input(input, io);
-    RunConfig cfg;
-    cfg.engine = engine;
-    cfg.threads = threads;
-    cfg.timesteps = T;
-    cfg.seed = seed;
+    RunRequest q;
+    q.model = model;
+    q.input = input;
+    q.load = lo;
+    q.engine = engine;
+    q.threads = threads;  // blocks follow the thread count, as in `ternion run`
+    if (T > 0) q.timesteps = T;
+    q.encoding = enc;
+    q.seed = seed;
+    Pipeline p(q);
+    RunConfig cfg = p.config();
     // Split every node, however small, so that determinism across thread counts is tested on
     // the split paths too (by default small layers stay on one thread).
     cfg.parallel_work = 0;
     // Unobserved runs let producers skip index lists no consumer reads (list_output).
     cfg.observer = observe ? &o->capture : nullptr;
-    o->result = run(*o->graph, *src, cfg);
+    o->result = p.simulate(cfg);
+    // The graph outlives the pipeline, sharing ownership of the loaded model.
+    o->graph = std::shared_ptr<const Graph>(p.model(), &p.graph());
     return o;
 }
 

@@ -1,0 +1,298 @@
+#include "models/pipeline.hpp"
+
+#include <openssl/evp.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "sim/file_guard.hpp"
+#include "sim/h5io.hpp"
+#include "ternion_git_revision.hpp"
+
+namespace ternion {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// /node/metadata/{timesteps, encoding}: how the model expects to be run.
+void read_hints(LoadedModel& m) {
+    h5::Reader r(m.path);
+    if (r.is_dataset("/node/metadata/timesteps")) {
+        const double t = r.read_scalar("/node/metadata/timesteps");
+        // The same bounds as --timesteps, checked before anything is sized by T.
+        if (!(t >= 1 && t <= 1e6) || t != std::floor(t))
+            r.fail("/node/metadata/timesteps",
+                   "must be an integer between 1 and 1000000, got " + std::to_string(t));
+        m.timesteps = static_cast<std::int64_t>(t);
+    }
+    if (r.is_dataset("/node/metadata/encoding") &&
+        r.info("/node/metadata/encoding").kind == h5::Kind::string)
+        m.encoding = r.read_string("/node/metadata/encoding");
+}
+
+// SHA-256 of a file, hex, through OpenSSL's EVP (Debian's libssl-dev): the trace names the
+// exact model it came from. Streams in 1 MiB blocks.
+std::string file_sha256(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    if (!f) throw InputError(path, "", "cannot open to hash");
+    std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
+    if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
+        throw InternalError("EVP_DigestInit_ex(sha256) failed");
+    std::vector<char> buf(1 << 20);
+    while (f) {
+        f.read(buf.data(), static_cast<std::streamsize>(buf.size()));
+        if (f.gcount() > 0)
+            EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<std::size_t>(f.gcount()));
+    }
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int len = 0;
+    EVP_DigestFinal_ex(ctx.get(), md, &len);
+    static const char* hex = "0123456789abcdef";
+    std::string r;
+    for (unsigned int i = 0; i < len; ++i) {
+        r += hex[md[i] >> 4];
+        r += hex[md[i] & 15];
+    }
+    return r;
+}
+
+// The input's sample shape against the model's Input node, and its labels against the classes
+// of the model's output (argmax over its first output node), before anything is sized by them.
+void check_input_fits(const Graph& g, const InputSource& src, const std::string& input) {
+    const char* ds = src.fixed_timesteps() > 0 ? "/spikes" : "/data";
+    if (g.inputs().size() == 1 && numel(src.sample_shape()) != g.node(g.inputs()[0]).out_size())
+        throw InputError(input, ds,
+                         "sample shape " + shape_str(src.sample_shape()) +
+                             " does not match the model's Input shape " +
+                             shape_str(g.node(g.inputs()[0]).out_shape()));
+    if (src.labels().empty() || g.outputs().empty()) return;
+    const std::int64_t classes = numel(g.node(g.outputs()[0]).out_shape());
+    const auto& l = src.labels();
+    for (std::size_t i = 0; i < l.size(); ++i)
+        if (l[i] < 0 || l[i] >= classes)
+            throw InputError(input, "/labels",
+                             "label " + std::to_string(l[i]) + " at index " + std::to_string(i) +
+                                 " is outside [0, " + std::to_string(classes) +
+                                 "), the model's output size");
+}
+
+void check_request(const RunRequest& q) {
+    if (q.threads < 1 || q.threads > 1024)
+        throw OptionError("threads", "must be between 1 and 1024");
+    if (q.timesteps && (*q.timesteps <= 0 || *q.timesteps > 1000000))
+        throw OptionError("timesteps", "must be between 1 and 1000000");
+    if (!q.trace_path.empty() && !q.record) throw OptionError("trace", "needs something to record");
+    if (q.trace_path.empty()) return;
+    std::vector<NamedPath> inputs{{"model", q.model}, {"input", q.arrays ? "" : q.input}};
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(q.profile, ec)) inputs.push_back({"profile", q.profile});
+    check_output("trace", q.trace_path, inputs);
+}
+
+}  // namespace
+
+std::shared_ptr<const LoadedModel> load_model_file(const std::string& path,
+                                                   const UserLoadOptions& options) {
+    const auto t0 = Clock::now();
+    auto m = std::make_shared<LoadedModel>();
+    m->path = path;
+    m->graph = load_model(path, options, m->report);
+    read_hints(*m);
+    m->load_s = seconds_since(t0);
+    return m;
+}
+
+const char* engine_name(Engine e) {
+    return e == Engine::dense ? "dense" : "event";
+}
+
+Engine parse_engine(const std::string& s) {
+    if (s == "event") return Engine::event;
+    if (s == "dense") return Engine::dense;
+    throw OptionError("engine", "must be event or dense");
+}
+
+Pipeline::Pipeline(RunRequest request) : Pipeline(std::move(request), nullptr) {}
+
+Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
+    : req_(std::move(request)), model_(std::move(model)) {
+    check_request(req_);
+    // Profile and counting mode before any simulation work.
+    profile_ = hw::load_profile(req_.profile);
+    if (!model_) {
+        UserLoadOptions lo = req_.load;
+        lo.threads = req_.threads;
+        model_ = load_model_file(req_.model, lo);
+    } else {
+        req_.model = model_->path;
+    }
+    const auto t0 = Clock::now();
+    open_source();
+    open_s_ = seconds_since(t0);
+    check_input_fits(graph(), *src_, src_->describe());
+    check_range();
+    if (req_.record) {
+        TraceOptions to = *req_.record;
+        to.dt = model_->report.used.dt;
+        // Unit prices of the profile, so per-step energy is each step's counts times these.
+        to.unit_pj.clear();
+        for (int k = 0; k < hw::kKinds; ++k)
+            to.unit_pj.push_back(profile_.price(k).value_or(std::nan("")));
+        recorder_ = std::make_unique<TraceRecorder>(graph(), to, req_.first_sample, samples_, T_);
+    }
+    check_memory();
+}
+
+Pipeline::~Pipeline() = default;
+
+// Encoding and steps: the request's, else the model's metadata, else the data's own T.
+void Pipeline::open_source() {
+    encoding_ = req_.encoding
+                    ? *req_.encoding
+                    : parse_encoding(model_->encoding.empty() ? "direct" : model_->encoding);
+    T_ = req_.timesteps ? *req_.timesteps : model_->timesteps;
+    InputOptions io{encoding_, T_};
+    auto open = [&] {
+        if (!req_.arrays) return open_input(req_.input, io);
+        const ArrayInput& a = *req_.arrays;
+        if (a.spikes) return make_spike_input(a.spikes, a.dims, a.labels, a.name);
+        if (!a.data) throw InputError(a.name, "", "no spikes or data array");
+        return make_analog_input(a.data, a.dims, a.owner, a.labels, io, a.name);
+    };
+    std::unique_ptr<InputSource> src = open();
+    if (T_ <= 0) T_ = src->fixed_timesteps();
+    if (T_ <= 0) throw OptionError("timesteps", "is required for analog input " + src->describe());
+    // Latency coding places each spike by T, which is known only now.
+    if (encoding_ == Encoding::latency && io.timesteps != T_) {
+        io.timesteps = T_;
+        src = open();
+    }
+    src_ = std::move(src);
+    if (req_.arrays) req_.input = req_.arrays->name;
+}
+
+void Pipeline::check_range() {
+    const std::int64_t n = src_->num_samples(), first = req_.first_sample;
+    if (first < 0 || first >= n)
+        throw OptionError("first", "must lie in [0, " + std::to_string(n) + ")");
+    if (req_.samples == 0 || req_.samples < -1 || req_.samples > n - first)
+        throw OptionError("samples", "must lie in [1, " + std::to_string(n - first) + "]");
+    samples_ = req_.samples < 0 ? n - first : req_.samples;
+}
+
+// An estimate of the run's peak memory, refused above the limit before the run: what is
+// loaded, each thread's workspace (activity and state of every node, about 48 bytes a value),
+// the per-sample results and the recording held until it is written.
+void Pipeline::check_memory() const {
+    const std::uint64_t limit = req_.max_memory ? req_.max_memory : default_memory_limit();
+    const Graph& g = graph();
+    double values = 0;
+    for (int i = 0; i < g.size(); ++i) values += static_cast<double>(g.node(i).out_size());
+    const double classes =
+        g.outputs().empty() ? 0 : static_cast<double>(g.node(g.outputs()[0]).out_size());
+    const double trace = recorder_ ? static_cast<double>(recorder_->estimated_bytes()) : 0.0;
+    const double est = static_cast<double>(resident_bytes()) + 48 * values * req_.threads +
+                       static_cast<double>(samples_) * (4 * classes + 64) + trace;
+    if (est > static_cast<double>(limit))
+        throw OptionError("max-memory", "the run needs an estimated " +
+                                            std::to_string(static_cast<std::uint64_t>(est)) +
+                                            " bytes, over the limit of " + std::to_string(limit) +
+                                            " bytes");
+}
+
+RunConfig Pipeline::config() const {
+    RunConfig cfg;
+    cfg.engine = req_.engine;
+    cfg.timesteps = T_;
+    cfg.seed = req_.seed;
+    cfg.threads = req_.threads;
+    cfg.first_sample = req_.first_sample;
+    cfg.num_samples = samples_;
+    cfg.progress = req_.progress;
+    cfg.count_ops = req_.count_ops;
+    cfg.syops_tallies = req_.pricing.mode == hw::CountMode::syops;
+    cfg.observer = recorder_.get();
+    return cfg;
+}
+
+RunResult Pipeline::simulate(const RunConfig& cfg) const {
+    return ternion::run(graph(), *src_, cfg);
+}
+
+RunReport Pipeline::finish(RunResult result) const {
+    RunReport r;
+    r.model = req_.model;
+    r.input = req_.input;
+    r.nodes = graph().size();
+    r.engine = req_.engine;
+    r.threads = req_.threads;
+    r.timesteps = T_;
+    r.first_sample = req_.first_sample;
+    r.seed = req_.seed;
+    r.encoding = encoding_;
+    r.load = model_->report;
+    r.load_s = model_->load_s + open_s_;
+    r.record = make_run_record(graph(), result);
+    r.result = std::move(result);
+    const auto& labels = src_->labels();
+    if (!labels.empty()) {
+        for (std::int64_t k = 0; k < r.result.samples; ++k)
+            r.correct += r.result.predictions[static_cast<std::size_t>(k)] ==
+                         labels[static_cast<std::size_t>(r.first_sample + k)];
+        r.accuracy = static_cast<double>(r.correct) / static_cast<double>(r.result.samples);
+    }
+    for (const auto& l : r.record.layers) {
+        r.total += l.ops;
+        r.ann_mac += l.dense_macs_per_step * static_cast<std::uint64_t>(T_);
+    }
+    const auto tp = Clock::now();
+    r.cost = hw::price(r.record, profile_, req_.pricing);
+    r.price_s = seconds_since(tp);
+    if (recorder_) r.trace_bytes = recorder_->estimated_bytes();
+    if (!req_.trace_path.empty()) {
+        write_trace(r);
+        r.trace_path = req_.trace_path;
+    }
+    return r;
+}
+
+void Pipeline::write_trace(const RunReport& r) const {
+    const LoadOptions& used = r.load.used;
+    std::vector<std::pair<std::string, std::string>> meta{
+        {"model", r.model},
+        {"input", r.input},
+        {"engine", engine_name(r.engine)},
+        {"threads", std::to_string(r.threads)},
+        {"timesteps", std::to_string(r.timesteps)},
+        {"dt", std::to_string(used.dt)},
+        {"discretization", used.discretization},
+        {"reset", used.reset},
+        {"seed", std::to_string(r.seed)},
+        {"encoding", encoding_name(r.encoding)},
+        {"version", TERNION_VERSION},
+        {"git_revision", *TERNION_GIT_REV ? TERNION_GIT_REV : "unknown"},
+        {"command_line", req_.command_line},
+        {"profile", profile_.name},
+        {"count_mode", hw::count_mode_name(req_.pricing.mode)},
+        {"model_sha256", file_sha256(r.model)},
+        {"input_sha256", req_.arrays ? "" : file_sha256(r.input)},
+        {"samples", std::to_string(r.result.samples)},
+        {"first_sample", std::to_string(r.first_sample)}};
+    TraceCost tc;
+    tc.profile = profile_.name;
+    tc.count_mode = hw::count_mode_name(req_.pricing.mode);
+    tc.per_inference_pj = r.cost.per_inference_pj;
+    tc.ann_pj_per_inference = r.cost.ann_pj_per_inference;
+    for (const auto& l : r.cost.layers)
+        tc.nodes.push_back({l.name, std::vector<double>(l.energy_pj.begin(), l.energy_pj.end()),
+                            l.ann_pj, l.ann_macs});
+    recorder_->write(req_.trace_path, meta, &tc);
+}
+
+}  // namespace ternion

@@ -1,0 +1,138 @@
+// One run of a model, from files or the caller's arrays to a priced report:
+//   load → check → simulate → price → record/trace → report.
+// `ternion run`, the C++ API (examples/run_model.cpp), the Python bindings and the tests all go
+// through it, so every front end gives the same spikes, counts and energy. Every check that can
+// fail on user input happens when the Pipeline is built, before anything is simulated.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <nlohmann/json_fwd.hpp>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "hw/cost_model.hpp"
+#include "models/inputs.hpp"
+#include "models/nir_loader.hpp"
+#include "sim/layer_record.hpp"
+#include "sim/trace.hpp"
+
+namespace ternion {
+
+// A model loaded once and run many times (the bindings' `ternion.load`).
+struct LoadedModel {
+    std::string path;
+    std::unique_ptr<Graph> graph;
+    LoadReport report;
+    std::int64_t timesteps = 0;  // /node/metadata/timesteps, 0 when absent
+    std::string encoding;        // /node/metadata/encoding, empty when absent
+    double load_s = 0.0;
+};
+std::shared_ptr<const LoadedModel> load_model_file(const std::string& path,
+                                                   const UserLoadOptions& options);
+
+// The caller's arrays as the input: spikes int8 [samples, T, ...] in {-1, 0, 1}, or analog
+// float32 [samples, ...] encoded per step. Read in place while `owner` lives.
+struct ArrayInput {
+    Shape dims;
+    const std::int8_t* spikes = nullptr;
+    const float* data = nullptr;
+    std::shared_ptr<const void> owner;
+    std::vector<std::int64_t> labels;  // empty, or one class per sample
+    std::string name = "<arrays>";     // what errors call the input
+};
+
+struct RunRequest {
+    std::string model;                 // model file, unless a LoadedModel is given
+    std::string input;                 // input file, unless `arrays` is set
+    std::optional<ArrayInput> arrays;  // the caller's arrays instead of a file
+    UserLoadOptions load;
+    std::optional<Encoding> encoding;       // analog inputs; default: model metadata, else direct
+    std::optional<std::int64_t> timesteps;  // default: the spike data's T, else model metadata
+    Engine engine = Engine::event;
+    int threads = 1;
+    std::uint64_t seed = 0;
+    std::int64_t first_sample = 0;
+    std::int64_t samples = -1;  // -1: from first_sample to the end
+    bool progress = false;
+    bool count_ops = true;
+    std::string profile = hw::kDefaultProfile;  // a profile name or a JSON file
+    hw::PriceOptions pricing;
+    std::optional<TraceOptions> record;  // observables kept in memory (and traced)
+    std::string trace_path;              // write them here (needs `record`)
+    std::uint64_t max_memory = 0;        // 0: default_memory_limit()
+    std::string command_line;            // trace metadata: how the run was asked for
+};
+
+struct RunReport {
+    std::string model, input;
+    int nodes = 0;
+    Engine engine = Engine::event;
+    int threads = 1;
+    std::int64_t timesteps = 0, first_sample = 0;
+    std::uint64_t seed = 0;
+    Encoding encoding = Encoding::direct;
+    LoadReport load;
+    RunResult result;
+    RunRecord record;
+    OpCounts total;
+    std::uint64_t ann_mac = 0;  // ANN-equivalent MACs of one inference
+    std::optional<double> accuracy;
+    std::int64_t correct = 0;
+    hw::CostReport cost;
+    double load_s = 0.0, price_s = 0.0;
+    std::string trace_path;
+    std::uint64_t trace_bytes = 0;
+};
+
+class Pipeline {
+  public:
+    // Loads the model and the input and checks everything a run needs (options, shapes,
+    // labels, profile, output paths, memory); throws ternion::Error naming the file or option.
+    explicit Pipeline(RunRequest request);
+    Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model);
+    ~Pipeline();
+    Pipeline(const Pipeline&) = delete;
+    Pipeline& operator=(const Pipeline&) = delete;
+
+    const Graph& graph() const { return *model_->graph; }
+    const std::shared_ptr<const LoadedModel>& model() const { return model_; }
+    const RunRequest& request() const { return req_; }
+    const InputSource& source() const { return *src_; }
+    std::int64_t timesteps() const { return T_; }
+    std::int64_t samples() const { return samples_; }  // samples this run covers
+    // The engine configuration of the whole run (a distributed run narrows its sample range).
+    RunConfig config() const;
+    // The recording, when one was requested (holds every observable of the run).
+    TraceRecorder* recorder() const { return recorder_.get(); }
+
+    // The stages; run() is finish(simulate(config())).
+    RunResult simulate(const RunConfig& cfg) const;
+    RunReport finish(RunResult result) const;
+    RunReport run() const { return finish(simulate(config())); }
+
+  private:
+    void open_source();
+    void check_range();
+    void check_memory() const;
+    void write_trace(const RunReport& r) const;
+
+    RunRequest req_;
+    std::shared_ptr<const LoadedModel> model_;
+    std::shared_ptr<const InputSource> src_;
+    hw::Profile profile_;
+    std::unique_ptr<TraceRecorder> recorder_;
+    Encoding encoding_ = Encoding::direct;
+    std::int64_t T_ = 0, samples_ = 0;
+    double open_s_ = 0.0;  // opening and checking the input
+};
+
+const char* engine_name(Engine e);
+Engine parse_engine(const std::string& s);  // throws OptionError("engine")
+
+// The report as `ternion run --json` prints it, and as the text tables.
+nlohmann::json report_json(const RunReport& r);
+std::string report_text(const RunReport& r);
+
+}  // namespace ternion

@@ -1,0 +1,152 @@
+// The run report in its two forms: the JSON document of `ternion run --json` (and of the
+// bindings' `Result.json()`) and the text tables.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "models/pipeline.hpp"
+#include "sim/format.hpp"
+
+namespace ternion {
+
+namespace {
+
+nlohmann::json ops_json(const OpCounts& o, double div = 1.0) {
+    nlohmann::json j = nlohmann::json::object();
+    o.for_each([&](std::string_view k, std::uint64_t v) {
+        if (div == 1.0)
+            j[std::string(k)] = v;
+        else
+            j[std::string(k)] = static_cast<double>(v) / div;
+    });
+    return j;
+}
+
+nlohmann::json layer_json(const LayerRecord& l, std::int64_t samples, std::int64_t T) {
+    nlohmann::json lj;
+    lj["name"] = l.name;
+    lj["type"] = l.type;
+    lj["category"] = category_name(l.category);
+    lj["neurons"] = l.neurons;
+    lj["spikes"] = l.nonzero_out;
+    lj["positive_spikes"] = l.positive_out;
+    lj["negative_spikes"] = l.negative_out;
+    lj["firing_rate"] =
+        l.spiking ? nlohmann::json(l.firing_rate(samples, T)) : nlohmann::json(nullptr);
+    lj["input_rate"] = l.input_rate(samples, T);
+    lj["ops"] = ops_json(l.ops);
+    lj["dense_mac"] =
+        l.dense_macs_per_step * static_cast<std::uint64_t>(T) * static_cast<std::uint64_t>(samples);
+    if (l.attention_shape)
+        l.attention.for_each(
+            [&](std::string_view k, std::uint64_t v) { lj["attention"][std::string(k)] = v; });
+    return lj;
+}
+
+nlohmann::json timing_json(const RunReport& r) {
+    const double S = static_cast<double>(r.result.samples), sim = r.result.simulate_s;
+    nlohmann::json t = {{"load_s", r.load_s},
+                        {"price_s", r.price_s},
+                        {"simulate_s", sim},
+                        {"samples_per_s", sim > 0 ? S / sim : 0.0}};
+    // Latency of one inference: the median is what a warm, steady stream of samples costs
+    // (the first sample also pays for first-touch allocations and cold caches).
+    if (!r.result.sample_s.empty()) {
+        const auto s = spread(r.result.sample_s);
+        t["sample_ms"] = {{"median", 1e3 * s.median}, {"min", 1e3 * s.min}, {"max", 1e3 * s.max}};
+    }
+    return t;
+}
+
+void print_layers(std::string& out, const RunReport& r) {
+    char line[256];
+    std::snprintf(line, sizeof line, "\n%-22s %-18s %9s %12s %7s %14s %14s %12s\n", "layer", "type",
+                  "neurons", "spikes", "rate", "AC", "MAC", "updates");
+    out += line;
+    for (const auto& l : r.record.layers) {
+        if (l.category == NodeCategory::input) continue;
+        char rate[16] = "-";
+        if (l.spiking)
+            std::snprintf(rate, sizeof rate, "%.4f", l.firing_rate(r.result.samples, r.timesteps));
+        std::snprintf(line, sizeof line, "%-22s %-18s %9lld %12s %7s %14s %14s %12s\n",
+                      l.name.substr(0, 22).c_str(), l.type.substr(0, 18).c_str(),
+                      static_cast<long long>(l.neurons),
+                      l.spiking ? group_digits(l.nonzero_out).c_str() : "-", rate,
+                      group_digits(l.ops.ac).c_str(), group_digits(l.ops.mac).c_str(),
+                      group_digits(l.ops.neuron_update).c_str());
+        out += line;
+    }
+}
+
+std::string printf_string(const char* fmt, auto... args) {
+    const int n = std::snprintf(nullptr, 0, fmt, args...);
+    std::string s(static_cast<std::size_t>(n) + 1, '\0');
+    std::snprintf(s.data(), s.size(), fmt, args...);
+    s.pop_back();
+    return s;
+}
+
+}  // namespace
+
+nlohmann::json report_json(const RunReport& r) {
+    const double S = static_cast<double>(r.result.samples);
+    nlohmann::json j;
+    j["model"] = r.model;
+    j["input"] = r.input;
+    j["samples"] = r.result.samples;
+    j["timesteps"] = r.timesteps;
+    j["engine"] = engine_name(r.engine);
+    j["threads"] = r.threads;
+    j["encoding"] = encoding_name(r.encoding);
+    j["load_options"] = {{"dt", r.load.used.dt},
+                         {"dt_source", r.load.dt_source},
+                         {"discretization", r.load.used.discretization},
+                         {"reset", r.load.used.reset}};
+    j["notes"] = r.load.notes;
+    j["accuracy"] = r.accuracy ? nlohmann::json(*r.accuracy) : nlohmann::json(nullptr);
+    j["predictions"] = r.result.predictions;
+    nlohmann::json layers = nlohmann::json::array();
+    for (const auto& l : r.record.layers)
+        layers.push_back(layer_json(l, r.result.samples, r.timesteps));
+    j["layers"] = layers;
+    j["totals"] = {{"ops", ops_json(r.total)}};
+    j["per_inference"] = {{"ops", ops_json(r.total, S)}};
+    j["ann_equivalent"] = {{"mac", static_cast<double>(r.ann_mac)}};
+    j["timing"] = timing_json(r);
+    if (!r.trace_path.empty())
+        j["trace"] = {{"file", r.trace_path}, {"bytes_in_memory", r.trace_bytes}};
+    hw::add_to_json(r.cost, j);
+    return j;
+}
+
+std::string report_text(const RunReport& r) {
+    const double S = static_cast<double>(r.result.samples);
+    const LoadReport& lr = r.load;
+    std::string out = printf_string("model   %s (%d nodes)\n", r.model.c_str(), r.nodes);
+    out += printf_string("input   %s: %lld samples x %lld steps, %s encoding\n", r.input.c_str(),
+                         static_cast<long long>(r.result.samples),
+                         static_cast<long long>(r.timesteps), encoding_name(r.encoding));
+    out +=
+        printf_string("engine  %s, %d thread%s; dt %g s (%s), %s, reset %s\n",
+                      engine_name(r.engine), r.threads, r.threads == 1 ? "" : "s", lr.used.dt,
+                      lr.dt_source.c_str(), lr.used.discretization.c_str(), lr.used.reset.c_str());
+    for (const auto& n : lr.notes) out += "note    " + n + "\n";
+    print_layers(out, r);
+    out += printf_string("\nper inference: %.1f AC, %.1f MAC, %.1f neuron updates, %.1f spikes\n",
+                         static_cast<double>(r.total.ac) / S, static_cast<double>(r.total.mac) / S,
+                         static_cast<double>(r.total.neuron_update) / S,
+                         static_cast<double>(r.total.spikes_out) / S);
+    out +=
+        printf_string("ANN equivalent: %.1f MAC per inference\n\n", static_cast<double>(r.ann_mac));
+    out += hw::format_table(r.cost) + "\n";
+    if (r.accuracy)
+        out += printf_string("accuracy: %.2f%% (%lld/%lld)\n", 100.0 * *r.accuracy,
+                             static_cast<long long>(r.correct),
+                             static_cast<long long>(r.result.samples));
+    const double sim = r.result.simulate_s;
+    out += printf_string("time: load %.3f s, simulate %.3f s (%.1f samples/s)\n", r.load_s, sim,
+                         sim > 0 ? S / sim : 0.0);
+    if (!r.trace_path.empty()) out += "trace: " + r.trace_path + "\n";
+    return out;
+}
+
+}  // namespace ternion

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "sim/h5io.hpp"
 #include "sim/rng.hpp"
+#include "sim/shard.hpp"
 
 namespace ternion {
 
@@ -63,46 +65,66 @@ void check_dims(const std::string& name, const char* field, const Shape& dims,
     }
 }
 
+// The samples one process reads (InputOptions::part): `keep`, its shard of the run, which it
+// holds, and `visit`, every sample it reads and checks, in ascending ranges (`keep` is one of
+// them; the others are its share of the samples outside the run). One process keeps and
+// visits every sample.
+struct RowPlan {
+    Shard keep;
+    std::vector<Shard> visit;
+    bool keeps(const Shard& v) const { return v.first == keep.first && v.count == keep.count; }
+};
+
+RowPlan plan_rows(std::int64_t samples, const InputOptions& o) {
+    if (o.parts <= 1) return {{0, samples}, {{0, samples}}};
+    std::int64_t first = o.first_sample, count = o.samples < 0 ? samples - first : o.samples;
+    // A range the run will refuse: hold nothing, check a share of everything (the refusal
+    // comes afterwards, as in one process).
+    if (first < 0 || first >= samples || count <= 0 || count > samples - first) first = count = 0;
+    RowPlan p;
+    p.keep = shard_of(first, count, o.part, o.parts);
+    const Shard share = shard_of(0, samples, o.part, o.parts);
+    const std::int64_t end = share.first + share.count;
+    auto add = [&](std::int64_t lo, std::int64_t hi) {
+        if (hi > lo) p.visit.push_back({lo, hi - lo});
+    };
+    add(share.first, std::min(end, first));
+    add(p.keep.first, p.keep.first + p.keep.count);
+    add(std::max(share.first, first + count), end);
+    return p;
+}
+
+// Refuses NaN and Inf in `count` values of samples from `first_sample` on.
+void check_finite(const std::string& name, const float* v, std::int64_t count, std::int64_t n,
+                  std::int64_t first_sample) {
+    for (std::int64_t k = 0; k < count; ++k)
+        if (!std::isfinite(v[k]))
+            throw InputError(name, "/data",
+                             "NaN or Inf at sample " + std::to_string(first_sample + k / n) +
+                                 ", element " + std::to_string(k % n));
+}
+
 // Spike tensors, kept as per-(sample, step) event lists so replay costs O(events).
 class SpikeInput final : public InputSource {
   public:
     // Reads `count` samples from `first` on, as [count, T, ...shape] int8 values.
     using Rows = std::function<std::vector<std::int8_t>(std::int64_t first, std::int64_t count)>;
-    SpikeInput(std::string name, const Shape& dims, const Rows& read_rows)
+    SpikeInput(std::string name, const Shape& dims, const Rows& read_rows,
+               const InputOptions& o = {})
         : path_(std::move(name)) {
         if (dims.size() < 3)
             throw InputError(path_, "/spikes",
                              "expected [samples, T, ...shape], got " + shape_str(dims));
         check_dims(path_, "/spikes", dims, 1);
-        const Shape& inf_dims = dims;
-        samples_ = inf_dims[0];
-        T_ = inf_dims[1];
-        shape_.assign(inf_dims.begin() + 2, inf_dims.end());
+        samples_ = dims[0];
+        T_ = dims[1];
+        shape_.assign(dims.begin() + 2, dims.end());
         n_ = numel(shape_);
-        offsets_.reserve(static_cast<std::size_t>(samples_ * T_ + 1));
+        const RowPlan plan = plan_rows(samples_, o);
+        held_ = plan.keep;
+        offsets_.reserve(static_cast<std::size_t>(held_.count * T_ + 1));
         offsets_.push_back(0);
-        // Read in slabs of samples to bound memory for large files.
-        const std::int64_t per_sample = T_ * n_;
-        const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / per_sample);
-        for (std::int64_t s0 = 0; s0 < samples_; s0 += chunk) {
-            const std::int64_t cnt = std::min(chunk, samples_ - s0);
-            auto raw = read_rows(s0, cnt);
-            for (std::int64_t k = 0; k < cnt * T_; ++k) {
-                const std::int8_t* row = raw.data() + k * n_;
-                for (std::int64_t i = 0; i < n_; ++i) {
-                    const std::int8_t v = row[i];
-                    if (v == 0) continue;
-                    if (v != 1 && v != -1)
-                        throw InputError(path_, "/spikes",
-                                         "value " + std::to_string(v) + " at sample " +
-                                             std::to_string(s0 + k / T_) + ", step " +
-                                             std::to_string(k % T_) + " is not -1, 0 or 1");
-                    idx_.push_back(static_cast<std::uint32_t>(i));
-                    val_.push_back(v);
-                }
-                offsets_.push_back(idx_.size());
-            }
-        }
+        for (const Shard& v : plan.visit) read(read_rows, v, plan.keeps(v));
     }
     void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     std::int64_t num_samples() const override { return samples_; }
@@ -110,7 +132,9 @@ class SpikeInput final : public InputSource {
     std::int64_t fixed_timesteps() const override { return T_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t, Activity& out,
               OpCounts&) const override {
-        const auto k = static_cast<std::size_t>(s * T_ + t);
+        if (s < held_.first || s >= held_.first + held_.count)
+            throw InternalError("SpikeInput: sample " + std::to_string(s) + " was not read");
+        const auto k = static_cast<std::size_t>((s - held_.first) * T_ + t);
         for (auto e = offsets_[k]; e < offsets_[k + 1]; ++e) {
             out.values[idx_[e]] = static_cast<float>(val_[e]);
             out.active.push_back(idx_[e]);
@@ -121,8 +145,35 @@ class SpikeInput final : public InputSource {
     std::string describe() const override { return path_; }
 
   private:
+    // Reads and checks samples `v` in slabs (bounded memory); keeps their events when `keep`.
+    void read(const Rows& read_rows, const Shard& v, bool keep) {
+        const std::int64_t per_sample = T_ * n_;
+        const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{64} << 20) / per_sample);
+        for (std::int64_t s0 = v.first; s0 < v.first + v.count; s0 += chunk) {
+            const std::int64_t cnt = std::min(chunk, v.first + v.count - s0);
+            auto raw = read_rows(s0, cnt);
+            for (std::int64_t k = 0; k < cnt * T_; ++k) {
+                const std::int8_t* row = raw.data() + k * n_;
+                for (std::int64_t i = 0; i < n_; ++i) {
+                    const std::int8_t x = row[i];
+                    if (x == 0) continue;
+                    if (x != 1 && x != -1)
+                        throw InputError(path_, "/spikes",
+                                         "value " + std::to_string(x) + " at sample " +
+                                             std::to_string(s0 + k / T_) + ", step " +
+                                             std::to_string(k % T_) + " is not -1, 0 or 1");
+                    if (!keep) continue;
+                    idx_.push_back(static_cast<std::uint32_t>(i));
+                    val_.push_back(x);
+                }
+                if (keep) offsets_.push_back(idx_.size());
+            }
+        }
+    }
+
     std::string path_;
     std::int64_t samples_ = 0, T_ = 0, n_ = 0;
+    Shard held_;
     Shape shape_;
     std::vector<std::uint64_t> offsets_;
     std::vector<std::uint32_t> idx_;
@@ -134,8 +185,10 @@ class AnalogInput final : public InputSource {
   public:
     // `data` holds [samples, ...shape] values, kept alive by `owner` (zero-copy for the
     // caller's arrays; `owner` may be null when the caller guarantees the lifetime).
+    // With `held`, `data` holds only those samples (a process's shard; see RowPlan).
     AnalogInput(std::string name, const Shape& dims, const float* data,
-                std::shared_ptr<const void> owner, const InputOptions& o)
+                std::shared_ptr<const void> owner, const InputOptions& o,
+                std::optional<Shard> held = std::nullopt)
         : path_(std::move(name)), enc_(o.encoding), T_(o.timesteps), owner_(std::move(owner)) {
         if (dims.size() < 2)
             throw InputError(path_, "/data",
@@ -145,19 +198,17 @@ class AnalogInput final : public InputSource {
         shape_.assign(dims.begin() + 1, dims.end());
         n_ = numel(shape_);
         data_ = data;
-        const std::int64_t total = samples_ * n_;
-        for (std::int64_t k = 0; k < total; ++k)
-            if (!std::isfinite(data_[k]))
-                throw InputError(path_, "/data",
-                                 "NaN or Inf at sample " + std::to_string(k / n_) + ", element " +
-                                     std::to_string(k % n_));
+        held_ = held.value_or(Shard{0, samples_});
+        check_finite(path_, data_, held_.count * n_, n_, held_.first);
     }
     void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     std::int64_t num_samples() const override { return samples_; }
     Shape sample_shape() const override { return shape_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t seed, Activity& out,
               OpCounts& ops) const override {
-        const float* x = data_ + s * n_;
+        if (s < held_.first || s >= held_.first + held_.count)
+            throw InternalError("AnalogInput: sample " + std::to_string(s) + " was not read");
+        const float* x = data_ + (s - held_.first) * n_;
         out.ternary = true;
         for (std::int64_t i = 0; i < n_; ++i) {
             float v = 0.0f;
@@ -196,20 +247,49 @@ class AnalogInput final : public InputSource {
     std::string path_;
     Encoding enc_;
     std::int64_t T_, samples_ = 0, n_ = 0;
+    Shard held_;
     Shape shape_;
     std::shared_ptr<const void> owner_;
     const float* data_ = nullptr;
     std::vector<std::int64_t> labels_;
 };
 
-std::unique_ptr<InputSource> open_spikes(const h5::Reader& r) {
+std::unique_ptr<InputSource> open_spikes(const h5::Reader& r, const InputOptions& o) {
     auto inf = r.info("/spikes");
     if (inf.kind != h5::Kind::integer) r.fail("/spikes", "expected an integer (int8) dataset");
     r.check_storage("/spikes");
-    auto src = std::make_unique<SpikeInput>(r.path(), inf.dims,
-                                            [&](std::int64_t first, std::int64_t count) {
-                                                return r.read_int8_rows("/spikes", first, count);
-                                            });
+    auto src = std::make_unique<SpikeInput>(
+        r.path(), inf.dims,
+        [&](std::int64_t first, std::int64_t count) {
+            return r.read_int8_rows("/spikes", first, count);
+        },
+        o);
+    src->set_labels(read_labels(r, src->num_samples()));
+    return src;
+}
+
+// One process's part of /data (RowPlan): its shard read as a hyperslab and kept, its share
+// of the other samples read in slabs and checked.
+std::unique_ptr<InputSource> open_analog_part(const h5::Reader& r, const Shape& dims,
+                                              const InputOptions& o) {
+    r.check_storage("/data");
+    const std::int64_t n = numel(Shape(dims.begin() + 1, dims.end()));
+    const RowPlan plan = plan_rows(dims[0], o);
+    auto data = std::make_shared<std::vector<float>>();
+    for (const Shard& v : plan.visit) {
+        if (plan.keeps(v)) {
+            *data = r.read_float_rows("/data", v.first, v.count);
+            check_finite(r.path(), data->data(), v.count * n, n, v.first);
+            continue;
+        }
+        const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{16} << 20) / n);
+        for (std::int64_t s0 = v.first; s0 < v.first + v.count; s0 += chunk) {
+            const std::int64_t cnt = std::min(chunk, v.first + v.count - s0);
+            const auto rows = r.read_float_rows("/data", s0, cnt);
+            check_finite(r.path(), rows.data(), cnt * n, n, s0);
+        }
+    }
+    auto src = std::make_unique<AnalogInput>(r.path(), dims, data->data(), data, o, plan.keep);
     src->set_labels(read_labels(r, src->num_samples()));
     return src;
 }
@@ -221,6 +301,7 @@ std::unique_ptr<InputSource> open_analog(const h5::Reader& r, const InputOptions
     if (inf.dims.size() < 2)
         r.fail("/data", "expected [samples, ...shape], got " + shape_str(inf.dims));
     check_dims(r.path(), "/data", inf.dims, 4);
+    if (o.parts > 1) return open_analog_part(r, inf.dims, o);
     auto data = std::make_shared<std::vector<float>>(r.read_floats("/data"));
     auto src = std::make_unique<AnalogInput>(r.path(), inf.dims, data->data(), data, o);
     src->set_labels(read_labels(r, src->num_samples()));
@@ -233,7 +314,7 @@ std::unique_ptr<InputSource> open_input(const std::string& path, const InputOpti
     h5::Reader r(path);
     const bool sp = r.exists("/spikes"), an = r.exists("/data");
     if (sp && an) r.fail("", "has both /spikes and /data: keep one");
-    if (sp) return open_spikes(r);
+    if (sp) return open_spikes(r, o);
     if (an) return open_analog(r, o);
     r.fail("", "no /spikes or /data dataset");
 }

@@ -17,6 +17,12 @@ const char* encoding_name(Encoding e);
 struct InputOptions {
     Encoding encoding = Encoding::direct;
     std::int64_t timesteps = 0;  // needed by latency coding
+    // A file read by one process of a run split across `parts` (sim/shard.hpp): of the run's
+    // samples [first_sample, first_sample + samples) (samples -1: to the end) it holds only its
+    // shard; of the file's other samples it reads and checks its share. num_samples() stays the
+    // file's; fill() takes global indices of held samples. parts 1: every sample is held.
+    int part = 0, parts = 1;
+    std::int64_t first_sample = 0, samples = -1;
 };
 
 std::unique_ptr<InputSource> open_input(const std::string& path, const InputOptions& opts);

@@ -9,7 +9,17 @@
 
 #include "sim/distributed.hpp"
 
+namespace ternion {
+struct RunRequest;
+}
+
 namespace ternion::cli {
+
+// `ternion run` as one of several processes (run_split.cpp); rank 0 prints the report.
+int run_split(RunRequest q, bool json);
+// --threads' default under mpirun: the CPUs this rank may use, shared among the ranks of its
+// machine, at least 1.
+int threads_per_rank();
 
 // The line main() prints for an exception, and the exit code it returns.
 dist::Failure describe_error(std::exception_ptr e);

@@ -154,6 +154,16 @@ def errors_reported_once():
     spikes_file(path("bad_in.h5"), bad)
     msg = expect_same_error([model, "--input", path("bad_in.h5")], ranks=(1, 2, 3))
     assert "sample 6" in msg, msg
+    # a defect outside the samples run: still read and reported, by the rank whose share it is
+    msg = expect_same_error([model, "--input", path("bad_in.h5"), "--samples", "3"])
+    assert "sample 6" in msg, msg
+    data = np.random.default_rng(2).random((9, 12)).astype(np.float32)
+    data[7, 5] = np.nan
+    with __import__("h5py").File(path("nan_in.h5"), "w") as f:
+        f["data"] = data
+    msg = expect_same_error([model, "--input", path("nan_in.h5"), "-T", "4", "--first", "1",
+                             "--samples", "4"])
+    assert "sample 7" in msg, msg
 
 
 def rank_pid(root, rank):

@@ -74,6 +74,7 @@ struct Packer {
     template <class T>
     void put(const T* v, std::size_t n) {
         static_assert(std::is_trivially_copyable_v<T>);
+        if (n == 0) return;
         const auto* p = reinterpret_cast<const char*>(v);
         bytes.insert(bytes.end(), p, p + n * sizeof(T));
     }
@@ -87,6 +88,7 @@ struct Unpacker {
     template <class T>
     void get(T* v, std::size_t n) {
         static_assert(std::is_trivially_copyable_v<T>);
+        if (n == 0) return;  // v may be an empty vector's null data()
         std::memcpy(v, p, n * sizeof(T));
         p += n * sizeof(T);
     }

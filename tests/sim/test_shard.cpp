@@ -95,7 +95,7 @@ TEST_CASE("append_part: parts merged in order equal the whole run, traces includ
             const auto [lo, hi] = part_rec.held_rows();
             auto from = part_rec.row_buffers(), to = gathered.row_buffers();
             REQUIRE(from.size() == to.size());
-            for (std::size_t b = 0; b < from.size(); ++b)
+            for (std::size_t b = 0; b < from.size() && hi > lo; ++b)
                 std::memcpy(static_cast<char*>(to[b].data) + lo * to[b].row_bytes, from[b].data,
                             static_cast<std::size_t>(hi - lo) * from[b].row_bytes);
         }

@@ -9,6 +9,7 @@
 
 #include "sim/file_guard.hpp"
 #include "sim/h5io.hpp"
+#include "sim/shard.hpp"
 #include "ternion_git_revision.hpp"
 
 namespace ternion {
@@ -83,6 +84,9 @@ void check_input_fits(const Graph& g, const InputSource& src, const std::string&
 }
 
 void check_request(const RunRequest& q) {
+    if (q.parts < 1 || q.part < 0 || q.part >= q.parts)
+        throw InternalError("RunRequest: part " + std::to_string(q.part) + " of " +
+                            std::to_string(q.parts));
     if (q.threads < 1 || q.threads > 1024)
         throw OptionError("threads", "must be between 1 and 1024");
     if (q.timesteps && (*q.timesteps <= 0 || *q.timesteps > 1000000))
@@ -158,7 +162,13 @@ Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
         to.unit_pj.clear();
         for (int k = 0; k < hw::kKinds; ++k)
             to.unit_pj.push_back(profile_.price(k).value_or(std::nan("")));
-        recorder_ = std::make_unique<TraceRecorder>(graph(), to, req_.first_sample, samples_, T_);
+        SampleRange held;  // part 0 and a whole run: every row
+        if (req_.part != 0) {
+            const Shard mine = shard_of(req_.first_sample, samples_, req_.part, req_.parts);
+            held = {mine.first, mine.count};
+        }
+        recorder_ =
+            std::make_unique<TraceRecorder>(graph(), to, req_.first_sample, samples_, T_, held);
     }
     check_memory();
 }
@@ -176,6 +186,10 @@ void Pipeline::open_source() {
     io.timesteps = T_;
     io.layout = req_.layout;
     io.model_timesteps = model_->timesteps;
+    io.part = req_.part;
+    io.parts = req_.parts;
+    io.first_sample = req_.first_sample;
+    io.samples = req_.samples;
     auto open = [&] {
         if (!req_.arrays) return open_input(req_.input, io);
         const ArrayInput& a = *req_.arrays;

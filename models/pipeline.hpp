@@ -68,6 +68,11 @@ struct RunRequest {
     std::string trace_path;              // write them here (needs `record`)
     std::uint64_t max_memory = 0;        // 0: default_memory_limit()
     std::string command_line;            // trace metadata: how the run was asked for
+    // One process of a run split across `parts` (sim/distributed.hpp, `mpirun -n K ternion
+    // run`): it reads only its shard of the input file (InputOptions::part), and its recording
+    // holds only its shard's rows, except part 0's, which holds every row to receive the
+    // others'. Everything else is checked for the whole run, as by one process.
+    int part = 0, parts = 1;
 };
 
 struct RunReport {

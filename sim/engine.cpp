@@ -346,6 +346,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         res.sample_s[static_cast<std::size_t>(k)] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_t0).count();
         progress.tick();
+        if (cfg.samples_done) cfg.samples_done->fetch_add(1, std::memory_order_relaxed);
         return std::move(ws.stats);
     };
 
@@ -359,23 +360,29 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         });
     }
     res.simulate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (cfg.keep_sample_sums)
+        res.sample_binary_in_sum.reserve(per_sample.size() * static_cast<std::size_t>(n));
     for (auto& ps : per_sample)
         for (int u = 0; u < n; ++u) {
-            auto& d = res.nodes[static_cast<std::size_t>(u)];
-            const auto& s = ps[static_cast<std::size_t>(u)];
-            d.ops += s.ops;
-            d.nonzero_out += s.nonzero_out;
-            d.positive_out += s.positive_out;
-            d.negative_out += s.negative_out;
-            d.nonzero_in += s.nonzero_in;
-            d.input_ternary = d.input_ternary && s.input_ternary;
-            d.attention += s.attention;
-            d.synapses += s.synapses;
-            d.binary_in_steps += s.binary_in_steps;
-            d.binary_in_sum += s.binary_in_sum;
-            d.membrane_updates += s.membrane_updates;
+            accumulate(res.nodes[static_cast<std::size_t>(u)], ps[static_cast<std::size_t>(u)]);
+            if (cfg.keep_sample_sums)
+                res.sample_binary_in_sum.push_back(ps[static_cast<std::size_t>(u)].binary_in_sum);
         }
     return res;
+}
+
+void accumulate(NodeStats& d, const NodeStats& s) {
+    d.ops += s.ops;
+    d.nonzero_out += s.nonzero_out;
+    d.positive_out += s.positive_out;
+    d.negative_out += s.negative_out;
+    d.nonzero_in += s.nonzero_in;
+    d.input_ternary = d.input_ternary && s.input_ternary;
+    d.attention += s.attention;
+    d.synapses += s.synapses;
+    d.binary_in_steps += s.binary_in_steps;
+    d.binary_in_sum += s.binary_in_sum;
+    d.membrane_updates += s.membrane_updates;
 }
 
 }  // namespace ternion

@@ -3,6 +3,7 @@
 // every random number is keyed by (seed, sample, step, index) and every sum has a fixed order.
 #pragma once
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -59,6 +60,11 @@ struct RunConfig {
     bool membrane_tallies = false;
     // Work per step below which a node does not split across threads (StepContext).
     std::int64_t parallel_work = StepContext::kParallelWork;
+    // Incremented after each sample (e.g. a progress display of several processes), or null.
+    std::atomic<std::int64_t>* samples_done = nullptr;
+    // Keep each sample's NodeStats::binary_in_sum (RunResult::sample_binary_in_sum), so that
+    // runs of parts of a sample range can be merged into the sum the whole run would make.
+    bool keep_sample_sums = false;
 };
 
 struct NodeStats {
@@ -89,7 +95,12 @@ struct RunResult {
     bool syops_tallies = false;     // NodeStats::binary_in_* were collected
     bool membrane_tallies = false;  // NodeStats::membrane_updates were collected
     std::vector<double> sample_s;   // wall time of each sample (its latency), in sample order
+    // With RunConfig::keep_sample_sums: [sample][node] binary_in_sum of each sample.
+    std::vector<double> sample_binary_in_sum;
 };
+
+// Adds the stats of one more sample (or part of a run) to `d`: the engine's own merge.
+void accumulate(NodeStats& d, const NodeStats& s);
 
 RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg);
 

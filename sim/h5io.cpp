@@ -469,20 +469,30 @@ void Writer::close() {
     file_.reset();
 }
 
-void Writer::group(const std::string& path) {
+Handle untimed(hid_t plist_class) {
+    Handle p(H5Pcreate(plist_class), H5Pclose);
+    H5Pset_obj_track_times(p.id(), 0);
+    return p;
+}
+
+void create_groups(hid_t file, const std::string& file_name, const std::string& path) {
     if (path.empty() || path == "/") return;
+    const Handle gcpl = untimed(H5P_GROUP_CREATE);
     std::size_t pos = 1;
     while (pos <= path.size()) {
         auto next = path.find('/', pos);
         if (next == std::string::npos) next = path.size();
         std::string cur = path.substr(0, next);
-        if (H5Lexists(file_.id(), cur.c_str(), H5P_DEFAULT) <= 0) {
-            Handle g(H5Gcreate2(file_.id(), cur.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                     H5Gclose);
-            if (!g) throw InputError(path_, cur, "cannot create group");
+        if (H5Lexists(file, cur.c_str(), H5P_DEFAULT) <= 0) {
+            Handle g(H5Gcreate2(file, cur.c_str(), H5P_DEFAULT, gcpl.id(), H5P_DEFAULT), H5Gclose);
+            if (!g) throw InputError(file_name, cur, "cannot create group");
         }
         pos = next + 1;
     }
+}
+
+void Writer::group(const std::string& path) {
+    create_groups(file_.id(), path_, path);
 }
 
 void Writer::write_raw(const std::string& ds, hid_t mem_type, const void* data, const Shape& dims,
@@ -491,7 +501,7 @@ void Writer::write_raw(const std::string& ds, hid_t mem_type, const void* data, 
     std::vector<hsize_t> d(dims.begin(), dims.end());
     Handle space(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr), H5Sclose);
     if (dims.empty()) space = Handle(H5Screate(H5S_SCALAR), H5Sclose);
-    Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    Handle dcpl = untimed(H5P_DATASET_CREATE);
     std::int64_t n = numel(dims);
     if (compress && !dims.empty() && n > 0) {
         // Chunks of about 256 KiB along the leading axes; the last axis stays whole.
@@ -549,8 +559,8 @@ void Writer::write_string(const std::string& ds, const std::string& s) {
     H5Tset_size(type.id(), H5T_VARIABLE);
     H5Tset_cset(type.id(), H5T_CSET_UTF8);
     Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-    Handle dset(H5Dcreate2(file_.id(), ds.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT,
-                           H5P_DEFAULT),
+    Handle dset(H5Dcreate2(file_.id(), ds.c_str(), type.id(), space.id(), H5P_DEFAULT,
+                           untimed(H5P_DATASET_CREATE).id(), H5P_DEFAULT),
                 H5Dclose);
     if (!dset) throw InputError(path_, ds, "cannot create dataset");
     const char* p = s.c_str();
@@ -566,8 +576,8 @@ void Writer::write_strings(const std::string& ds, const std::vector<std::string>
     H5Tset_cset(type.id(), H5T_CSET_UTF8);
     std::vector<hsize_t> d(dims.begin(), dims.end());
     Handle space(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr), H5Sclose);
-    Handle dset(H5Dcreate2(file_.id(), ds.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT,
-                           H5P_DEFAULT),
+    Handle dset(H5Dcreate2(file_.id(), ds.c_str(), type.id(), space.id(), H5P_DEFAULT,
+                           untimed(H5P_DATASET_CREATE).id(), H5P_DEFAULT),
                 H5Dclose);
     if (!dset) throw InputError(path_, ds, "cannot create dataset");
     std::vector<const char*> p;

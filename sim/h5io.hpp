@@ -143,6 +143,12 @@ class Writer {
     Handle file_;
 };
 
+// A creation property list of `plist_class` (H5P_DATASET_CREATE, H5P_GROUP_CREATE) that keeps
+// no modification times: files written twice from the same data are the same bytes.
+Handle untimed(hid_t plist_class);
+// Creates the missing groups of `path` (untimed); errors name `file_name`.
+void create_groups(hid_t file, const std::string& file_name, const std::string& path);
+
 // Writes `path` atomically: `fn` writes a hidden temporary file in the same directory, which
 // is renamed over `path` only when complete; any exception removes it and leaves `path` as it
 // was. Temporaries are registered so a signal handler can remove them (remove_temporaries).

@@ -39,7 +39,7 @@ void put(hid_t file, const std::string& path, const std::string& ds, hid_t type,
     constexpr std::size_t kChunk = std::size_t{1} << 20;
     std::vector<hsize_t> d(dims.begin(), dims.end());
     h5::Handle space(H5Screate_simple(static_cast<int>(d.size()), d.data(), nullptr), H5Sclose);
-    h5::Handle dcpl(H5Pcreate(H5P_DATASET_CREATE), H5Pclose);
+    h5::Handle dcpl = h5::untimed(H5P_DATASET_CREATE);
     const std::int64_t n = numel(dims);
     const std::size_t row_bytes =
         dims.empty() || dims[0] == 0 ? 0 : static_cast<std::size_t>(n / dims[0]) * elem;
@@ -60,10 +60,9 @@ void put(hid_t file, const std::string& path, const std::string& ds, hid_t type,
         H5Pset_shuffle(dcpl.id());
         H5Pset_deflate(dcpl.id(), 1);
     }
-    h5::Handle lcpl(H5Pcreate(H5P_LINK_CREATE), H5Pclose);
-    H5Pset_create_intermediate_group(lcpl.id(), 1);
+    h5::create_groups(file, path, ds.substr(0, ds.rfind('/')));
     h5::Handle set(
-        H5Dcreate2(file, ds.c_str(), type, space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT),
+        H5Dcreate2(file, ds.c_str(), type, space.id(), H5P_DEFAULT, dcpl.id(), H5P_DEFAULT),
         H5Dclose);
     if (!set) throw InputError(path, ds, "cannot create dataset");
     if (n == 0) return;
@@ -161,7 +160,7 @@ std::vector<std::int64_t> parse_index_list(const std::string& text, const std::s
 }
 
 TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t first,
-                             std::int64_t samples, std::int64_t T)
+                             std::int64_t samples, std::int64_t T, SampleRange held)
     : g_(g), o_(o), first_(first), samples_(samples), T_(T) {
     // Samples: rows of every [samples, ...] dataset, in ascending global order.
     sample_rows_.assign(static_cast<std::size_t>(samples), -1);
@@ -180,6 +179,12 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
     for (std::size_t r = 0; r < sample_ids_.size(); ++r)
         sample_rows_[static_cast<std::size_t>(sample_ids_[r] - first)] =
             static_cast<std::int64_t>(r);
+    {
+        const std::int64_t lo = held.first, hi = held.count < 0 ? first + samples : lo + held.count;
+        row0_ = std::lower_bound(sample_ids_.begin(), sample_ids_.end(), lo) - sample_ids_.begin();
+        rows_ = std::lower_bound(sample_ids_.begin(), sample_ids_.end(), hi) - sample_ids_.begin() -
+                row0_;
+    }
     step_slots_.assign(static_cast<std::size_t>(T), -1);
     if (o.steps.empty()) {
         for (std::int64_t t = 0; t < T; ++t) step_ids_.push_back(t);
@@ -256,16 +261,18 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
                               " bytes (" + gib(bytes_) + "), over the limit of " +
                               std::to_string(o.max_bytes) + " bytes (" + gib(o.max_bytes) +
                               "); record fewer nodes, samples or observables, or raise the limit");
+    // Memory only for the held rows.
+    const auto held_cells = [&](std::int64_t n) { return static_cast<std::size_t>(rows_ * T * n); };
     for (auto& r : chosen) {
-        const auto c = static_cast<std::size_t>(cells(r.n));
+        const auto c = held_cells(r.n);
         if (r.spikes) r.spike_grid.assign(c, 0);
         if (r.membrane) r.v.assign(c, 0.0f);
-        if (r.ops) r.counts.assign(static_cast<std::size_t>(cells(kKinds)), 0);
+        if (r.ops) r.counts.assign(held_cells(kKinds), 0);
         if (r.attention) {
-            const auto m = static_cast<std::size_t>(S * TA * r.heads * r.rows * r.cols);
+            const auto m = static_cast<std::size_t>(rows_ * TA * r.heads * r.rows * r.cols);
             r.scores.assign(m, 0.0f);
             r.weights.assign(m, 0.0f);
-            r.have.assign(static_cast<std::size_t>(S * TA), 0);
+            r.have.assign(static_cast<std::size_t>(rows_ * TA), 0);
         }
         slot_[static_cast<std::size_t>(r.node)] = static_cast<int>(recs_.size());
         recs_.push_back(std::move(r));
@@ -275,7 +282,28 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
 std::int64_t TraceRecorder::row_of(std::int64_t sample) const {
     const std::int64_t k = sample - first_;
     if (k < 0 || k >= samples_) return -1;
-    return sample_rows_[static_cast<std::size_t>(k)];
+    const std::int64_t row = sample_rows_[static_cast<std::size_t>(k)];
+    return row >= row0_ && row < row0_ + rows_ ? row - row0_ : -1;
+}
+
+std::vector<TraceRows> TraceRecorder::row_buffers() {
+    std::vector<TraceRows> b;
+    const auto T = static_cast<std::size_t>(T_), TA = step_ids_.size();
+    for (auto& r : recs_) {
+        const auto n = static_cast<std::size_t>(r.n);
+        if (r.spikes) b.push_back({r.spike_grid.data(), T * n});
+        if (r.membrane) b.push_back({r.v.data(), T * n * sizeof(float)});
+        if (r.ops)
+            b.push_back(
+                {r.counts.data(), T * static_cast<std::size_t>(kKinds) * sizeof(std::uint64_t)});
+        if (r.attention) {
+            const auto m = TA * static_cast<std::size_t>(r.heads * r.rows * r.cols);
+            b.push_back({r.scores.data(), m * sizeof(float)});
+            b.push_back({r.weights.data(), m * sizeof(float)});
+            b.push_back({r.have.data(), TA});
+        }
+    }
+    return b;
 }
 
 std::int64_t TraceRecorder::step_slot(std::int64_t step) const {
@@ -364,6 +392,8 @@ void TraceRecorder::write(const std::string& path,
                           const TraceCost* cost) const {
     const auto S = static_cast<std::int64_t>(sample_ids_.size());
     const auto TA = static_cast<std::int64_t>(step_ids_.size());
+    if (row0_ != 0 || rows_ != S)
+        throw InternalError("TraceRecorder::write: the recorder holds only part of the rows");
     const std::vector<std::string> kinds = kind_names();
     h5::write_atomically(path, [&](const std::string& tmp) {
         h5::Writer w(tmp);

@@ -54,13 +54,33 @@ struct TraceCost {
 // Parses "0,3,10-19" into sorted unique indices; throws OptionError(option) on bad text.
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option);
 
+// A contiguous range of global sample indices; count -1: to the end of the run.
+struct SampleRange {
+    std::int64_t first = 0, count = -1;
+};
+
+// One array of recorded rows (one row per recorded sample, in ascending sample order).
+struct TraceRows {
+    void* data = nullptr;       // the first held row
+    std::size_t row_bytes = 0;  // bytes of one row
+};
+
 class TraceRecorder final : public StepObserver {
   public:
     // Chooses the nodes, estimates the size and refuses (OptionError) above the budget.
+    // `held`: the samples this recorder keeps rows for (default: all of the run), e.g. one
+    // process's share of a run split across processes; options are still checked, and the
+    // size estimated, for the whole run.
     TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t first_sample,
-                  std::int64_t samples, std::int64_t timesteps);
-    // Bytes held in memory for the trace; also the uncompressed size of the grid datasets.
+                  std::int64_t samples, std::int64_t timesteps, SampleRange held = {});
+    // Bytes the whole run's trace takes in memory; also the uncompressed size of the grid
+    // datasets.
     std::uint64_t estimated_bytes() const { return bytes_; }
+    // Rows [first, second) of the recorded samples that this recorder holds.
+    std::pair<std::int64_t, std::int64_t> held_rows() const { return {row0_, row0_ + rows_}; }
+    std::int64_t recorded_samples() const { return static_cast<std::int64_t>(sample_ids_.size()); }
+    // Every buffer of held rows, in a fixed order (the same for the same graph and options).
+    std::vector<TraceRows> row_buffers();
     bool wants(int node) const override;
     bool wants_attention(int node, std::int64_t sample, std::int64_t step) const override;
     void on_step(std::int64_t sample, std::int64_t step, int node, const Node& n,
@@ -97,6 +117,7 @@ class TraceRecorder final : public StepObserver {
     const Graph& g_;
     TraceOptions o_;
     std::int64_t first_, samples_, T_;
+    std::int64_t row0_ = 0, rows_ = 0;       // held rows
     std::vector<std::int64_t> sample_rows_;  // global sample - first -> row, or -1
     std::vector<std::int64_t> sample_ids_;   // row -> global sample
     std::vector<std::int64_t> step_slots_;   // step -> attention slot, or -1

@@ -7,6 +7,7 @@
 
 #include "models/pipeline.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/cli_dist.hpp"
 
 namespace ternion::cli {
 
@@ -140,9 +141,16 @@ int cmd_run(const Args& args) {
     add_input_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
-    auto vm = parse(args, d, &pos);
-    if (show_help(vm, d)) return 0;
-    Pipeline pipeline(make_request(vm, args));
+    // Under mpirun every rank parses the same options; errors are agreed on (cli_dist.hpp).
+    auto vm = phase([&] { return parse(args, d, &pos); });
+    if (vm.count("help")) {
+        if (dist::rank() == 0) show_help(vm, d);
+        return 0;
+    }
+    RunRequest q = phase([&] { return make_request(vm, args); });
+    if (dist::active() && vm["threads"].defaulted()) q.threads = threads_per_rank();
+    if (dist::ranks() > 1) return run_split(std::move(q), vm.count("json") > 0);
+    Pipeline pipeline(std::move(q));
     const RunReport report = pipeline.run();
     if (vm.count("json"))
         std::cout << report_json(report).dump(2) << "\n";

@@ -1,16 +1,15 @@
 // ternion: run spiking networks the way neuromorphic hardware would, and price each inference.
-#include <boost/program_options/errors.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <string>
 
 #include "sim/error.hpp"
 #include "sim/h5io.hpp"
 #include "sim/h5vet.hpp"
 #include "ternion_git_revision.hpp"
+#include "tools/cli_dist.hpp"
 #include "tools/commands.hpp"
 
 namespace {
@@ -40,22 +39,11 @@ void usage() {
         TERNION_VERSION, TERNION_GIT_REV);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// Runs one command; errors become one line on stderr and an exit code. In a job of several
+// processes an error they agreed on (AgreedFailure) is printed by rank 0 alone; any other ends
+// the whole job (dist::abort), as no other process may know of it.
+int dispatch(const std::string& cmd, const ternion::cli::Args& args) {
     using namespace ternion::cli;
-    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
-        !std::strcmp(argv[1], "help")) {
-        usage();
-        return argc < 2 ? 2 : 0;
-    }
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    // Every HDF5 file the user names is first read in a child process (sim/h5vet.hpp).
-    const char* trust = std::getenv("TERNION_TRUST_HDF5");
-    ternion::h5::set_vetting(!(trust && std::strcmp(trust, "1") == 0));
-    std::string cmd = argv[1];
-    Args args(argv + 2, argv + argc);
     try {
         if (cmd == "run") return cmd_run(args);
         if (cmd == "info") return cmd_info(args);
@@ -66,23 +54,43 @@ int main(int argc, char** argv) {
         if (cmd == "trace") return cmd_trace(args);
         if (cmd == "analyze") return cmd_analyze(args);
         if (cmd == "version" || cmd == "--version") {
-            std::printf("ternion %s (%s)\n", TERNION_VERSION, TERNION_GIT_REV);
+            std::printf("ternion %s (%s)%s\n", TERNION_VERSION, TERNION_GIT_REV,
+                        ternion::dist::built_with_mpi() ? ", with MPI" : "");
             return 0;
         }
         std::fprintf(stderr, "ternion: error: unknown command '%s' (see `ternion --help`)\n",
                      cmd.c_str());
         return 2;
-    } catch (const ternion::Error& e) {
-        std::fprintf(stderr, "ternion: error: %s\n", e.what());
-        return 1;
-    } catch (const boost::program_options::error& e) {
-        std::fprintf(stderr, "ternion: error: %s\n", e.what());
-        return 2;
-    } catch (const std::bad_alloc&) {
-        std::fprintf(stderr, "ternion: error: out of memory\n");
-        return 1;
-    } catch (const std::exception& e) {
-        std::fprintf(stderr, "ternion: internal error: %s\n", e.what());
-        return 3;
+    } catch (const AgreedFailure& f) {
+        if (ternion::dist::rank() == 0) std::fprintf(stderr, "%s\n", f.failure.line.c_str());
+        return f.failure.code;
+    } catch (...) {
+        const auto f = describe_error(std::current_exception());
+        std::fprintf(stderr, "%s\n", f.line.c_str());
+        if (ternion::dist::ranks() > 1) ternion::dist::abort(f.code);
+        return f.code;
     }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") ||
+        !std::strcmp(argv[1], "help")) {
+        usage();
+        return argc < 2 ? 2 : 0;
+    }
+    std::signal(SIGINT, on_signal);
+    std::signal(SIGTERM, on_signal);
+    // Every HDF5 file the user names is first read in a child process (sim/h5vet.hpp).
+    const char* trust = std::getenv("TERNION_TRUST_HDF5");
+    ternion::h5::set_vetting(!(trust && std::strcmp(trust, "1") == 0));
+    const std::string cmd = argv[1];
+    // Only `run` splits its work across the processes of an MPI job; any other command started
+    // by mpirun runs whole in each process.
+    if (cmd == "run") ternion::dist::init(&argc, &argv);
+    const ternion::cli::Args args(argv + 2, argv + argc);
+    const int code = dispatch(cmd, args);
+    ternion::dist::finalize();
+    return code;
 }

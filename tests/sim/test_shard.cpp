@@ -1,0 +1,119 @@
+// A run split into consecutive sample ranges (sim/shard.hpp), merged as rank 0 of an MPI job
+// merges them, equals one run of the whole range: results bit for bit (the float sums of the
+// syops tallies included) and trace rows byte for byte. No MPI needed: the ranges run here one
+// after another.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "models/inputs.hpp"
+#include "models/nir_loader.hpp"
+#include "sim/shard.hpp"
+#include "sim/trace.hpp"
+#include "tests/support/model_file.hpp"
+
+using namespace ternion;
+using namespace ternion::test;
+
+namespace {
+
+struct Files {
+    TempFile model, input;
+    std::int64_t n = 16, S = 11, T = 7;
+    Files() {
+        std::vector<double> w(static_cast<std::size_t>(n * n));
+        for (std::size_t k = 0; k < w.size(); ++k) w[k] = 0.37 * std::sin(1.7 * double(k));
+        ModelFile()
+            .node("input", "Input", {{"shape", P({double(n)})}})
+            .node("fc", "Linear", {{"weight", P(w, {n, n})}})
+            .node("lif", "ternion.TernaryLIF", {{"decay", P(0.8)}, {"v_threshold", P(0.3)}})
+            .node("output", "Output")
+            .edge("input", "fc")
+            .edge("fc", "lif")
+            .edge("lif", "output")
+            .write(model.path());
+        // Two distinct values, 0 and 0.1: the syops spike test passes and its sums are inexact.
+        std::vector<float> d(static_cast<std::size_t>(S * n));
+        for (std::size_t k = 0; k < d.size(); ++k) d[k] = (k * 7 + k / 5) % 3 ? 0.1f : 0.0f;
+        write_data(input.path(), d, {S, n});
+    }
+};
+
+RunConfig config(std::int64_t first, std::int64_t count, StepObserver* obs) {
+    RunConfig c;
+    c.timesteps = 7;
+    c.first_sample = first;
+    c.num_samples = count;
+    c.syops_tallies = true;
+    c.keep_sample_sums = true;
+    c.observer = obs;
+    return c;
+}
+
+TraceOptions trace_options() {
+    TraceOptions o;
+    o.membrane = o.ops = true;
+    o.samples = {0, 2, 3, 7, 10};
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("shard_of: contiguous shards in rank order cover the range once") {
+    for (int ranks = 1; ranks <= 5; ++ranks)
+        for (std::int64_t samples = 0; samples <= 12; ++samples) {
+            std::int64_t next = 3;
+            for (int r = 0; r < ranks; ++r) {
+                const Shard s = shard_of(3, samples, r, ranks);
+                CHECK(s.first == next);
+                CHECK(s.count >= samples / ranks);
+                CHECK(s.count <= samples / ranks + 1);
+                next += s.count;
+            }
+            CHECK(next == 3 + samples);
+        }
+}
+
+TEST_CASE("append_part: parts merged in order equal the whole run, traces included") {
+    Files f;
+    LoadReport rep;
+    auto g = load_model(f.model.path(), {}, rep);
+    InputOptions io;
+    auto src = open_input(f.input.path(), io);
+    TraceRecorder whole_rec(*g, trace_options(), 0, f.S, f.T);
+    const RunResult whole = run(*g, *src, config(0, f.S, &whole_rec));
+
+    for (int ranks : {2, 3, 4}) {
+        TraceRecorder gathered(*g, trace_options(), 0, f.S, f.T);  // rank 0 holds every row
+        RunResult merged;
+        for (int r = 0; r < ranks; ++r) {
+            const Shard s = shard_of(0, f.S, r, ranks);
+            TraceRecorder part_rec(*g, trace_options(), 0, f.S, f.T, {s.first, s.count});
+            append_part(merged, run(*g, *src, config(s.first, s.count, &part_rec)));
+            // What gather_trace sends: the part's held rows, into place in rank 0's buffers.
+            const auto [lo, hi] = part_rec.held_rows();
+            auto from = part_rec.row_buffers(), to = gathered.row_buffers();
+            REQUIRE(from.size() == to.size());
+            for (std::size_t b = 0; b < from.size() && hi > lo; ++b)
+                std::memcpy(static_cast<char*>(to[b].data) + lo * to[b].row_bytes, from[b].data,
+                            static_cast<std::size_t>(hi - lo) * from[b].row_bytes);
+        }
+        CHECK(merged.samples == whole.samples);
+        CHECK(merged.predictions == whole.predictions);
+        CHECK(merged.output_sum == whole.output_sum);
+        REQUIRE(merged.nodes.size() == whole.nodes.size());
+        for (std::size_t i = 0; i < whole.nodes.size(); ++i) {
+            const NodeStats &a = merged.nodes[i], &b = whole.nodes[i];
+            CHECK(a.ops == b.ops);
+            CHECK(a.nonzero_out == b.nonzero_out);
+            CHECK(a.nonzero_in == b.nonzero_in);
+            CHECK(a.binary_in_steps == b.binary_in_steps);
+            CHECK(std::memcmp(&a.binary_in_sum, &b.binary_in_sum, sizeof(double)) == 0);
+        }
+        auto want = whole_rec.row_buffers(), got = gathered.row_buffers();
+        for (std::size_t b = 0; b < want.size(); ++b)
+            CHECK(std::memcmp(want[b].data, got[b].data, 5 * want[b].row_bytes) == 0);
+    }
+    CHECK(whole.nodes[static_cast<std::size_t>(g->find("fc"))].binary_in_steps > 0);
+}

@@ -1,0 +1,95 @@
+// `ternion run` as one process of several (mpirun -n K, K > 1): every rank builds the pipeline
+// (loading and checking everything, reading its shard of the input), simulates its shard of
+// the samples, and sends results and trace rows to rank 0, which prices, writes the trace and
+// reports, as one process would. Errors are agreed on after each stage (cli_dist.hpp).
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "models/pipeline.hpp"
+#include "tools/cli_dist.hpp"
+
+namespace ternion::cli {
+
+namespace {
+
+struct SplitTiming {
+    double wait_s = 0.0;         // rank 0 waiting for the slowest rank's simulation
+    double communicate_s = 0.0;  // gathering results and trace rows to rank 0
+};
+
+// This rank's shard of the run, with the progress of all ranks drawn by rank 0.
+RunResult simulate_shard(const Pipeline& p, bool progress) {
+    RunConfig cfg = p.config();
+    const Shard mine = shard_of(cfg.first_sample, cfg.num_samples, dist::rank(), dist::ranks());
+    cfg.first_sample = mine.first;
+    cfg.num_samples = mine.count;
+    cfg.keep_sample_sums = true;
+    cfg.progress = false;
+    dist::Progress bar(p.samples(), progress);
+    cfg.samples_done = bar.counter();
+    return phase([&] {
+        // The bar's helper thread makes MPI calls: it ends before the agreement's.
+        struct Finish {
+            dist::Progress& bar;
+            ~Finish() { bar.finish(); }
+        } finish{bar};
+        return p.simulate(cfg);
+    });
+}
+
+void print(const RunReport& r, bool json, const SplitTiming& t) {
+    if (json) {
+        nlohmann::json j = report_json(r);
+        j["timing"]["ranks"] = dist::ranks();
+        j["timing"]["wait_s"] = t.wait_s;
+        j["timing"]["communicate_s"] = t.communicate_s;
+        std::cout << j.dump(2) << "\n";
+        return;
+    }
+    std::cout << report_text(r);
+    std::printf(
+        "processes: %d x %d thread%s; rank 0 waited %.3f s for the slowest, %.3f s "
+        "gathering\n",
+        dist::ranks(), r.threads, r.threads == 1 ? "" : "s", t.wait_s, t.communicate_s);
+}
+
+}  // namespace
+
+int threads_per_rank() {
+    const int machine = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    int allowed = machine;
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) allowed = CPU_COUNT(&set);
+    return std::max(1, std::min(allowed, machine / std::max(1, dist::local_ranks())));
+}
+
+int run_split(RunRequest q, bool json) {
+    const bool progress = q.progress;
+    q.progress = false;
+    q.part = dist::rank();
+    q.parts = dist::ranks();
+    if (q.part != 0) q.trace_path.clear();  // rank 0 alone writes (and checks) the trace path
+    auto pipeline = phase([&] { return std::make_unique<Pipeline>(std::move(q)); });
+    RunResult mine = simulate_shard(*pipeline, progress);
+    const double own_s = mine.simulate_s;
+    const auto t0 = std::chrono::steady_clock::now();
+    RunResult all = dist::reduce(std::move(mine));
+    if (pipeline->recorder()) dist::gather_trace(*pipeline->recorder());
+    SplitTiming t;
+    t.communicate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t.wait_s = std::max(0.0, all.simulate_s - own_s);
+    auto report = phase([&] {
+        return dist::rank() == 0 ? std::optional<RunReport>(pipeline->finish(std::move(all)))
+                                 : std::nullopt;
+    });
+    if (report) print(*report, json, t);
+    return 0;
+}
+
+}  // namespace ternion::cli

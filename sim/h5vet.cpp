@@ -222,7 +222,7 @@ void limit(int resource, rlim_t value) {
     setrlimit(resource, &r);
 }
 
-std::uint64_t address_space_now() {
+[[maybe_unused]] std::uint64_t address_space_now() {  // unused under sanitizers
     std::ifstream f("/proc/self/statm");
     std::uint64_t pages = 0;
     f >> pages;

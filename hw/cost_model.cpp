@@ -423,6 +423,17 @@ KindArray scaled(const KindArray& a, double s) {
 
 }  // namespace
 
+json ops_json(const OpCounts& o, double divisor) {
+    json j = json::object();
+    o.for_each([&](std::string_view k, std::uint64_t v) {
+        if (divisor == 1.0)
+            j[std::string(k)] = v;
+        else
+            j[std::string(k)] = static_cast<double>(v) / divisor;
+    });
+    return j;
+}
+
 void add_to_json(const CostReport& r, json& doc) {
     const double inv = r.samples > 0 ? 1.0 / static_cast<double>(r.samples) : 0.0;
     doc["profile"] = {{"name", r.profile_name},

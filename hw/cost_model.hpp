@@ -196,6 +196,8 @@ struct OpsEnergy {
 OpsEnergy price_ops(const OpCounts& ops, const Profile& p);
 // Adds the report to a run's JSON document (see docs/cost-model.md for the keys).
 void add_to_json(const CostReport& r, nlohmann::json& doc);
+// Counts as a JSON object {kind: count}, or {kind: count / divisor} (per inference).
+nlohmann::json ops_json(const OpCounts& o, double divisor = 1.0);
 std::string format_table(const CostReport& r);
 
 }  // namespace ternion::hw

@@ -234,12 +234,7 @@ void Pipeline::check_memory() const {
 }
 
 void Pipeline::check_limit(double estimate, const std::string& what) const {
-    const std::uint64_t limit = req_.max_memory ? req_.max_memory : default_memory_limit();
-    if (estimate > static_cast<double>(limit))
-        throw OptionError("max-memory", what + " needs an estimated " +
-                                            std::to_string(static_cast<std::uint64_t>(estimate)) +
-                                            " bytes, over the limit of " + std::to_string(limit) +
-                                            " bytes");
+    check_memory_limit(estimate, req_.max_memory, what);
 }
 
 RunConfig Pipeline::config() const {

@@ -10,17 +10,6 @@ namespace ternion {
 
 namespace {
 
-nlohmann::json ops_json(const OpCounts& o, double div = 1.0) {
-    nlohmann::json j = nlohmann::json::object();
-    o.for_each([&](std::string_view k, std::uint64_t v) {
-        if (div == 1.0)
-            j[std::string(k)] = v;
-        else
-            j[std::string(k)] = static_cast<double>(v) / div;
-    });
-    return j;
-}
-
 nlohmann::json layer_json(const LayerRecord& l, std::int64_t samples, std::int64_t T) {
     nlohmann::json lj;
     lj["name"] = l.name;
@@ -33,7 +22,7 @@ nlohmann::json layer_json(const LayerRecord& l, std::int64_t samples, std::int64
     lj["firing_rate"] =
         l.spiking ? nlohmann::json(l.firing_rate(samples, T)) : nlohmann::json(nullptr);
     lj["input_rate"] = l.input_rate(samples, T);
-    lj["ops"] = ops_json(l.ops);
+    lj["ops"] = hw::ops_json(l.ops);
     lj["dense_mac"] =
         l.dense_macs_per_step * static_cast<std::uint64_t>(T) * static_cast<std::uint64_t>(samples);
     if (l.attention_shape)
@@ -110,8 +99,8 @@ nlohmann::json report_json(const RunReport& r) {
     for (const auto& l : r.record.layers)
         layers.push_back(layer_json(l, r.result.samples, r.timesteps));
     j["layers"] = layers;
-    j["totals"] = {{"ops", ops_json(r.total)}};
-    j["per_inference"] = {{"ops", ops_json(r.total, S)}};
+    j["totals"] = {{"ops", hw::ops_json(r.total)}};
+    j["per_inference"] = {{"ops", hw::ops_json(r.total, S)}};
     j["ann_equivalent"] = {{"mac", static_cast<double>(r.ann_mac)}};
     j["timing"] = timing_json(r);
     if (!r.trace_path.empty())

@@ -57,6 +57,15 @@ std::uint64_t default_memory_limit() {
     return static_cast<std::uint64_t>(0.8 * static_cast<double>(pages) * static_cast<double>(page));
 }
 
+void check_memory_limit(double estimate, std::uint64_t limit, const std::string& what) {
+    if (limit == 0) limit = default_memory_limit();
+    if (estimate > static_cast<double>(limit))
+        throw OptionError("max-memory", what + " needs an estimated " +
+                                            std::to_string(static_cast<std::uint64_t>(estimate)) +
+                                            " bytes, over the limit of " + std::to_string(limit) +
+                                            " bytes");
+}
+
 std::uint64_t resident_bytes() {
     std::ifstream f("/proc/self/statm");
     std::uint64_t size = 0, resident = 0;

@@ -23,6 +23,10 @@ void check_output(const std::string& option, const std::string& out,
 // The default memory limit of a run: 80 % of the machine's physical memory.
 std::uint64_t default_memory_limit();
 
+// Refuses (OptionError on --max-memory) an estimate above `limit` bytes (0: the default
+// limit), naming what needs it ("the run", "loading the model").
+void check_memory_limit(double estimate, std::uint64_t limit, const std::string& what);
+
 // Resident memory of the process now, from /proc/self/statm (0 where unavailable).
 std::uint64_t resident_bytes();
 

@@ -122,6 +122,22 @@ std::string gib(std::uint64_t b) {
 
 }  // namespace
 
+void set_observables(TraceOptions& o, const std::vector<std::string>& words) {
+    o.spikes = o.membrane = o.ops = o.energy = o.attention = false;
+    for (const auto& w : words) {
+        const bool all = w == "all";
+        if (!all && w != "spikes" && w != "membrane" && w != "ops" && w != "energy" &&
+            w != "attention")
+            throw OptionError("record", "unknown observable '" + w +
+                                            "' (spikes, membrane, ops, energy, attention, all)");
+        o.spikes |= all || w == "spikes";
+        o.membrane |= all || w == "membrane";
+        o.ops |= all || w == "ops";
+        o.energy |= all || w == "energy";
+        o.attention |= all || w == "attention";
+    }
+}
+
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option) {
     std::vector<std::int64_t> r;
     std::size_t pos = 0;

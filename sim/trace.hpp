@@ -51,6 +51,10 @@ struct TraceCost {
     std::vector<TraceNodeCost> nodes;
 };
 
+// Sets the observables named in `words` (spikes, membrane, ops, energy, attention, all) and
+// clears the others; throws OptionError("record") on an unknown word.
+void set_observables(TraceOptions& o, const std::vector<std::string>& words);
+
 // Parses "0,3,10-19" into sorted unique indices; throws OptionError(option) on bad text.
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option);
 

@@ -107,20 +107,8 @@ std::uint64_t memory_limit(const po::variables_map& vm) {
                                   : default_memory_limit();
 }
 
-std::uint64_t resident_bytes() {
-    std::ifstream f("/proc/self/statm");
-    std::uint64_t size = 0, resident = 0;
-    f >> size >> resident;
-    return resident * static_cast<std::uint64_t>(::sysconf(_SC_PAGE_SIZE));
-}
-
 void check_memory(const po::variables_map& vm, double estimate, const std::string& what) {
-    const std::uint64_t limit = memory_limit(vm);
-    if (estimate > static_cast<double>(limit))
-        throw OptionError("max-memory", what + " needs an estimated " +
-                                            std::to_string(static_cast<std::uint64_t>(estimate)) +
-                                            " bytes, over the limit of " + std::to_string(limit) +
-                                            " bytes");
+    check_memory_limit(estimate, memory_limit(vm), what);
 }
 
 int default_threads() {

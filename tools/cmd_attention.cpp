@@ -19,12 +19,6 @@ namespace ternion::cli {
 
 namespace {
 
-nlohmann::json ops_json(const OpCounts& c) {
-    nlohmann::json j = nlohmann::json::object();
-    c.for_each([&](std::string_view k, std::uint64_t v) { j[std::string(k)] = v; });
-    return j;
-}
-
 // The output batch, one input sample and the per-sample projections (Q, K, V and the output of
 // n rows each), as floats, before they are allocated. Score matrices are not in it.
 void check_attention_memory(const po::variables_map& vm, const ann::Attention& att,
@@ -159,8 +153,8 @@ int cmd_attention(const Args& args) {
         j["out_dim"] = att->out_dim();
         j["heads"] = att->heads();
         j["params"] = att->param_count();
-        j["ops"] = ops_json(ops);
-        j["ops_per_sample"] = ops_json(att->op_counts(n));
+        j["ops"] = hw::ops_json(ops);
+        j["ops_per_sample"] = hw::ops_json(att->op_counts(n));
         const hw::OpsEnergy e = hw::price_ops(ops, *profile);
         nlohmann::json by_kind = nlohmann::json::object();
         for (const auto& [name, pj] : e.by_kind_pj) by_kind[name] = pj;

@@ -25,19 +25,7 @@ std::vector<std::string> split_csv(const std::string& s) {
 // --record and its companions as trace options.
 TraceOptions record_options(const po::variables_map& vm) {
     TraceOptions to;
-    to.spikes = to.membrane = false;
-    for (auto& w : split_csv(vm["record"].as<std::string>())) {
-        const bool all = w == "all";
-        if (all || w == "spikes") to.spikes = true;
-        if (all || w == "membrane") to.membrane = true;
-        if (all || w == "ops") to.ops = true;
-        if (all || w == "energy") to.energy = true;
-        if (all || w == "attention") to.attention = true;
-        if (!all && w != "spikes" && w != "membrane" && w != "ops" && w != "energy" &&
-            w != "attention")
-            throw OptionError("record", "unknown observable '" + w +
-                                            "' (spikes, membrane, ops, energy, attention, all)");
-    }
+    set_observables(to, split_csv(vm["record"].as<std::string>()));
     const std::string fmt = vm["spike-format"].as<std::string>();
     if (fmt != "events" && fmt != "grid")
         throw OptionError("spike-format", "must be events or grid");

@@ -152,23 +152,7 @@ Output run_pipeline(const Model& m, const std::string& input, std::optional<py::
     const std::string trace = o["trace"].is_none() ? "" : o["trace"].cast<std::string>();
     if (!record.empty() || !trace.empty()) {
         TraceOptions to;
-        to.spikes = to.membrane = false;
-        for (const auto& w : record) {
-            if (w == "spikes")
-                to.spikes = true;
-            else if (w == "membrane")
-                to.membrane = true;
-            else if (w == "ops")
-                to.ops = true;
-            else if (w == "energy")
-                to.energy = true;
-            else if (w == "attention")
-                to.attention = true;
-            else
-                throw OptionError("record", "unknown observable '" + w +
-                                                "' (spikes, membrane, ops, energy, attention)");
-        }
-        if (record.empty()) to.spikes = true;
+        set_observables(to, record.empty() ? std::vector<std::string>{"spikes"} : record);
         to.spike_format = o["spike_format"].cast<std::string>() == "events" ? SpikeFormat::events
                                                                             : SpikeFormat::grid;
         if (!o["record_nodes"].is_none())

@@ -151,6 +151,7 @@ void check_run_outputs(const po::variables_map& vm, const std::string& model,
     if (vm.count("max-memory")) parse_bytes("max-memory", vm["max-memory"].as<std::string>());
     if (!vm.count("trace")) return;
     std::vector<NamedPath> inputs{{"model", model}, {"input", input}};
+    if (vm.count("labels")) inputs.push_back({"labels", vm["labels"].as<std::string>()});
     const auto profile = vm["profile"].as<std::string>();
     std::error_code ec;
     if (std::filesystem::is_regular_file(profile, ec)) inputs.push_back({"profile", profile});
@@ -166,7 +167,10 @@ int cmd_run(const Args& args) {
     d.add_options()("help,h", "show this help")("model", po::value<std::string>(),
                                                 "model file (positional)")(
         "input,i", po::value<std::string>(),
-        "input file: /spikes int8 [S,T,...] or /data float32 [S,...]")(
+        "input file: /spikes int8 [S,T,...] or /data float32 [S,...] (HDF5), or IDX images "
+        "(.gz or raw)")("labels", po::value<std::string>(),
+                        "IDX labels file for IDX images (default: the images' sibling "
+                        "...-labels-idx1-ubyte[.gz], if present)")(
         "timesteps,T", po::value<std::int64_t>(),
         "steps per sample (default: the spike file's T or the model's metadata)")(
         "engine", po::value<std::string>()->default_value("event"), "event | dense")(
@@ -217,7 +221,8 @@ int cmd_run(const Args& args) {
     else if (!vm.count("model"))
         input = bundled_path("digits_test.h5");
     else
-        throw OptionError("input", "is required with a model (an HDF5 file with /spikes or /data)");
+        throw OptionError("input",
+                          "is required with a model (HDF5 with /spikes or /data, or IDX images)");
 
     std::string engine_s = vm["engine"].as<std::string>();
     if (engine_s != "event" && engine_s != "dense")
@@ -246,6 +251,7 @@ int cmd_run(const Args& args) {
     if (vm.count("timesteps") && (T <= 0 || T > 1000000))
         throw OptionError("timesteps", "must be between 1 and 1000000");
     io.timesteps = T;
+    if (vm.count("labels")) io.labels = vm["labels"].as<std::string>();
     auto src = open_input(input, io);
     if (T <= 0) T = src->fixed_timesteps();
     if (T <= 0) throw OptionError("timesteps", "is required for analog input " + input);

@@ -20,7 +20,7 @@ struct InputOptions {
     Encoding encoding = Encoding::direct;
     std::int64_t timesteps = 0;  // needed by latency coding
     // An IDX labels file for IDX images; empty: the images' sibling labels file, if it exists.
-    std::string labels;
+    std::string labels = {};
 };
 
 // Whether `path` is read as IDX: its name holds "idx" or "ubyte", or it starts like an IDX file

@@ -275,8 +275,9 @@ def deploy_forward(P, img, kind, heads, depth, T, exact_order=False, pool0=False
     {node: int}, aux counts {node/q_spikes...: int}). With exact_order, every Linear and
     Shiftmax.V sums its terms in ascending order starting from the bias; otherwise matmuls.
     With ternion_order (implies exact_order), every Linear and convolution sums exactly as
-    ternion does: from 0, terms in ascending input order, the bias last; the token mean is the
-    sum over tokens divided by their number."""
+    ternion does: from 0, terms in ascending input order, the bias last, except the attention
+    node's own Q/K/V projections, which start from the bias (ternion.SSA/BSA); the token mean is
+    the sum over tokens divided by their number."""
     exact_order = exact_order or ternion_order
     t = {k: {p: torch.from_numpy(np.asarray(v)) for p, v in d.items()} for k, d in P.items()}
     B = img.shape[0]
@@ -299,11 +300,11 @@ def deploy_forward(P, img, kind, heads, depth, T, exact_order=False, pool0=False
     def acnt(name, s):
         aux[name] = aux.get(name, 0) + int((s != 0).sum())
 
-    def lin(x, p):
+    def lin(x, p, bias_first=False):
         if not exact_order:
             return x @ p["weight"].T + p["bias"]
         w = p["weight"]
-        if ternion_order:  # from 0, the inputs' terms in ascending order, then the bias
+        if ternion_order and not bias_first:  # from 0, the terms in ascending order, the bias
             y = torch.zeros(*x.shape[:-1], w.shape[0])
             for i in range(x.shape[-1]):
                 y = y + x[..., i:i + 1] * w[:, i]
@@ -338,9 +339,9 @@ def deploy_forward(P, img, kind, heads, depth, T, exact_order=False, pool0=False
                 A = t[f"b{i}_attn"]
                 N, D = x.shape[1], x.shape[2]
                 H, dh = heads, D // heads
-                qx = lin(x, dict(weight=A["q_weight"], bias=A["q_bias"]))
-                kx = lin(x, dict(weight=A["k_weight"], bias=A["k_bias"]))
-                vx = lin(x, dict(weight=A["v_weight"], bias=A["v_bias"]))
+                qx = lin(x, dict(weight=A["q_weight"], bias=A["q_bias"]), True)
+                kx = lin(x, dict(weight=A["k_weight"], bias=A["k_bias"]), True)
+                vx = lin(x, dict(weight=A["v_weight"], bias=A["v_bias"]), True)
                 z = torch.zeros_like(qx)
                 if kind == "ssa":
                     q, st[(i, "q")] = lif_step(qx, st.get((i, "q"), z))

@@ -20,6 +20,7 @@
 #include "sim/trace.hpp"
 #include "ternion_git_revision.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/run_compare.hpp"
 
 namespace ternion::cli {
 
@@ -163,7 +164,7 @@ void check_run_outputs(const po::variables_map& vm, const std::string& model,
 int cmd_run(const Args& args) {
     po::options_description d(
         "ternion run [MODEL] [options]\n\nSimulates MODEL (NIR HDF5; default: the bundled BSA "
-        "Transformer on the bundled digits test set)");
+        "Transformer on the 10 000 Fashion-MNIST test images, beside its SSA twin)");
     d.add_options()("help,h", "show this help")("model", po::value<std::string>(),
                                                 "model file (positional)")(
         "input,i", po::value<std::string>(),
@@ -171,6 +172,9 @@ int cmd_run(const Args& args) {
         "(.gz or raw)")("labels", po::value<std::string>(),
                         "IDX labels file for IDX images (default: the images' sibling "
                         "...-labels-idx1-ubyte[.gz], if present)")(
+        "compare", po::value<std::string>(),
+        "also run this model on the same samples and report its energy beside (default run: "
+        "the bundled SSA twin)")(
         "timesteps,T", po::value<std::int64_t>(),
         "steps per sample (default: the spike file's T or the model's metadata)")(
         "engine", po::value<std::string>()->default_value("event"), "event | dense")(
@@ -214,12 +218,12 @@ int cmd_run(const Args& args) {
     if (show_help(vm, d)) return 0;
     const bool json = vm.count("json") > 0;
     std::string model =
-        vm.count("model") ? vm["model"].as<std::string>() : bundled_path("bsa_digits.h5");
+        vm.count("model") ? vm["model"].as<std::string>() : bundled_path("bsa_fmnist.h5");
     std::string input;
     if (vm.count("input"))
         input = vm["input"].as<std::string>();
     else if (!vm.count("model"))
-        input = bundled_path("digits_test.h5");
+        input = fashion_mnist_test_images();
     else
         throw OptionError("input",
                           "is required with a model (HDF5 with /spikes or /data, or IDX images)");
@@ -342,6 +346,11 @@ int cmd_run(const Args& args) {
     hw::CostReport cost = hw::price(record, profile, popt);
     const double price_s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - tp).count();
+    std::optional<Comparison> compared;
+    if (vm.count("compare"))
+        compared = run_comparison(vm["compare"].as<std::string>(), lo, *src, cfg, profile, popt);
+    else if (!vm.count("model") && !vm.count("input"))
+        compared = run_comparison(bundled_path("ssa_fmnist.h5"), lo, *src, cfg, profile, popt);
 
     if (rec) {
         std::vector<std::pair<std::string, std::string>> meta{
@@ -432,6 +441,7 @@ int cmd_run(const Args& args) {
         }
         if (rec) j["trace"] = {{"file", trace_path}, {"bytes_in_memory", rec->estimated_bytes()}};
         hw::add_to_json(cost, j);
+        if (compared) j["compare"] = comparison_json(*compared);
         std::cout << j.dump(2) << "\n";
         return 0;
     }
@@ -467,6 +477,7 @@ int cmd_run(const Args& args) {
                     static_cast<long long>(correct), static_cast<long long>(res.samples));
     std::printf("time: load %.3f s, simulate %.3f s (%.1f samples/s)\n", load_s, res.simulate_s,
                 res.simulate_s > 0 ? S / res.simulate_s : 0.0);
+    if (compared) print_comparison(*compared, model, cost.per_inference_pj);
     if (rec) std::printf("trace: %s\n", trace_path.c_str());
     return 0;
 }

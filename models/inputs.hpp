@@ -1,8 +1,10 @@
 // Input files: spike tensors (`/spikes` [samples, T, ...] or time-first [T, samples, ...], any
 // integer, float or bool type, values in {-1,0,1}; or a `.npy` file holding one) replayed as
 // events, or analog data (`/data` float32 [samples, ...]) encoded per step as direct current,
-// Poisson (Bernoulli per step) or latency spikes, with optional `/labels` int64 [samples]. Layout
-// and encodings are documented in docs/inputs.md.
+// Poisson (Bernoulli per step) or latency spikes, with optional `/labels` int64 [samples]. IDX
+// files (MNIST, Fashion-MNIST; gzip-compressed or raw) are analog data too: unsigned bytes / 255,
+// with labels from an explicit IDX labels file or the sibling `...-labels-idx1-ubyte[.gz]`.
+// Layout and encodings are documented in docs/inputs.md.
 #pragma once
 #include <memory>
 #include <optional>
@@ -35,7 +37,17 @@ struct InputOptions {
     // fill() takes global indices of held samples. parts 1: every sample is held.
     int part = 0, parts = 1;
     std::int64_t first_sample = 0, samples = -1;
+    // An IDX labels file for IDX images; empty: the images' sibling labels file, if it exists.
+    std::string labels = {};
 };
+
+// Whether `path` is read as IDX: its name holds "idx" or "ubyte", or it starts like an IDX file
+// (gzip magic, or 0x00 0x00 type ndims).
+bool looks_like_idx(const std::string& path);
+
+// The sibling labels file of IDX images ("t10k-images-idx3-ubyte.gz" ->
+// "t10k-labels-idx1-ubyte.gz"), or "" when the name has no "images" in it.
+std::string idx_sibling_labels(const std::string& images_path);
 
 std::unique_ptr<InputSource> open_input(const std::string& path, const InputOptions& opts);
 
@@ -63,8 +75,13 @@ std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& d
                                                std::vector<std::int64_t> labels,
                                                const InputOptions& opts, const std::string& name);
 
+// The Fashion-MNIST test images of Debian's dataset-fashion-mnist
+// (/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz); throws InputError when absent.
+std::string fashion_mnist_test_images();
+
 // Writes analog data as a spike file (`ternion encode`). Returns the number of spikes.
 std::uint64_t encode_file(const std::string& in_path, const std::string& out_path, Encoding enc,
-                          std::int64_t timesteps, std::uint64_t seed);
+                          std::int64_t timesteps, std::uint64_t seed,
+                          const std::string& labels_path = "");
 
 }  // namespace ternion

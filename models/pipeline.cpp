@@ -94,6 +94,10 @@ void check_request(const RunRequest& q) {
     if (!q.trace_path.empty() && !q.record) throw OptionError("trace", "needs something to record");
     if (q.trace_path.empty()) return;
     std::vector<NamedPath> inputs{{"model", q.model}, {"input", q.arrays ? "" : q.input}};
+    // The labels of IDX images, named or the images' sibling file, are inputs too.
+    const std::string labels =
+        q.labels.empty() && !q.arrays ? idx_sibling_labels(q.input) : q.labels;
+    if (!labels.empty()) inputs.push_back({"labels", labels});
     std::error_code ec;
     if (std::filesystem::is_regular_file(q.profile, ec)) inputs.push_back({"profile", q.profile});
     check_output("trace", q.trace_path, inputs);
@@ -190,6 +194,7 @@ void Pipeline::open_source() {
     io.parts = req_.parts;
     io.first_sample = req_.first_sample;
     io.samples = req_.samples;
+    io.labels = req_.labels;
     auto open = [&] {
         if (!req_.arrays) return open_input(req_.input, io);
         const ArrayInput& a = *req_.arrays;

@@ -51,6 +51,7 @@ struct RunRequest {
     std::string model;                 // model file, unless a LoadedModel is given
     std::string input;                 // input file, unless `arrays` is set
     std::optional<ArrayInput> arrays;  // the caller's arrays instead of a file
+    std::string labels;  // IDX images: their labels file (default: the sibling labels file)
     UserLoadOptions load;
     std::optional<Encoding> encoding;       // analog inputs; default: model metadata, else direct
     std::optional<std::int64_t> timesteps;  // default: the spike data's T, else model metadata

@@ -9,10 +9,13 @@ namespace ternion::cli {
 
 int cmd_encode(const Args& args) {
     po::options_description d(
-        "ternion encode --input DATA.h5 --output SPIKES.h5 [options]\n\nEncodes analog data as a "
-        "spike file");
+        "ternion encode --input DATA --output SPIKES.h5 [options]\n\nEncodes analog data (HDF5 "
+        "/data, or IDX images) as a spike file");
     d.add_options()("help,h", "show this help")("input,i", po::value<std::string>(),
-                                                "HDF5 file with /data float32 [samples, ...]")(
+                                                "HDF5 file with /data float32 [samples, ...], or "
+                                                "IDX images (.gz or raw)")(
+        "labels", po::value<std::string>(),
+        "IDX labels file for IDX images (default: the images' sibling labels file, if present)")(
         "output,o", po::value<std::string>(),
         "spike file to write (/spikes int8 [samples, T, ...])")(
         "encoding", po::value<std::string>()->default_value("poisson"), "poisson | latency")(
@@ -23,11 +26,14 @@ int cmd_encode(const Args& args) {
     if (!vm.count("input")) throw OptionError("input", "is required");
     if (!vm.count("output")) throw OptionError("output", "is required");
     if (!vm.count("timesteps")) throw OptionError("timesteps", "is required");
-    check_output("output", vm["output"].as<std::string>(),
-                 {{"input", vm["input"].as<std::string>()}});
-    auto n = encode_file(vm["input"].as<std::string>(), vm["output"].as<std::string>(),
-                         parse_encoding(vm["encoding"].as<std::string>()),
-                         vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>());
+    const std::string labels = vm.count("labels") ? vm["labels"].as<std::string>() : "";
+    std::vector<NamedPath> inputs{{"input", vm["input"].as<std::string>()}};
+    if (!labels.empty()) inputs.push_back({"labels", labels});
+    check_output("output", vm["output"].as<std::string>(), inputs);
+    auto n =
+        encode_file(vm["input"].as<std::string>(), vm["output"].as<std::string>(),
+                    parse_encoding(vm["encoding"].as<std::string>()),
+                    vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>(), labels);
     std::fprintf(stderr, "wrote %s (%s spikes)\n", vm["output"].as<std::string>().c_str(),
                  group_digits(n).c_str());
     return 0;

@@ -8,6 +8,7 @@
 #include "models/pipeline.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/cli_dist.hpp"
+#include "tools/run_compare.hpp"
 
 namespace ternion::cli {
 
@@ -43,13 +44,15 @@ TraceOptions record_options(const po::variables_map& vm) {
 // needs the files in the pipeline.
 RunRequest make_request(const po::variables_map& vm, const Args& args) {
     RunRequest q;
-    q.model = vm.count("model") ? vm["model"].as<std::string>() : bundled_path("bsa_digits.h5");
+    q.model = vm.count("model") ? vm["model"].as<std::string>() : bundled_path("bsa_fmnist.h5");
     if (vm.count("input"))
         q.input = vm["input"].as<std::string>();
     else if (!vm.count("model"))
-        q.input = bundled_path("digits_test.h5");
+        q.input = fashion_mnist_test_images();
     else
-        throw OptionError("input", "is required with a model (an HDF5 file with /spikes or /data)");
+        throw OptionError("input",
+                          "is required with a model (HDF5 with /spikes or /data, or IDX images)");
+    if (vm.count("labels")) q.labels = vm["labels"].as<std::string>();
     q.engine = parse_engine(vm["engine"].as<std::string>());
     q.threads = vm["threads"].as<int>();
     if (vm["max-trace-bytes"].as<std::int64_t>() < 0)
@@ -79,16 +82,39 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
     return q;
 }
 
+// The model run beside the main one (--compare, or the bundled SSA twin in the default run):
+// the same request without recording, so the same samples, steps, seed and pricing.
+std::optional<RunRequest> compare_request(const po::variables_map& vm, const RunRequest& q) {
+    std::string model;
+    if (vm.count("compare"))
+        model = vm["compare"].as<std::string>();
+    else if (!vm.count("model") && !vm.count("input"))
+        model = bundled_path("ssa_fmnist.h5");
+    else
+        return std::nullopt;
+    RunRequest c = q;
+    c.model = model;
+    c.record.reset();
+    c.trace_path.clear();
+    return c;
+}
+
 }  // namespace
 
 int cmd_run(const Args& args) {
     po::options_description d(
         "ternion run [MODEL] [options]\n\nSimulates MODEL (NIR HDF5; default: the bundled BSA "
-        "Transformer on the bundled digits test set)");
+        "Transformer on the 10 000 Fashion-MNIST test images, beside its SSA twin)");
     d.add_options()("help,h", "show this help")("model", po::value<std::string>(),
                                                 "model file (positional)")(
         "input,i", po::value<std::string>(),
-        "input file: /spikes int8 [S,T,...] or /data float32 [S,...]")(
+        "input file: /spikes int8 [S,T,...] or /data float32 [S,...] (HDF5), or IDX images "
+        "(.gz or raw)")("labels", po::value<std::string>(),
+                        "IDX labels file for IDX images (default: the images' sibling "
+                        "...-labels-idx1-ubyte[.gz], if present)")(
+        "compare", po::value<std::string>(),
+        "also run this model on the same samples and report its energy beside (default run: "
+        "the bundled SSA twin)")(
         "timesteps,T", po::value<std::int64_t>(),
         "steps per sample (default: the spike file's T or the model's metadata)")(
         "engine", po::value<std::string>()->default_value("event"), "event | dense")(
@@ -137,13 +163,28 @@ int cmd_run(const Args& args) {
     }
     RunRequest q = phase([&] { return make_request(vm, args); });
     if (dist::active() && vm["threads"].defaulted()) q.threads = threads_per_rank();
-    if (dist::ranks() > 1) return run_split(std::move(q), vm.count("json") > 0);
+    if (dist::ranks() > 1) {
+        // A split run reports one model; the twin is run serially (docs/scaling.md).
+        if (vm.count("compare"))
+            throw OptionError("compare", "runs in one process: run the second model separately");
+        return run_split(std::move(q), vm.count("json") > 0);
+    }
+    std::optional<RunRequest> cq = compare_request(vm, q);
     Pipeline pipeline(std::move(q));
+    // Both pipelines are checked before either simulates.
+    std::optional<Pipeline> twin;
+    if (cq) twin.emplace(std::move(*cq));
     const RunReport report = pipeline.run();
-    if (vm.count("json"))
-        std::cout << report_json(report).dump(2) << "\n";
-    else
+    std::optional<Comparison> compared;
+    if (twin) compared = compare_report(twin->run());
+    if (vm.count("json")) {
+        nlohmann::json j = report_json(report);
+        if (compared) j["compare"] = comparison_json(*compared);
+        std::cout << j.dump(2) << "\n";
+    } else {
         std::cout << report_text(report);
+        if (compared) std::cout << comparison_text(*compared, report);
+    }
     return 0;
 }
 

@@ -5,8 +5,8 @@
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
       libeigen3-dev libtbb-dev libhdf5-dev libboost-program-options-dev doctest-dev
-      nlohmann-json3-dev libbenchmark-dev libssl-dev libopenmpi-dev openmpi-bin
-      clang libclang-rt-14-dev
+      nlohmann-json3-dev libbenchmark-dev libssl-dev zlib1g-dev libopenmpi-dev openmpi-bin
+      clang libclang-rt-14-dev dataset-fashion-mnist
       python3-h5py python3-numpy python3-matplotlib python3-torch python3-sklearn python3-scipy
       python3-pytest python3-dev pybind11-dev python3-pybind11)
 missing=()

@@ -170,12 +170,16 @@ class Block(nn.Module):
 
 
 class DigitsSpikformer(nn.Module):
-    """[B,1,8,8] analog -> conv3x3+BN -> LIF -> maxpool2 -> 16 tokens x dim -> blocks -> head."""
+    """[B,1,8,8] analog -> conv3x3+BN -> LIF -> maxpool2 -> 16 tokens x dim -> blocks -> head.
 
-    def __init__(self, kind, dim=64, heads=4, depth=1, mlp_ratio=4, T=4, classes=10, stem=0):
+    With stem=C a first conv3x3 (1 -> C) + BN + LIF comes first, and with pool0 a 2x2 max-pool
+    after it: [B,1,28,28] -> 28x28xC -> 14x14xC -> conv -> 7x7 = 49 tokens (Fashion-MNIST)."""
+
+    def __init__(self, kind, dim=64, heads=4, depth=1, mlp_ratio=4, T=4, classes=10, stem=0,
+                 image=8, pool0=False):
         super().__init__()
         self.kind, self.dim, self.heads, self.depth, self.T = kind, dim, heads, depth, T
-        self.mlp_ratio, self.stem = mlp_ratio, stem
+        self.mlp_ratio, self.stem, self.image, self.pool0 = mlp_ratio, stem, image, pool0
         if stem:  # optional first conv layer (1 -> stem channels) + BN + LIF
             self.conv0 = nn.Conv2d(1, stem, 3, padding=1)
             self.bn0 = nn.BatchNorm2d(stem)
@@ -196,6 +200,8 @@ class DigitsSpikformer(nn.Module):
         for t in range(self.T):
             if self.stem:
                 s0, vs = lif_step(cur0, vs)
+                if self.pool0:
+                    s0 = F.max_pool2d(s0, 2)
                 cur = self.bn(self.conv(s0))
             if v0 is None:
                 v0 = torch.zeros_like(cur)
@@ -226,9 +232,9 @@ def export_params(model):
     return digits_params(model)
 
 
-def write_ternion_model(path, P, kind, dim, heads, depth, T):
+def write_ternion_model(path, P, kind, dim, heads, depth, T, image=8, pool0=False):
     """Writes the NIR-layout HDF5 file described in docs/transformer-format.md."""
-    nodes, edges, meta = digits_graph(P, kind, dim, heads, depth, T)
+    nodes, edges, meta = digits_graph(P, kind, dim, heads, depth, T, image, pool0)
     meta["source"] = "tools/train_spikformer.py"
     write_model(path, nodes, edges, meta)
 
@@ -247,20 +253,46 @@ def read_params(path):
     return P
 
 
-def deploy_forward(P, img, kind, heads, depth, T, exact_order=False):
+def conv_ternion_order(x, w, b):
+    """A 3x3, padding-1 convolution summed as ternion's Conv2d sums: from 0, the terms in
+    ascending (input channel, kernel row, kernel column) order, each product rounded to float32,
+    then the bias."""
+    B, C, H, W = x.shape
+    xp = F.pad(x, (1, 1, 1, 1))
+    y = torch.zeros(B, w.shape[0], H, W)
+    for c in range(C):
+        for ky in range(3):
+            for kx in range(3):
+                y = y + xp[:, c:c + 1, ky:ky + H, kx:kx + W] * w[:, c, ky, kx].view(1, -1, 1, 1)
+    return y + b.view(1, -1, 1, 1)
+
+
+def deploy_forward(P, img, kind, heads, depth, T, exact_order=False, pool0=False,
+                   ternion_order=False):
     """Inference on the folded float32 arrays, step by step, as ternion specifies it.
 
-    img: float32 tensor [B,1,8,8]. Returns (logits summed over T [B,10], spike counts {node: int},
-    aux counts {node/q_spikes...: int}). With exact_order, every Linear and Shiftmax.V sums its
-    terms in ascending order starting from the bias (ternion's order); otherwise matmuls."""
+    img: float32 tensor [B,1,H,W]. Returns (logits summed over T [B,classes], spike counts
+    {node: int}, aux counts {node/q_spikes...: int}). With exact_order, every Linear and
+    Shiftmax.V sums its terms in ascending order starting from the bias; otherwise matmuls.
+    With ternion_order (implies exact_order), every Linear and convolution sums exactly as
+    ternion does: from 0, terms in ascending input order, the bias last, except the attention
+    node's own Q/K/V projections, which start from the bias (ternion.SSA/BSA); the token mean is
+    the sum over tokens divided by their number."""
+    exact_order = exact_order or ternion_order
     t = {k: {p: torch.from_numpy(np.asarray(v)) for p, v in d.items()} for k, d in P.items()}
     B = img.shape[0]
     counts, aux = {}, {}
+
+    def conv(x, p):
+        if ternion_order:
+            return conv_ternion_order(x, p["weight"], p["bias"])
+        return F.conv2d(x, p["weight"], p["bias"], padding=1)
+
     if "conv0" in t:
-        cur0 = F.conv2d(img, t["conv0"]["weight"], t["conv0"]["bias"], padding=1)
+        cur0 = conv(img, t["conv0"])
         vs = torch.zeros_like(cur0)
     else:
-        cur = F.conv2d(img, t["conv"]["weight"], t["conv"]["bias"], padding=1)
+        cur = conv(img, t["conv"])
 
     def cnt(name, s):
         counts[name] = counts.get(name, 0) + int((s != 0).sum())
@@ -268,25 +300,33 @@ def deploy_forward(P, img, kind, heads, depth, T, exact_order=False):
     def acnt(name, s):
         aux[name] = aux.get(name, 0) + int((s != 0).sum())
 
-    def lin(x, p):
+    def lin(x, p, bias_first=False):
         if not exact_order:
             return x @ p["weight"].T + p["bias"]
-        # ternion's order: start from the bias, add the inputs' terms in ascending input order
-        y = p["bias"].expand(*x.shape[:-1], -1).clone()
         w = p["weight"]
+        if ternion_order and not bias_first:  # from 0, the terms in ascending order, the bias
+            y = torch.zeros(*x.shape[:-1], w.shape[0])
+            for i in range(x.shape[-1]):
+                y = y + x[..., i:i + 1] * w[:, i]
+            return y + p["bias"]
+        # start from the bias, add the inputs' terms in ascending input order
+        y = p["bias"].expand(*x.shape[:-1], -1).clone()
         for i in range(x.shape[-1]):
             y = y + x[..., i:i + 1] * w[:, i]
         return y
 
     v0 = None
     st = {}
-    logits = torch.zeros(B, 10)
+    logits = torch.zeros(B, t["head"]["weight"].shape[0])
     with torch.no_grad():
         for step in range(T):
             if "conv0" in t:
                 s0, vs = lif_step(cur0, vs)
                 cnt("conv0_lif", s0)
-                cur = F.conv2d(s0, t["conv"]["weight"], t["conv"]["bias"], padding=1)
+                if pool0:
+                    s0 = F.max_pool2d(s0, 2)
+                    cnt("pool0", s0)
+                cur = conv(s0, t["conv"])
             if v0 is None:
                 v0 = torch.zeros_like(cur)
             s, v0 = lif_step(cur, v0)
@@ -299,9 +339,9 @@ def deploy_forward(P, img, kind, heads, depth, T, exact_order=False):
                 A = t[f"b{i}_attn"]
                 N, D = x.shape[1], x.shape[2]
                 H, dh = heads, D // heads
-                qx = lin(x, dict(weight=A["q_weight"], bias=A["q_bias"]))
-                kx = lin(x, dict(weight=A["k_weight"], bias=A["k_bias"]))
-                vx = lin(x, dict(weight=A["v_weight"], bias=A["v_bias"]))
+                qx = lin(x, dict(weight=A["q_weight"], bias=A["q_bias"]), True)
+                kx = lin(x, dict(weight=A["k_weight"], bias=A["k_bias"]), True)
+                vx = lin(x, dict(weight=A["v_weight"], bias=A["v_bias"]), True)
                 z = torch.zeros_like(qx)
                 if kind == "ssa":
                     q, st[(i, "q")] = lif_step(qx, st.get((i, "q"), z))
@@ -347,7 +387,8 @@ def deploy_forward(P, img, kind, heads, depth, T, exact_order=False):
                 m, st[(i, "fc2")] = lif_step(h2, st.get((i, "fc2"), torch.zeros_like(h2)))
                 cnt(f"b{i}_fc2_lif", m)
                 x = x + m
-            logits = logits + lin(x.mean(dim=1), t["head"])
+            mean = x.sum(dim=1) / x.shape[1] if ternion_order else x.mean(dim=1)
+            logits = logits + lin(mean, t["head"])
     return logits, counts, aux
 
 

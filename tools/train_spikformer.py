@@ -10,7 +10,16 @@ fixed stratified train/test split (test 20 %, random_state 0) and fixed seeds. T
   * writes models/bundled/digits_reference.json: test accuracy, per-sample predictions and
     per-layer spike counts (summed over the test set and T steps) for both models.
 
+With --data fashion-mnist it trains on Zalando's Fashion-MNIST instead (the IDX files of Debian's
+dataset-fashion-mnist, /usr/share/datasets/fashion-mnist; pixels / 255 as float32, which is how
+`ternion run` reads IDX images): a 28x28 image through conv0 (1 -> --stem) + LIF + 2x2 max-pool,
+conv + LIF + 2x2 max-pool to 7x7 = 49 tokens, then the same blocks. It writes
+models/bundled/{bsa,ssa}_fmnist.h5 and fmnist_reference.json with PyTorch's accuracy,
+predictions and spike counts on all 10 000 test images, summed exactly as ternion sums
+(ascending input order, bias last), so ternion must equal them image for image.
+
 Usage: /usr/bin/python3 tools/train_spikformer.py [--epochs 40] [--threads 2] [--out models/bundled]
+       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 16 --epochs 3
 """
 import argparse
 import json
@@ -36,6 +45,12 @@ ap.add_argument("--stem", type=int, default=0, help="channels of an extra first 
 ap.add_argument("--lr", type=float, default=5e-3)
 ap.add_argument("--shift_aug", type=int, default=0, help="random 1-pixel rolls")
 ap.add_argument("--seed", type=int, default=0)
+ap.add_argument("--data", default="digits", choices=["digits", "fashion-mnist"])
+ap.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist",
+                help="directory of the Fashion-MNIST IDX files")
+ap.add_argument("--train-subset", type=int, default=0,
+                help="train on the first N training images only (0: all)")
+ap.add_argument("--batch", type=int, default=64)
 ap.add_argument("--reference-only", action="store_true",
                 help="skip training: recompute PyTorch's reference from the existing model files")
 args = ap.parse_args()
@@ -58,13 +73,56 @@ def load():
     return train_test_split(x, y, test_size=0.2, random_state=0, stratify=y)
 
 
+FMNIST = args.data == "fashion-mnist"
+IMAGE = 28 if FMNIST else 8
+POOL0 = FMNIST
+TAG = "fmnist" if FMNIST else "digits"
+
+
+def read_idx(path):
+    """An IDX file (gzip or raw) as a numpy array: magic 0x00 0x00 type ndim, big-endian dims."""
+    import gzip
+    raw = open(path, "rb").read()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    assert raw[0] == 0 and raw[1] == 0 and raw[2] == 0x08, f"{path}: not an unsigned-byte IDX file"
+    nd = raw[3]
+    dims = [int.from_bytes(raw[4 + 4 * i:8 + 4 * i], "big") for i in range(nd)]
+    return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * nd).reshape(dims)
+
+
+def load_fmnist():
+    d = args.data_dir
+
+    def images(name):
+        x = read_idx(os.path.join(d, f"{name}-images-idx3-ubyte.gz"))
+        return (x.astype(np.float32) / np.float32(255.0)).reshape(-1, 1, 28, 28)
+
+    def labels(name):
+        return read_idx(os.path.join(d, f"{name}-labels-idx1-ubyte.gz")).astype(np.int64)
+
+    xtr, ytr = images("train"), labels("train")
+    if args.train_subset:
+        xtr, ytr = xtr[:args.train_subset], ytr[:args.train_subset]
+    return xtr, images("t10k"), ytr, labels("t10k")
+
+
+def predict(model, x, chunk=500):
+    out = []
+    with torch.no_grad():
+        for i in range(0, len(x), chunk):
+            out.append(model(torch.from_numpy(x[i:i + chunk])).argmax(1).numpy())
+    return np.concatenate(out)
+
+
 def train(kind, xtr, ytr, xte, yte):
     torch.manual_seed(args.seed)
     np.random.seed(args.seed)
     model = ref.DigitsSpikformer(kind, args.dim, args.heads, args.depth, args.mlp_ratio, args.T,
-                                 stem=args.stem)
+                                 stem=args.stem, image=IMAGE, pool0=POOL0)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=1e-2)
-    steps = args.epochs * ((len(xtr) + 63) // 64)
+    bs = args.batch
+    steps = args.epochs * ((len(xtr) + bs - 1) // bs)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=args.lr, total_steps=steps)
     Xtr, Ytr = torch.from_numpy(xtr), torch.from_numpy(ytr)
     g = torch.Generator().manual_seed(args.seed)
@@ -73,8 +131,8 @@ def train(kind, xtr, ytr, xte, yte):
         model.train()
         perm = torch.randperm(len(Xtr), generator=g)
         tot = 0.0
-        for b in range(0, len(perm), 64):
-            idx = perm[b:b + 64]
+        for b in range(0, len(perm), bs):
+            idx = perm[b:b + bs]
             xb = Xtr[idx]
             # light augmentation: random shift by up to one pixel
             if args.shift_aug:
@@ -86,45 +144,77 @@ def train(kind, xtr, ytr, xte, yte):
             opt.step()
             sched.step()
             tot += float(loss) * len(idx)
-        if ep % 5 == 4 or ep == args.epochs - 1:
+            if FMNIST and (b // bs) % 100 == 0:
+                print(f"[{kind}] epoch {ep + 1} batch {b // bs} loss {float(loss):.4f} "
+                      f"({time.time() - t0:.0f} s)", flush=True)
+        if ep % 5 == 4 or ep == args.epochs - 1 or FMNIST:
             model.eval()
-            with torch.no_grad():
-                acc = float((model(torch.from_numpy(xte)).argmax(1).numpy() == yte).mean())
+            n = 1000 if FMNIST else len(xte)  # Fashion-MNIST: the first 1000 test images
+            acc = float((predict(model, xte[:n]) == yte[:n]).mean())
             print(f"[{kind}] epoch {ep + 1} loss {tot / len(Xtr):.4f} test acc {acc:.4f} "
                   f"({time.time() - t0:.0f} s)", flush=True)
     model.eval()
     return model
 
 
+SUBSET = 1000  # Fashion-MNIST: counts over the first 1000 test images too, for a quick test
+
+
+def deploy(P, kind, xte, chunk=250):
+    """deploy_forward over the test set in chunks: (logits, spike counts, aux counts, and the
+    counts over the first SUBSET images)."""
+    if not FMNIST:
+        return ref.deploy_forward(P, torch.from_numpy(xte), kind, args.heads, args.depth, args.T,
+                                  exact_order=True) + ({},)
+    logits, counts, aux, first = [], {}, {}, {}
+    for i in range(0, len(xte), chunk):
+        if i == SUBSET:
+            first = dict(spikes=dict(counts), aux=dict(aux))
+        lg, c, a = ref.deploy_forward(P, torch.from_numpy(xte[i:i + chunk]), kind, args.heads,
+                                      args.depth, args.T, pool0=True, ternion_order=True)
+        logits.append(lg)
+        for k, v in c.items():
+            counts[k] = counts.get(k, 0) + v
+        for k, v in a.items():
+            aux[k] = aux.get(k, 0) + v
+    return torch.cat(logits), counts, aux, first
+
+
 def main():
-    xtr, xte, ytr, yte = load()
+    xtr, xte, ytr, yte = load_fmnist() if FMNIST else load()
     os.makedirs(args.out, exist_ok=True)
-    with h5py.File(os.path.join(args.out, "digits_test.h5"), "w") as f:
-        f.create_dataset("data", data=xte.astype(np.float32))
-        f.create_dataset("labels", data=yte.astype(np.int64))
-        f.attrs["source"] = ("sklearn load_digits / 16, train_test_split(test_size=0.2, "
-                             "random_state=0, stratify=labels): the held-out test set")
-    refpath = os.path.join(args.out, "digits_reference.json")
+    if not FMNIST:
+        with h5py.File(os.path.join(args.out, "digits_test.h5"), "w") as f:
+            f.create_dataset("data", data=xte.astype(np.float32))
+            f.create_dataset("labels", data=yte.astype(np.int64))
+            f.attrs["source"] = ("sklearn load_digits / 16, train_test_split(test_size=0.2, "
+                                 "random_state=0, stratify=labels): the held-out test set")
+    refpath = os.path.join(args.out, f"{TAG}_reference.json")
     report = json.load(open(refpath)) if os.path.exists(refpath) else {}
     for kind in args.kinds.split(","):
-        path = os.path.join(args.out, f"{kind}_digits.h5")
+        path = os.path.join(args.out, f"{kind}_{TAG}.h5")
         if args.reference_only:
             P = ref.read_params(path)
             train_mode_acc = report.get(kind, {}).get("torch_test_accuracy_unfolded_bn")
+            train_s = report.get(kind, {}).get("train_seconds")
         else:
+            t0 = time.time()
             model = train(kind, xtr, ytr, xte, yte)
-            with torch.no_grad():
-                train_mode_acc = float(
-                    (model(torch.from_numpy(xte)).argmax(1).numpy() == yte).mean())
+            train_s = time.time() - t0
+            train_mode_acc = float((predict(model, xte) == yte).mean())
             P = ref.export_params(model)
-            ref.write_ternion_model(path, P, kind, args.dim, args.heads, args.depth, args.T)
-        logits, counts, aux = ref.deploy_forward(P, torch.from_numpy(xte), kind, args.heads,
-                                                 args.depth, args.T, exact_order=True)
+            ref.write_ternion_model(path, P, kind, args.dim, args.heads, args.depth, args.T,
+                                    IMAGE, POOL0)
+        t0 = time.time()
+        logits, counts, aux, first = deploy(P, kind, xte)
+        deploy_s = time.time() - t0
         pred = logits.argmax(1).numpy()
         acc = float((pred == yte).mean())
         margin = torch.topk(logits, 2, dim=1).values
+        test_set = ("digits_test.h5" if not FMNIST else
+                    os.path.join(args.data_dir, "t10k-images-idx3-ubyte.gz"))
         report[kind] = dict(
-            model=f"{kind}_digits.h5", test_set="digits_test.h5", samples=int(len(yte)),
+            model=f"{kind}_{TAG}.h5", test_set=test_set, samples=int(len(yte)),
             timesteps=args.T, encoding="direct", dim=args.dim, heads=args.heads,
             depth=args.depth, mlp_ratio=args.mlp_ratio, stem=args.stem, epochs=args.epochs,
             seed=args.seed, lr=args.lr, shift_aug=args.shift_aug,
@@ -134,7 +224,21 @@ def main():
             spikes=counts, aux=aux,
             note="spikes: non-zero outputs per node summed over the test set and all steps; "
                  "deploy path on the folded float32 arrays stored in the model file")
+        if FMNIST:
+            old = (json.load(open(refpath)) if os.path.exists(refpath) else {}).get(kind, {})
+            command = "nice /usr/bin/python3 tools/train_spikformer.py " + " ".join(sys.argv[1:])
+            if args.reference_only:
+                command = old.get("command", command)
+            report[kind].update(
+                first_1000=first, data="fashion-mnist", image=IMAGE, pool0=POOL0, batch=args.batch,
+                train_subset=args.train_subset or int(len(xtr)), threads=args.threads,
+                train_seconds=train_s, deploy_seconds=deploy_s,
+                command=command,
+                torch_version=torch.__version__)
         print(f"[{kind}] deploy test accuracy {acc:.4f}; spikes {counts}", flush=True)
+        # Re-read first: the BSA and SSA models may be trained by two processes at once.
+        if os.path.exists(refpath):
+            report = {**json.load(open(refpath)), kind: report[kind]}
         json.dump(report, open(refpath, "w"), indent=1)
         if not args.reference_only:
             print(f"wrote {path} ({os.path.getsize(path)} bytes)")

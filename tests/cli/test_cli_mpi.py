@@ -98,10 +98,19 @@ def bundled(name):
 
 
 @test
-def bundled_default_run():
+def bundled_digits_run():
     tr = path("bsa.h5")
-    same_runs(["--threads", "1", "--trace", tr, "--record", "spikes,ops,energy",
+    same_runs([bundled("bsa_digits.h5"), "--input", bundled("digits_test.h5"), "--threads", "1",
+               "--trace", tr, "--record", "spikes,ops,energy",
                "--record-samples", "0-5,170-190,355-359"], trace=tr)
+
+
+@test
+def fashion_mnist_idx_subrange():
+    # IDX images (gzip) with their sibling labels file, as the default run reads them
+    images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"  # tools/install_deps.sh
+    same_runs([bundled("bsa_fmnist.h5"), "--input", images, "--threads", "1", "--first", "7",
+               "--samples", "40"], ranks=(2,))
 
 
 @test

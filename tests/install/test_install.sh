@@ -20,7 +20,8 @@ for f in bin/ternion lib/libternion_sim.a lib/libternion_models.a \
          include/ternion/hw/cost_model.hpp lib/cmake/ternion/ternionConfig.cmake \
          lib/cmake/ternion/ternionConfigVersion.cmake lib/cmake/ternion/ternionTargets.cmake \
          share/ternion/profiles/horowitz45-fp32.json share/ternion/bundled/bsa_digits.h5 \
-         share/ternion/bundled/digits_test.h5 share/ternion/plot_trace.py \
+         share/ternion/bundled/digits_test.h5 share/ternion/bundled/bsa_fmnist.h5 \
+         share/ternion/bundled/ssa_fmnist.h5 share/ternion/plot_trace.py \
          share/doc/ternion/README.md share/doc/ternion/docs/cost-model.md; do
     [[ -e $p/$f ]] || fail "missing $f in the installed prefix"
 done
@@ -35,9 +36,16 @@ grep -Eq '^horowitz45-fp32 .*\[default\]$' <<<"$profiles" || fail "profiles: $pr
 "$p/bin/ternion" profiles --help | grep -qF "A NAME is looked up in $p/share/ternion/profiles" ||
     fail "profiles are not looked up in the moved prefix"
 
-# The default run: bundled model and test set from the moved prefix, same results as in-tree.
-"$p/bin/ternion" run --json --no-progress >"$tmp/installed.json"
-"$build/ternion" run --json --no-progress >"$tmp/intree.json"
+# The default run (the bundled Fashion-MNIST model and its SSA twin, from the moved prefix, on
+# Debian's Fashion-MNIST test set; its first 500 images here), same results as in-tree; then the
+# bundled digits model and test set, which the consumer runs too.
+"$p/bin/ternion" run --samples 500 --json --no-progress >"$tmp/installed_default.json"
+"$build/ternion" run --samples 500 --json --no-progress >"$tmp/intree_default.json"
+"$p/bin/ternion" run "$p/share/ternion/bundled/bsa_digits.h5" \
+    --input "$p/share/ternion/bundled/digits_test.h5" --json --no-progress >"$tmp/installed.json"
+"$build/ternion" run "$(dirname "$consumer_src")/../../models/bundled/bsa_digits.h5" \
+    --input "$(dirname "$consumer_src")/../../models/bundled/digits_test.h5" \
+    --json --no-progress >"$tmp/intree.json"
 
 # TERNION_DATA_DIR, when set, is the only place searched, and the error names it.
 if TERNION_DATA_DIR="$tmp/nowhere" "$p/bin/ternion" run --no-progress 2>"$tmp/err.txt"; then
@@ -81,11 +89,21 @@ else
     echo '{}' >"$tmp/python.json"
 fi
 
-/usr/bin/python3 - "$p" "$tmp/installed.json" "$tmp/intree.json" "$tmp/consumer.txt" "$tmp/python.json" <<'PY'
+/usr/bin/python3 - "$p" "$tmp/installed.json" "$tmp/intree.json" "$tmp/consumer.txt" \
+    "$tmp/python.json" "$tmp/installed_default.json" "$tmp/intree_default.json" <<'PY'
 import json, sys
-prefix, installed, intree, consumer, python = sys.argv[1:]
-a, b = json.load(open(installed)), json.load(open(intree))
+prefix, installed, intree, consumer, python, installed_d, intree_d = sys.argv[1:]
 bundled = prefix + "/share/ternion/bundled/"
+a, b = json.load(open(installed_d)), json.load(open(intree_d))
+assert a["model"] == bundled + "bsa_fmnist.h5", a["model"]
+assert a["compare"]["model"] == bundled + "ssa_fmnist.h5", a["compare"]["model"]
+assert a["input"] == "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz", a["input"]
+assert b["model"] != a["model"] and a["samples"] == 500
+for k in ("accuracy", "predictions"):
+    assert a[k] == b[k], k
+assert a["per_inference"]["energy_pj"] == b["per_inference"]["energy_pj"]
+assert a["compare"]["energy_pj_per_inference"] == b["compare"]["energy_pj_per_inference"]
+a, b = json.load(open(installed)), json.load(open(intree))
 assert a["model"] == bundled + "bsa_digits.h5", a["model"]
 assert a["input"] == bundled + "digits_test.h5", a["input"]
 assert b["model"] != a["model"]

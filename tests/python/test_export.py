@@ -201,6 +201,38 @@ def test_repository_digits_spikformer(tmp_path, ternion_bin, kind):
         assert js["predictions"] == net(x).argmax(1).tolist()
 
 
+@pytest.mark.parametrize("kind", ["ssa", "bsa"])
+def test_repository_fmnist_spikformer(tmp_path, ternion_bin, kind):
+    """The Fashion-MNIST layout: 28x28, conv0 + LIF + max-pool, conv + LIF + max-pool, 49 tokens;
+    PyTorch summing in ternion's order (bias last) equals ternion spike for spike."""
+    import spikformer_ref as ref
+
+    torch.manual_seed(6)
+    gen = torch.Generator().manual_seed(6)
+    net = ref.DigitsSpikformer(kind, dim=16, heads=2, depth=1, T=4, stem=4, image=28, pool0=True)
+    H.randomize_bn(net, gen)
+    net.train()
+    with torch.no_grad():
+        for _ in range(3):
+            net(torch.rand(16, 1, 28, 28, generator=gen))
+    net.eval()
+    x = torch.rand(8, 1, 28, 28, generator=gen)
+    model = tmp_path / f"{kind}.h5"
+    rep = ternion.export(net, x, model)
+    assert rep.timesteps == 4
+    P = ref.export_params(net)
+    logits, counts, aux = ref.deploy_forward(P, x, kind, 2, 1, 4, pool0=True, ternion_order=True)
+    inp = tmp_path / "in.h5"
+    H.write_input(inp, data=x.numpy())
+    js, _ = H.run_ternion(ternion_bin, model, inp, tmp_path / "trace.h5")
+    layers = {L["name"]: L for L in js["layers"]}
+    assert layers["tokens"]["neurons"] == 49 * 16
+    for name, c in counts.items():
+        assert layers[name]["spikes"] == c, name
+    assert counts["pool0"] > 0 and sum(counts.values()) > 100
+    assert js["predictions"] == logits.argmax(1).tolist()
+
+
 def test_tool_writes_the_bundled_files_through_the_package(tmp_path):
     import spikformer_ref as ref
 

@@ -384,7 +384,8 @@ def is_digits_spikformer(m):
 def convert_digits_spikformer(ex, m, path, x):
     from .digits import digits_graph, digits_params
 
-    nodes, edges, meta = digits_graph(digits_params(m), m.kind, m.dim, m.heads, m.depth, m.T)
+    nodes, edges, meta = digits_graph(digits_params(m), m.kind, m.dim, m.heads, m.depth, m.T,
+                                     getattr(m, "image", 8), getattr(m, "pool0", False))
     if ex.g.nodes.keys() - {x}:
         raise ExportError(f"{describe(m, path)}: the DigitsSpikformer must be the whole model")
     ex.g.nodes.clear()

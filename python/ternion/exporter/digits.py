@@ -28,32 +28,43 @@ def digits_params(model):
     return P
 
 
-def digits_graph(P, kind, dim, heads, depth, T):
-    """(nodes, edges, metadata) of the DigitsSpikformer with folded parameters P."""
+def digits_graph(P, kind, dim, heads, depth, T, image=8, pool0=False):
+    """(nodes, edges, metadata) of the DigitsSpikformer with folded parameters P: an image of
+    image x image pixels (1 channel); pool0 puts a 2x2 max-pool after the first stage (conv0)."""
     del dim  # the shapes follow from P
     nodes = {}
     edges = []
-    nodes["input"] = ("Input", dict(shape=np.array([1, 8, 8], dtype=np.int64)))
+    nodes["input"] = ("Input", dict(shape=np.array([1, image, image], dtype=np.int64)))
 
-    def conv(p):
+    def conv(p, hw):
         return ("Conv2d", dict(weight=p["weight"], bias=p["bias"],
                                stride=np.array([1, 1], np.int64),
                                padding=np.array([1, 1], np.int64),
                                dilation=np.array([1, 1], np.int64), groups=np.int64(1),
-                               input_shape=np.array([8, 8], np.int64)))
+                               input_shape=np.array([hw, hw], np.int64)))
     lif = dict(tau=np.float32(2.0), decay_input=np.int64(1), v_threshold=np.float32(1.0),
                v_reset=np.float32(0.0))
+
+    def pool():
+        return ("MaxPool2d", dict(kernel_size=np.array([2, 2], np.int64),
+                                  stride=np.array([2, 2], np.int64),
+                                  padding=np.array([0, 0], np.int64)))
     first = "conv"
+    hw = image
     if "conv0" in P:
-        nodes["conv0"] = conv(P["conv0"])
+        nodes["conv0"] = conv(P["conv0"], hw)
         nodes["conv0_lif"] = ("ternion.SJLIF", dict(lif))
-        edges += [("input", "conv0"), ("conv0", "conv0_lif"), ("conv0_lif", "conv")]
+        edges += [("input", "conv0"), ("conv0", "conv0_lif")]
+        if pool0:
+            nodes["pool0"] = pool()
+            edges += [("conv0_lif", "pool0"), ("pool0", "conv")]
+            hw //= 2
+        else:
+            edges += [("conv0_lif", "conv")]
         first = None
-    nodes["conv"] = conv(P["conv"])
+    nodes["conv"] = conv(P["conv"], hw)
     nodes["conv_lif"] = ("ternion.SJLIF", dict(lif))
-    nodes["pool"] = ("MaxPool2d", dict(kernel_size=np.array([2, 2], np.int64),
-                                       stride=np.array([2, 2], np.int64),
-                                       padding=np.array([0, 0], np.int64)))
+    nodes["pool"] = pool()
     nodes["tokens"] = ("ternion.Tokens", {})
     if first:
         edges += [("input", "conv")]

@@ -1,0 +1,145 @@
+"""IDX inputs (MNIST family) through the CLI, with small files built here.
+
+  * gzip and raw IDX images run exactly like the same pixels / 255 in an HDF5 /data file (same
+    predictions, spikes and operation counts), with labels from the sibling labels file or from
+    --labels; `ternion encode` reads IDX too and copies the labels;
+  * hostile files (wrong magic, other types, truncated header or values, zero or overflowing
+    dimensions, trailing bytes, a damaged gzip stream, labels of another length) are refused with
+    exactly one error line that names the file and the field, exit code 1.
+
+  /usr/bin/python3 tests/cli/test_cli_idx.py build/ternion
+"""
+import gzip
+import os
+import struct
+
+import h5py
+import numpy as np
+
+from harness import finish, path, run, run_json, test
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+MODEL = os.path.join(HERE, "..", "..", "models", "bundled", "bsa_digits.h5")  # input [1, 8, 8]
+RNG = np.random.default_rng(7)
+PIXELS = RNG.integers(0, 256, size=(12, 8, 8), dtype=np.uint8)
+PIXELS[:, :2, :] = 0  # some zero pixels: skipped as events
+LABELS = RNG.integers(0, 10, size=12, dtype=np.uint8)
+
+
+def idx_bytes(a, type_code=0x08):
+    a = np.asarray(a)
+    head = bytes([0, 0, type_code, a.ndim]) + b"".join(struct.pack(">I", d) for d in a.shape)
+    return head + a.astype(np.uint8).tobytes()
+
+
+def write(name, data, gz=False):
+    p = path(name)
+    with open(p, "wb") as f:
+        f.write(gzip.compress(data) if gz else data)
+    return p
+
+
+def reference_h5():
+    p = path("ref.h5")
+    with h5py.File(p, "w") as f:
+        f["data"] = (PIXELS.astype(np.float32) / np.float32(255)).reshape(12, 1, 8, 8)
+        f["labels"] = LABELS.astype(np.int64)
+    return p
+
+
+def same_run(a, b):
+    assert a["predictions"] == b["predictions"], (a["predictions"], b["predictions"])
+    assert a["accuracy"] == b["accuracy"], (a["accuracy"], b["accuracy"])
+    for la, lb in zip(a["layers"], b["layers"]):
+        assert la["name"] == lb["name"] and la["spikes"] == lb["spikes"], (la, lb)
+        assert la["ops"] == lb["ops"], la["name"]
+    assert a["per_inference"]["energy_pj"] == b["per_inference"]["energy_pj"]
+
+
+@test
+def gzip_and_raw_idx_equal_hdf5_data():
+    ref = run_json("run", MODEL, "--input", reference_h5(), "--timesteps", 4)
+    assert ref["accuracy"] is not None
+    for gz in (True, False):
+        ext = ".gz" if gz else ""
+        imgs = write(f"set{int(gz)}-images-idx3-ubyte{ext}", idx_bytes(PIXELS), gz)
+        write(f"set{int(gz)}-labels-idx1-ubyte{ext}", idx_bytes(LABELS), gz)
+        got = run_json("run", MODEL, "--input", imgs, "--timesteps", 4)
+        assert got["samples"] == 12
+        same_run(got, ref)
+
+
+@test
+def explicit_labels_and_no_labels():
+    imgs = write("plain.idx3", idx_bytes(PIXELS))  # no "images" in the name: no sibling
+    got = run_json("run", MODEL, "--input", imgs, "--timesteps", 4)
+    assert got["accuracy"] is None
+    lab = write("my-labels.gz", idx_bytes(LABELS), gz=True)
+    got = run_json("run", MODEL, "--input", imgs, "--labels", lab, "--timesteps", 4)
+    ref = run_json("run", MODEL, "--input", reference_h5(), "--timesteps", 4)
+    same_run(got, ref)
+    # an HDF5 input carries /labels: --labels is refused, naming the option
+    p = run("run", MODEL, "--input", reference_h5(), "--labels", lab, "--timesteps", 4,
+            "--no-progress", check=False)
+    assert p.returncode == 1 and "--labels" in p.stderr, p.stderr
+
+
+@test
+def encode_reads_idx():
+    imgs = write("enc-images-idx3-ubyte.gz", idx_bytes(PIXELS), gz=True)
+    write("enc-labels-idx1-ubyte.gz", idx_bytes(LABELS), gz=True)
+    out = path("enc_spikes.h5")
+    run("encode", "--input", imgs, "--output", out, "--encoding", "poisson", "--timesteps", 5,
+        "--seed", 3)
+    ref_out = path("enc_ref_spikes.h5")
+    run("encode", "--input", reference_h5(), "--output", ref_out, "--encoding", "poisson",
+        "--timesteps", 5, "--seed", 3)
+    with h5py.File(out) as a, h5py.File(ref_out) as b:
+        assert a["spikes"].shape == (12, 5, 1, 8, 8)
+        assert np.array_equal(a["spikes"][()], b["spikes"][()])
+        assert a["labels"][()].tolist() == LABELS.tolist()
+
+
+def refused(name, data, field, gz=False, labels=None, labels_field=None):
+    p = write(name + "-images-idx3-ubyte" + (".gz" if gz else ""), data, gz)
+    args = ["run", MODEL, "--input", p, "--timesteps", 4, "--no-progress"]
+    blamed = p
+    if labels is not None:
+        lp = write("x-" + name + "-labels", labels, gz)
+        args += ["--labels", lp]
+        blamed = lp
+    r = run(*args, check=False)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    what = f"{name}: exit {r.returncode}, stderr {r.stderr!r}"
+    assert r.returncode == 1, what
+    assert len(lines) == 1 and lines[0].startswith("ternion: error: "), what
+    assert f"{blamed}: {labels_field or field}:" in lines[0], what
+
+
+@test
+def hostile_idx_files():
+    good = idx_bytes(PIXELS)
+    for gz in (False, True):
+        s = "z" if gz else "r"
+        refused(f"magic{s}", b"\x00\x01\x08\x03" + good[4:], "magic", gz)
+        refused(f"rank{s}", b"\x00\x00\x08\x07" + good[4:], "magic", gz)
+        refused(f"float{s}", b"\x00\x00\x0d\x03" + good[4:], "magic", gz)
+        refused(f"header{s}", good[:9], "dims", gz)
+        refused(f"short{s}", good[:-1], "data", gz)
+        refused(f"trailing{s}", good + b"\x00", "data", gz)
+        refused(f"zero{s}", good[:4] + struct.pack(">III", 12, 0, 8) + good[16:], "dims", gz)
+        refused(f"huge{s}", good[:4] + struct.pack(">III", 0xFFFFFFFF, 0xFFFFFFFF, 8) + good[16:],
+                "dims", gz)
+        refused(f"labels{s}", good, None, gz, labels=idx_bytes(LABELS[:11]), labels_field="dims")
+        refused(f"labelmagic{s}", good, None, gz, labels=idx_bytes(PIXELS), labels_field="magic")
+    # a damaged gzip stream: the deflate data and the CRC
+    z = bytearray(gzip.compress(good))
+    z[20] ^= 0xFF
+    refused("deflate", bytes(z), "gzip")
+    z = bytearray(gzip.compress(good))
+    z[-6] ^= 0xFF  # CRC-32
+    refused("crc", bytes(z), "gzip")
+    refused("cut", gzip.compress(good)[:-12], "gzip")
+
+
+finish()

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -11,9 +12,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <tuple>
 
 #include "sim/h5io.hpp"
 #include "sim/rng.hpp"
+#include "sim/shard.hpp"
 
 namespace ternion {
 
@@ -71,12 +74,15 @@ void check_dims(const std::string& name, const char* field, const Shape& dims,
     }
 }
 
-// A spike tensor's rows (slices along its first axis) as float64, from HDF5 or .npy.
+// A spike tensor's rows (slices along its first axis) as float64, from HDF5, .npy or an array:
+// rows [start, start + count), and of each only [start1, start1 + count1) along the second
+// axis, as [count, count1, ...] row-major.
 class RowSource {
   public:
     virtual ~RowSource() = default;
     virtual Shape dims() const = 0;
-    virtual std::vector<double> rows(std::int64_t start, std::int64_t count) const = 0;
+    virtual std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
+                                      std::int64_t count1) const = 0;
     [[noreturn]] virtual void fail(const std::string& what) const = 0;
 };
 
@@ -90,8 +96,9 @@ class H5Rows final : public RowSource {
         dims_ = inf.dims;
     }
     Shape dims() const override { return dims_; }
-    std::vector<double> rows(std::int64_t start, std::int64_t count) const override {
-        return r_.read_double_rows("/spikes", start, count);
+    std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
+                              std::int64_t count1) const override {
+        return r_.read_double_block("/spikes", start, count, start1, count1);
     }
     [[noreturn]] void fail(const std::string& what) const override { r_.fail("/spikes", what); }
 
@@ -106,10 +113,16 @@ class ArrayRows final : public RowSource {
     ArrayRows(const std::int8_t* data, Shape dims, std::string name)
         : data_(data), dims_(std::move(dims)), name_(std::move(name)) {}
     Shape dims() const override { return dims_; }
-    std::vector<double> rows(std::int64_t start, std::int64_t count) const override {
-        std::int64_t row = 1;
-        for (std::size_t k = 1; k < dims_.size(); ++k) row *= dims_[k];
-        return std::vector<double>(data_ + start * row, data_ + (start + count) * row);
+    std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
+                              std::int64_t count1) const override {
+        const std::int64_t inner = numel(dims_) / (dims_[0] * dims_[1]), row = dims_[1] * inner;
+        std::vector<double> v;
+        v.reserve(static_cast<std::size_t>(count * count1 * inner));
+        for (std::int64_t r = start; r < start + count; ++r) {
+            const std::int8_t* p = data_ + r * row + start1 * inner;
+            v.insert(v.end(), p, p + count1 * inner);
+        }
+        return v;
     }
     [[noreturn]] void fail(const std::string& what) const override {
         throw InputError(name_, "/spikes", what);
@@ -185,18 +198,20 @@ class NpyRows final : public RowSource {
                  " needs " + std::to_string(total * size_));
     }
     Shape dims() const override { return dims_; }
-    std::vector<double> rows(std::int64_t start, std::int64_t count) const override {
-        std::int64_t row = 1;
-        for (std::size_t k = 1; k < dims_.size(); ++k) row *= dims_[k];
-        const std::int64_t n = row * count;
-        std::vector<unsigned char> raw(static_cast<std::size_t>(n * size_));
-        f_.clear();
-        f_.seekg(data_offset_ + start * row * size_);
-        f_.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
-        if (!f_) fail("read failed (truncated data)");
-        std::vector<double> v(static_cast<std::size_t>(n));
-        for (std::int64_t i = 0; i < n; ++i)
-            v[static_cast<std::size_t>(i)] = at(raw.data() + i * size_);
+    std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
+                              std::int64_t count1) const override {
+        const std::int64_t inner = numel(dims_) / (dims_[0] * dims_[1]), row = dims_[1] * inner;
+        const std::int64_t part = count1 * inner;  // values read from each row
+        std::vector<unsigned char> raw(static_cast<std::size_t>(part * size_));
+        std::vector<double> v;
+        v.reserve(static_cast<std::size_t>(count * part));
+        for (std::int64_t r = start; r < start + count; ++r) {
+            f_.clear();
+            f_.seekg(data_offset_ + (r * row + start1 * inner) * size_);
+            f_.read(reinterpret_cast<char*>(raw.data()), static_cast<std::streamsize>(raw.size()));
+            if (!f_) fail("read failed (truncated data)");
+            for (std::int64_t i = 0; i < part; ++i) v.push_back(at(raw.data() + i * size_));
+        }
         return v;
     }
     [[noreturn]] void fail(const std::string& what) const override {
@@ -261,79 +276,31 @@ class NpyRows final : public RowSource {
     Shape dims_;
 };
 
-// Spike tensors, kept as per-(sample, step) event lists so replay costs O(events).
+// The samples one process reads: its shard of the run's range [first_sample, first_sample +
+// samples), clamped to the file's `file_samples` (an out-of-range request reads nothing and is
+// refused later, by the pipeline, naming the option).
+Shard held_samples(const InputOptions& o, std::int64_t file_samples) {
+    const std::int64_t first = std::clamp<std::int64_t>(o.first_sample, 0, file_samples);
+    const std::int64_t left = file_samples - first;
+    const std::int64_t n = o.samples < 0 ? left : std::min(o.samples, left);
+    return shard_of(first, n, o.part, o.parts);
+}
+
+// Spike tensors, kept as per-(sample, step) event lists so replay costs O(events). Only the
+// held samples (held_samples) are read and checked.
 class SpikeInput final : public InputSource {
   public:
     SpikeInput(const RowSource& src, const std::string& path, const InputOptions& o) : path_(path) {
         const Shape dims = src.dims();
-        if (dims.size() < 3)
-            src.fail("expected [samples, T, ...shape] (or time-first [T, samples, ...]), got " +
-                     shape_str(dims));
-        std::int64_t total = 1;
-        for (auto d : dims) {
-            if (d <= 0) src.fail("empty dimension in " + shape_str(dims));
-            if (total > kMaxInputBytes / d) src.fail("absurd size " + shape_str(dims));
-            total *= d;
-        }
-        Layout lay = o.layout;
-        if (lay == Layout::automatic) {
-            const std::int64_t mt = o.model_timesteps;
-            if (mt > 0 && dims[0] == mt && dims[1] != mt)
-                src.fail("shape " + shape_str(dims) + " is ambiguous: samples-first reads " +
-                         std::to_string(dims[0]) + " samples of " + std::to_string(dims[1]) +
-                         " steps, time-first reads " + std::to_string(dims[1]) + " samples of " +
-                         std::to_string(dims[0]) + " steps (the model's metadata/timesteps is " +
-                         std::to_string(mt) + "); pass --layout samples-first or time-first");
-            lay = Layout::samples_first;
-        }
-        time_first_ = lay == Layout::time_first;
+        check_shape(src, dims);
+        time_first_ = choose_layout(src, dims, o) == Layout::time_first;
         samples_ = time_first_ ? dims[1] : dims[0];
         T_ = time_first_ ? dims[0] : dims[1];
         shape_.assign(dims.begin() + 2, dims.end());
         n_ = numel(shape_);
-        // Events keyed by (sample, step), read in slabs of the first axis.
-        std::vector<std::uint64_t> count(static_cast<std::size_t>(samples_ * T_ + 1), 0);
-        std::vector<std::uint64_t> key;
-        std::vector<std::uint32_t> idx;
-        std::vector<std::int8_t> val;
-        const std::int64_t per_row = dims[1] * n_;
-        const std::int64_t chunk = std::max<std::int64_t>(1, (std::int64_t{8} << 20) / per_row);
-        for (std::int64_t r0 = 0; r0 < dims[0]; r0 += chunk) {
-            const std::int64_t cnt = std::min(chunk, dims[0] - r0);
-            auto raw = src.rows(r0, cnt);
-            for (std::int64_t k = 0; k < cnt * dims[1]; ++k) {
-                const double* row = raw.data() + k * n_;
-                const std::int64_t a = r0 + k / dims[1], b = k % dims[1];
-                const std::int64_t s = time_first_ ? b : a, t = time_first_ ? a : b;
-                for (std::int64_t i = 0; i < n_; ++i) {
-                    const double v = row[i];
-                    if (v == 0.0) continue;
-                    if (v != 1.0 && v != -1.0) {
-                        char buf[64];
-                        std::snprintf(buf, sizeof buf, "%g", v);
-                        src.fail(std::string("value ") + buf + " at sample " + std::to_string(s) +
-                                 ", step " + std::to_string(t) + ", element " + std::to_string(i) +
-                                 " is not -1, 0 or 1 (spikes; analog data goes in /data)");
-                    }
-                    const auto kk = static_cast<std::uint64_t>(s * T_ + t);
-                    key.push_back(kk);
-                    idx.push_back(static_cast<std::uint32_t>(i));
-                    val.push_back(static_cast<std::int8_t>(v));
-                    ++count[kk + 1];
-                }
-            }
-        }
-        // Counting sort by (sample, step); events of one step keep their element order.
-        offsets_.assign(count.size(), 0);
-        for (std::size_t k = 1; k < count.size(); ++k) offsets_[k] = offsets_[k - 1] + count[k];
-        idx_.resize(idx.size());
-        val_.resize(val.size());
-        std::vector<std::uint64_t> pos(offsets_.begin(), offsets_.end() - 1);
-        for (std::size_t e = 0; e < key.size(); ++e) {
-            const auto p = pos[key[e]]++;
-            idx_[p] = idx[e];
-            val_[p] = val[e];
-        }
+        held_ = held_samples(o, samples_);
+        Events ev = read_events(src);
+        sort_events(ev);
     }
     void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     bool time_first() const { return time_first_; }
@@ -342,7 +309,9 @@ class SpikeInput final : public InputSource {
     std::int64_t fixed_timesteps() const override { return T_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t, Activity& out,
               OpCounts&) const override {
-        const auto k = static_cast<std::size_t>(s * T_ + t);
+        if (s < held_.first || s >= held_.first + held_.count)
+            throw InternalError("input sample " + std::to_string(s) + " is not held");
+        const auto k = static_cast<std::size_t>((s - held_.first) * T_ + t);
         for (auto e = offsets_[k]; e < offsets_[k + 1]; ++e) {
             out.values[idx_[e]] = static_cast<float>(val_[e]);
             out.active.push_back(idx_[e]);
@@ -353,8 +322,110 @@ class SpikeInput final : public InputSource {
     std::string describe() const override { return path_; }
 
   private:
+    // Events in file order, keyed by (held sample, step).
+    struct Events {
+        std::vector<std::uint64_t> count, key;
+        std::vector<std::uint32_t> idx;
+        std::vector<std::int8_t> val;
+    };
+    // The first value that is not a spike, by (sample, step, element): the same one whichever
+    // order the file is read in and however the samples are split across processes.
+    struct BadValue {
+        std::int64_t s = -1, t = 0, i = 0;
+        double v = 0.0;
+        bool before(std::int64_t s2, std::int64_t t2, std::int64_t i2) const {
+            return s < 0 || std::tie(s2, t2, i2) < std::tie(s, t, i);
+        }
+    };
+
+    static void check_shape(const RowSource& src, const Shape& dims) {
+        if (dims.size() < 3)
+            src.fail("expected [samples, T, ...shape] (or time-first [T, samples, ...]), got " +
+                     shape_str(dims));
+        std::int64_t total = 1;
+        for (auto d : dims) {
+            if (d <= 0) src.fail("empty dimension in " + shape_str(dims));
+            if (total > kMaxInputBytes / d) src.fail("absurd size " + shape_str(dims));
+            total *= d;
+        }
+    }
+    static Layout choose_layout(const RowSource& src, const Shape& dims, const InputOptions& o) {
+        if (o.layout != Layout::automatic) return o.layout;
+        const std::int64_t mt = o.model_timesteps;
+        if (mt > 0 && dims[0] == mt && dims[1] != mt)
+            src.fail("shape " + shape_str(dims) + " is ambiguous: samples-first reads " +
+                     std::to_string(dims[0]) + " samples of " + std::to_string(dims[1]) +
+                     " steps, time-first reads " + std::to_string(dims[1]) + " samples of " +
+                     std::to_string(dims[0]) + " steps (the model's metadata/timesteps is " +
+                     std::to_string(mt) + "); pass --layout samples-first or time-first");
+        return Layout::samples_first;
+    }
+    // The held samples' slab of the file, read in pieces of about 8 MiB along the first axis:
+    // rows of samples (samples-first), or every step's columns of held samples (time-first).
+    Events read_events(const RowSource& src) const {
+        Events ev;
+        ev.count.assign(static_cast<std::size_t>(held_.count * T_ + 1), 0);
+        if (held_.count == 0) return ev;
+        const std::int64_t r_first = time_first_ ? 0 : held_.first;
+        const std::int64_t r_count = time_first_ ? T_ : held_.count;
+        const std::int64_t c_first = time_first_ ? held_.first : 0;
+        const std::int64_t c_count = time_first_ ? held_.count : T_;
+        const std::int64_t chunk =
+            std::max<std::int64_t>(1, (std::int64_t{8} << 20) / (c_count * n_));
+        BadValue bad;
+        for (std::int64_t r0 = r_first; r0 < r_first + r_count; r0 += chunk) {
+            const std::int64_t cnt = std::min(chunk, r_first + r_count - r0);
+            const auto raw = src.block(r0, cnt, c_first, c_count);
+            for (std::int64_t k = 0; k < cnt * c_count; ++k) {
+                const std::int64_t a = r0 + k / c_count, b = c_first + k % c_count;
+                const std::int64_t s = time_first_ ? b : a, t = time_first_ ? a : b;
+                add_row(ev, bad, raw.data() + k * n_, s, t);
+            }
+        }
+        if (bad.s >= 0) fail_value(src, bad);
+        return ev;
+    }
+    void add_row(Events& ev, BadValue& bad, const double* row, std::int64_t s,
+                 std::int64_t t) const {
+        const auto kk = static_cast<std::uint64_t>((s - held_.first) * T_ + t);
+        for (std::int64_t i = 0; i < n_; ++i) {
+            const double v = row[i];
+            if (v == 0.0) continue;
+            if (v != 1.0 && v != -1.0) {
+                if (bad.before(s, t, i)) bad = {s, t, i, v};
+                continue;
+            }
+            ev.key.push_back(kk);
+            ev.idx.push_back(static_cast<std::uint32_t>(i));
+            ev.val.push_back(static_cast<std::int8_t>(v));
+            ++ev.count[kk + 1];
+        }
+    }
+    static void fail_value(const RowSource& src, const BadValue& b) {
+        char buf[64];
+        std::snprintf(buf, sizeof buf, "%g", b.v);
+        src.fail(std::string("value ") + buf + " at sample " + std::to_string(b.s) + ", step " +
+                 std::to_string(b.t) + ", element " + std::to_string(b.i) +
+                 " is not -1, 0 or 1 (spikes; analog data goes in /data)");
+    }
+    // Counting sort by (sample, step); events of one step keep their element order.
+    void sort_events(const Events& ev) {
+        offsets_.assign(ev.count.size(), 0);
+        for (std::size_t k = 1; k < ev.count.size(); ++k)
+            offsets_[k] = offsets_[k - 1] + ev.count[k];
+        idx_.resize(ev.idx.size());
+        val_.resize(ev.val.size());
+        std::vector<std::uint64_t> pos(offsets_.begin(), offsets_.end() - 1);
+        for (std::size_t e = 0; e < ev.key.size(); ++e) {
+            const auto p = pos[ev.key[e]]++;
+            idx_[p] = ev.idx[e];
+            val_[p] = ev.val[e];
+        }
+    }
+
     std::string path_;
     bool time_first_ = false;
+    Shard held_;
     std::int64_t samples_ = 0, T_ = 0, n_ = 0;
     Shape shape_;
     std::vector<std::uint64_t> offsets_;
@@ -365,10 +436,12 @@ class SpikeInput final : public InputSource {
 
 class AnalogInput final : public InputSource {
   public:
-    // `data` holds [samples, ...shape] values, kept alive by `owner` (zero-copy for the
-    // caller's arrays; `owner` may be null when the caller guarantees the lifetime).
+    // `dims` is the whole input's [samples, ...shape]; `data` holds the values of samples
+    // [held.first, held.first + held.count) (by default all), kept alive by `owner` (zero-copy
+    // for the caller's arrays; `owner` may be null when the caller guarantees the lifetime).
     AnalogInput(std::string name, const Shape& dims, const float* data,
-                std::shared_ptr<const void> owner, const InputOptions& o)
+                std::shared_ptr<const void> owner, const InputOptions& o,
+                std::optional<Shard> held = std::nullopt)
         : path_(std::move(name)), enc_(o.encoding), T_(o.timesteps), owner_(std::move(owner)) {
         if (dims.size() < 2)
             throw InputError(path_, "/data",
@@ -378,19 +451,22 @@ class AnalogInput final : public InputSource {
         shape_.assign(dims.begin() + 1, dims.end());
         n_ = numel(shape_);
         data_ = data;
-        const std::int64_t total = samples_ * n_;
+        held_ = held ? *held : Shard{0, samples_};
+        const std::int64_t total = held_.count * n_;
         for (std::int64_t k = 0; k < total; ++k)
             if (!std::isfinite(data_[k]))
                 throw InputError(path_, "/data",
-                                 "NaN or Inf at sample " + std::to_string(k / n_) + ", element " +
-                                     std::to_string(k % n_));
+                                 "NaN or Inf at sample " + std::to_string(held_.first + k / n_) +
+                                     ", element " + std::to_string(k % n_));
     }
     void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     std::int64_t num_samples() const override { return samples_; }
     Shape sample_shape() const override { return shape_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t seed, Activity& out,
               OpCounts& ops) const override {
-        const float* x = data_ + s * n_;
+        if (s < held_.first || s >= held_.first + held_.count)
+            throw InternalError("input sample " + std::to_string(s) + " is not held");
+        const float* x = data_ + (s - held_.first) * n_;
         out.ternary = true;
         for (std::int64_t i = 0; i < n_; ++i) {
             float v = 0.0f;
@@ -429,6 +505,7 @@ class AnalogInput final : public InputSource {
     std::string path_;
     Encoding enc_;
     std::int64_t T_, samples_ = 0, n_ = 0;
+    Shard held_;
     Shape shape_;
     std::shared_ptr<const void> owner_;
     const float* data_ = nullptr;
@@ -453,8 +530,11 @@ std::unique_ptr<InputSource> open_analog(const h5::Reader& r, const InputOptions
     if (inf.dims.size() < 2)
         r.fail("/data", "expected [samples, ...shape], got " + shape_str(inf.dims));
     check_dims(r.path(), "/data", inf.dims, 4);
-    auto data = std::make_shared<std::vector<float>>(r.read_floats("/data"));
-    auto src = std::make_unique<AnalogInput>(r.path(), inf.dims, data->data(), data, o);
+    r.check_storage("/data");
+    const Shard held = held_samples(o, inf.dims[0]);
+    auto data =
+        std::make_shared<std::vector<float>>(r.read_float_rows("/data", held.first, held.count));
+    auto src = std::make_unique<AnalogInput>(r.path(), inf.dims, data->data(), data, o, held);
     src->set_labels(read_labels(r, src->num_samples()));
     return src;
 }
@@ -566,11 +646,17 @@ std::unique_ptr<InputSource> open_idx(const std::string& path, const InputOption
     Shape shape(dims.begin() + 1, dims.end());
     if (shape.size() == 2) shape.insert(shape.begin(), 1);  // [H, W] images: one channel
     const std::int64_t n = numel(shape);
-    std::vector<unsigned char> raw(static_cast<std::size_t>(samples * n));
-    f.read(raw.data(), raw.size(), "data");
+    // A compressed stream is read through; only the held samples' pixels are kept.
+    const Shard held = held_samples(o, samples);
+    auto data = std::make_shared<std::vector<float>>(static_cast<std::size_t>(held.count * n));
+    std::vector<unsigned char> row(static_cast<std::size_t>(n));
+    for (std::int64_t k = 0; k < samples; ++k) {
+        f.read(row.data(), row.size(), "data");
+        if (k < held.first || k >= held.first + held.count) continue;
+        float* out = data->data() + (k - held.first) * n;
+        for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(row[i]) / 255.0f;
+    }
     f.expect_end();
-    auto data = std::make_shared<std::vector<float>>(raw.size());
-    for (std::size_t k = 0; k < raw.size(); ++k) (*data)[k] = static_cast<float>(raw[k]) / 255.0f;
 
     std::string lpath = o.labels;
     if (lpath.empty()) {
@@ -593,7 +679,7 @@ std::unique_ptr<InputSource> open_idx(const std::string& path, const InputOption
     }
     Shape full{samples};
     full.insert(full.end(), shape.begin(), shape.end());
-    auto src = std::make_unique<AnalogInput>(path, full, data->data(), data, o);
+    auto src = std::make_unique<AnalogInput>(path, full, data->data(), data, o, held);
     src->set_labels(std::move(labels));
     return src;
 }

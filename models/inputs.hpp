@@ -31,10 +31,11 @@ struct InputOptions {
     // The model's metadata/timesteps (0: none): a spike tensor whose first axis has this
     // length and whose second does not is refused without --layout, naming both readings.
     std::int64_t model_timesteps = 0;
-    // A file read by one process of a run split across `parts` (sim/shard.hpp): of the run's
-    // samples [first_sample, first_sample + samples) (samples -1: to the end) a process may hold
-    // only its shard (today every process reads the whole file). num_samples() stays the file's;
-    // fill() takes global indices of held samples. parts 1: every sample is held.
+    // The samples read: of the run's range [first_sample, first_sample + samples) (samples -1:
+    // to the end), the shard of process `part` of `parts` (sim/shard.hpp; parts 1: the whole
+    // range). Only those are read and checked: an HDF5 or .npy file through a hyperslab, an
+    // IDX stream read through. num_samples() stays the file's; fill() takes global indices of
+    // held samples.
     int part = 0, parts = 1;
     std::int64_t first_sample = 0, samples = -1;
     // An IDX labels file for IDX images; empty: the images' sibling labels file, if it exists.

@@ -298,20 +298,32 @@ std::vector<std::int8_t> Reader::read_int8(const std::string& ds, DatasetInfo* i
 }
 
 namespace {
-// Rows [start, start + count) of ds into out (capacity elements) or, when out is null, into a
-// new vector (returned).
+// Which part of a dataset to read: rows [start, start + count) and, when count1 >= 0, only
+// [start1, start1 + count1) along the second axis.
+struct Slab {
+    std::int64_t start = 0, count = 0, start1 = 0, count1 = -1;
+};
+
+// A slab of ds into out (capacity elements) or, when out is null, into a new vector (returned).
 template <class T>
-std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, std::int64_t start,
-                         std::int64_t count, hid_t mem_type, T* out = nullptr,
-                         std::size_t capacity = 0) {
+std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, Slab slab,
+                         hid_t mem_type, T* out = nullptr, std::size_t capacity = 0) {
     DatasetInfo inf = r.info(ds);
-    if (inf.dims.empty() || start < 0 || count < 0 || start + count > inf.dims[0])
+    if (inf.dims.empty() || slab.start < 0 || slab.count < 0 ||
+        slab.start + slab.count > inf.dims[0])
         r.fail(ds, "row range out of bounds");
+    if (slab.count1 >= 0 &&
+        (inf.dims.size() < 2 || slab.start1 < 0 || slab.start1 + slab.count1 > inf.dims[1]))
+        r.fail(ds, "column range out of bounds");
     Handle d(H5Dopen2(file, ds.c_str(), H5P_DEFAULT), H5Dclose);
     Handle fspace(H5Dget_space(d.id()), H5Sclose);
     std::vector<hsize_t> st(inf.dims.size(), 0), cnt(inf.dims.begin(), inf.dims.end());
-    st[0] = static_cast<hsize_t>(start);
-    cnt[0] = static_cast<hsize_t>(count);
+    st[0] = static_cast<hsize_t>(slab.start);
+    cnt[0] = static_cast<hsize_t>(slab.count);
+    if (slab.count1 >= 0) {
+        st[1] = static_cast<hsize_t>(slab.start1);
+        cnt[1] = static_cast<hsize_t>(slab.count1);
+    }
     std::int64_t n = 1;
     for (auto c : cnt) n *= static_cast<std::int64_t>(c);
     std::vector<T> v;
@@ -333,31 +345,38 @@ std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, std
 
 std::vector<std::int8_t> Reader::read_int8_rows(const std::string& ds, std::int64_t start,
                                                 std::int64_t count) const {
-    return read_rows<std::int8_t>(*this, file_.id(), ds, start, count, H5T_NATIVE_INT8);
+    return read_rows<std::int8_t>(*this, file_.id(), ds, {start, count}, H5T_NATIVE_INT8);
 }
 std::vector<float> Reader::read_float_rows(const std::string& ds, std::int64_t start,
                                            std::int64_t count) const {
-    return read_rows<float>(*this, file_.id(), ds, start, count, H5T_NATIVE_FLOAT);
+    return read_rows<float>(*this, file_.id(), ds, {start, count}, H5T_NATIVE_FLOAT);
 }
 void Reader::read_float_rows(const std::string& ds, std::int64_t start, std::int64_t count,
                              float* out, std::size_t capacity) const {
-    read_rows<float>(*this, file_.id(), ds, start, count, H5T_NATIVE_FLOAT, out, capacity);
+    read_rows<float>(*this, file_.id(), ds, {start, count}, H5T_NATIVE_FLOAT, out, capacity);
 }
 
 std::vector<double> Reader::read_double_rows(const std::string& ds, std::int64_t start,
                                              std::int64_t count) const {
+    return read_double_block(ds, start, count, 0, -1);
+}
+
+std::vector<double> Reader::read_double_block(const std::string& ds, std::int64_t start,
+                                              std::int64_t count, std::int64_t start1,
+                                              std::int64_t count1) const {
+    const Slab slab{start, count, start1, count1};
     const DatasetInfo inf = info(ds);
     if (inf.is_enum) {
         // h5py's bool: an enum over int8. Read the raw bytes through the enum type itself.
         Handle d = open_dataset(ds);
         Handle ft(H5Dget_type(d.id()), H5Tclose);
         Handle mt(H5Tget_native_type(ft.id(), H5T_DIR_ASCEND), H5Tclose);
-        auto raw = read_rows<std::int8_t>(*this, file_.id(), ds, start, count, mt.id());
+        auto raw = read_rows<std::int8_t>(*this, file_.id(), ds, slab, mt.id());
         return {raw.begin(), raw.end()};
     }
     if (inf.kind != Kind::integer && inf.kind != Kind::floating)
         fail(ds, "expected a numeric or bool dataset");
-    return read_rows<double>(*this, file_.id(), ds, start, count, H5T_NATIVE_DOUBLE);
+    return read_rows<double>(*this, file_.id(), ds, slab, H5T_NATIVE_DOUBLE);
 }
 
 std::vector<std::string> Reader::read_strings(const std::string& ds, Shape* dims_out) const {

@@ -83,6 +83,11 @@ class Reader {
     // Rows as float64, from any integer, float or 1-byte enum (h5py bool) dataset.
     std::vector<double> read_double_rows(const std::string& ds, std::int64_t start,
                                          std::int64_t count) const;
+    // The same for rows [start, start+count) and, within them, [start1, start1+count1) along
+    // the second axis (a time-first spike tensor's samples): [count, count1, ...] row-major.
+    std::vector<double> read_double_block(const std::string& ds, std::int64_t start,
+                                          std::int64_t count, std::int64_t start1,
+                                          std::int64_t count1) const;
     std::vector<float> read_float_rows(const std::string& ds, std::int64_t start,
                                        std::int64_t count) const;
     // The same into a caller's buffer of `capacity` floats (e.g. a LargeVector).

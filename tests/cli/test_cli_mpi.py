@@ -164,16 +164,29 @@ def errors_reported_once():
     spikes_file(path("bad_in.h5"), bad)
     msg = expect_same_error([model, "--input", path("bad_in.h5")], ranks=(1, 2, 3))
     assert "sample 6" in msg, msg
-    # a defect outside the samples run: still read and reported, by the rank whose share it is
-    msg = expect_same_error([model, "--input", path("bad_in.h5"), "--samples", "3"])
-    assert "sample 6" in msg, msg
+    # only the samples a run covers are read: a defect outside them is no error, serially or not
+    same_runs([model, "--input", path("bad_in.h5"), "--threads", "1", "--samples", "3"],
+              ranks=(2, 3))
+    # time-first [T, S, n], read by steps: the defect reported is the first by sample, then step
+    # (sample 2 at step 7, not sample 6 at step 1), whichever rank holds which samples
+    tf = np.transpose((np.random.default_rng(4).random((8, 9, 12)) < 0.3).astype(np.int8),
+                      (1, 0, 2)).copy()
+    tf[1, 6, 0] = 3
+    tf[7, 2, 5] = -2
+    spikes_file(path("bad_tf.h5"), tf)
+    msg = expect_same_error([model, "--input", path("bad_tf.h5"), "--layout", "time-first"],
+                            ranks=(1, 2, 3))
+    assert "sample 2, step 7, element 5" in msg, msg
     data = np.random.default_rng(2).random((9, 12)).astype(np.float32)
     data[7, 5] = np.nan
     with __import__("h5py").File(path("nan_in.h5"), "w") as f:
         f["data"] = data
+        f["labels"] = np.arange(9) % 4
     msg = expect_same_error([model, "--input", path("nan_in.h5"), "-T", "4", "--first", "1",
-                             "--samples", "4"])
+                             "--samples", "7"])
     assert "sample 7" in msg, msg
+    same_runs([model, "--input", path("nan_in.h5"), "-T", "4", "--threads", "1", "--first", "1",
+               "--samples", "4"], ranks=(2, 3))
 
 
 def rank_pid(root, rank):

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 
 #include "models/inputs.hpp"
 #include "models/nir_loader.hpp"
@@ -116,4 +117,104 @@ TEST_CASE("append_part: parts merged in order equal the whole run, traces includ
             CHECK(std::memcmp(want[b].data, got[b].data, 5 * want[b].row_bytes) == 0);
     }
     CHECK(whole.nodes[static_cast<std::size_t>(g->find("fc"))].binary_in_steps > 0);
+}
+
+namespace {
+
+// What an input gives for sample s: every step's active elements and values.
+std::vector<std::pair<std::uint32_t, float>> sample_events(const InputSource& src, std::int64_t s,
+                                                           std::int64_t T) {
+    Activity a;
+    a.resize(numel(src.sample_shape()));
+    OpCounts ops;
+    std::vector<std::pair<std::uint32_t, float>> out;
+    for (std::int64_t t = 0; t < T; ++t) {
+        a.clear();
+        src.fill(s, t, 5, a, ops);
+        for (auto i : a.active)
+            out.emplace_back(i + 1000 * static_cast<std::uint32_t>(t), a.values[i]);
+    }
+    return out;
+}
+
+// numpy.save's format 1.0 for an int8 C-order array.
+void write_npy(const std::string& path, const std::vector<std::int8_t>& v, const Shape& dims) {
+    std::string shape = "(";
+    for (auto d : dims) shape += std::to_string(d) + ", ";
+    shape += ")";
+    std::string h = "{'descr': '|i1', 'fortran_order': False, 'shape': " + shape + ", }";
+    while ((10 + h.size() + 1) % 64) h += ' ';
+    h += '\n';
+    std::ofstream f(path, std::ios::binary);
+    f.write("\x93NUMPY\x01\x00", 8);
+    const char len[2] = {static_cast<char>(h.size() & 0xff), static_cast<char>(h.size() >> 8)};
+    f.write(len, 2);
+    f.write(h.data(), static_cast<std::streamsize>(h.size()));
+    f.write(reinterpret_cast<const char*>(v.data()), static_cast<std::streamsize>(v.size()));
+}
+
+}  // namespace
+
+TEST_CASE("a process reads only its shard of the run's samples, from every input format") {
+    const std::int64_t S = 8, T = 5, n = 6, first = 1, run = 6;  // the run: samples 1..6
+    std::vector<std::int8_t> st(static_cast<std::size_t>(S * T * n)), ts(st.size());
+    for (std::int64_t s = 0; s < S; ++s)
+        for (std::int64_t t = 0; t < T; ++t)
+            for (std::int64_t i = 0; i < n; ++i) {
+                const auto v = static_cast<std::int8_t>(
+                    (s * 5 + t * 3 + i * 7) % 4 == 0 ? ((s + i) % 2 ? 1 : -1) : 0);
+                st[static_cast<std::size_t>((s * T + t) * n + i)] = v;
+                ts[static_cast<std::size_t>((t * S + s) * n + i)] = v;
+            }
+    // A defect in sample 7, outside the run: only a process that reads it may see it.
+    st[static_cast<std::size_t>((7 * T + 2) * n + 1)] = 2;
+    ts[static_cast<std::size_t>((2 * S + 7) * n + 1)] = 2;
+    TempFile h5_st, h5_ts, npy(".npy"), analog;
+    write_spikes(h5_st.path(), st, {S, T, n});
+    write_spikes(h5_ts.path(), ts, {T, S, n});
+    write_npy(npy.path(), st, {S, T, n});
+    std::vector<float> d(static_cast<std::size_t>(S * n));
+    for (std::size_t k = 0; k < d.size(); ++k) d[k] = 0.1f * static_cast<float>(k % 9);
+    d[static_cast<std::size_t>(7 * n + 3)] = std::nanf("");
+    write_data(analog.path(), d, {S, n});
+
+    struct Case {
+        std::string path;
+        Layout layout;
+        Encoding enc;
+    };
+    const std::vector<Case> cases{{h5_st.path(), Layout::samples_first, Encoding::direct},
+                                  {h5_ts.path(), Layout::time_first, Encoding::direct},
+                                  {npy.path(), Layout::samples_first, Encoding::direct},
+                                  {analog.path(), Layout::automatic, Encoding::poisson}};
+    for (const auto& c : cases) {
+        CAPTURE(c.path);
+        InputOptions whole_o;
+        whole_o.layout = c.layout;
+        whole_o.encoding = c.enc;
+        whole_o.timesteps = T;
+        whole_o.first_sample = first;
+        whole_o.samples = run;
+        const auto whole = open_input(c.path, whole_o);
+        CHECK(whole->num_samples() == S);
+        // The whole file, defect included, is refused naming sample 7.
+        InputOptions all = whole_o;
+        all.samples = -1;
+        CHECK_THROWS_WITH_AS(open_input(c.path, all), doctest::Contains("sample 7"), InputError);
+        for (int parts : {1, 2, 3, 4}) {
+            for (int part = 0; part < parts; ++part) {
+                InputOptions o = whole_o;
+                o.part = part;
+                o.parts = parts;
+                const auto mine = open_input(c.path, o);
+                CHECK(mine->num_samples() == S);
+                const Shard sh = shard_of(first, run, part, parts);
+                for (std::int64_t s = sh.first; s < sh.first + sh.count; ++s)
+                    CHECK(sample_events(*mine, s, T) == sample_events(*whole, s, T));
+                // A sample outside the shard was never read.
+                const std::int64_t other = sh.first > first ? first : first + run - 1;
+                if (sh.count < run) CHECK_THROWS_AS(sample_events(*mine, other, T), InternalError);
+            }
+        }
+    }
 }

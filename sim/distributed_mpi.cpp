@@ -50,19 +50,24 @@ double timeout_floor() {
     return v > 0 ? v : 300.0;
 }
 
+// A rank that waited `limit_s` for the others ends the job: one of them hangs.
+[[noreturn]] void end_hung_job(double limit_s) {
+    std::fprintf(stderr,
+                 "ternion: error: rank %d: the other processes did not answer within %.0f s "
+                 "(TERNION_MPI_TIMEOUT plus twice this stage's time); ending the job\n",
+                 g_rank, limit_s);
+    std::fflush(stderr);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    std::exit(1);
+}
+
 // Completes `req`, or aborts the job once `limit_s` have passed.
 void wait_or_abort(MPI_Request& req, double limit_s) {
     const auto t0 = Clock::now();
     int done = 0;
     auto nap = std::chrono::microseconds(50);
     while (MPI_Test(&req, &done, MPI_STATUS_IGNORE), !done) {
-        if (seconds_since(t0) > limit_s) {
-            std::fprintf(stderr,
-                         "ternion: error: rank %d: the other processes did not answer within "
-                         "%.0f s; ending the job\n",
-                         g_rank, limit_s);
-            MPI_Abort(MPI_COMM_WORLD, 1);
-        }
+        if (seconds_since(t0) > limit_s) end_hung_job(limit_s);
         std::this_thread::sleep_for(nap);
         nap = std::min(nap * 2, std::chrono::microseconds(20000));
     }
@@ -306,7 +311,15 @@ struct Progress::Impl {
         std::vector<long long> counts(static_cast<std::size_t>(g_size), 0);
         int finals = 0;
         auto last_draw = Clock::now();
+        // Once this rank is done, the others' last messages are waited for as at an agreement.
+        std::optional<Clock::time_point> stopped;
+        double limit_s = 0.0;
         while (finals < g_size - 1 || !stop.load()) {
+            if (!stopped && stop.load()) {
+                stopped = Clock::now();
+                limit_s = timeout_floor() + 2 * seconds_since(start);
+            }
+            if (stopped && seconds_since(*stopped) > limit_s) end_hung_job(limit_s);
             int flag = 0;
             MPI_Status st;
             MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, &st);

@@ -205,9 +205,9 @@ def rank_pid(root, rank):
 
 
 @test
-def killed_rank_stops_the_job_and_leaves_no_trace():
-    # Long enough to be killed mid-run on any machine: 400 neurons for a million steps of
-    # Poisson input, 6 samples on one thread per rank (seconds per sample), without a big file.
+def slow_network():
+    # 400 neurons, Poisson input, 6 samples: about a second per sample per 200 000 steps on one
+    # thread, without a big file.
     rng = np.random.default_rng(5)
     n = 400
     tau = np.full(n, 0.02, np.float32)
@@ -219,14 +219,14 @@ def killed_rank_stops_the_job_and_leaves_no_trace():
      .edge("input", "fc").edge("fc", "lif").edge("lif", "output").write(path("slow.h5")))
     with h5py.File(path("slow_in.h5"), "w") as f:
         f["data"] = (rng.random((6, n)) * 0.1).astype(np.float32)
-    tr = path("kept.h5")
-    with open(tr, "wb") as f:
-        f.write(b"older trace")
-    cmd = [MPIEXEC, "-n", "2", "--bind-to", "none", TERNION, "run", path("slow.h5"), "--input",
-           path("slow_in.h5"), "--timesteps", "1000000", "--encoding", "poisson", "--threads", "1",
-           "--no-progress", "--trace", tr, "--record", "ops", "--record-nodes", "output",
+
+
+def start_ranks(k, steps, tr, env=ENV):
+    cmd = [MPIEXEC, "-n", str(k), "--bind-to", "none", TERNION, "run", path("slow.h5"), "--input",
+           path("slow_in.h5"), "--timesteps", str(steps), "--encoding", "poisson", "--threads",
+           "1", "--no-progress", "--trace", tr, "--record", "ops", "--record-nodes", "output",
            "--record-samples", "0"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV, text=True)
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True)
     victim = None
     for _ in range(200):
         time.sleep(0.05)
@@ -234,6 +234,17 @@ def killed_rank_stops_the_job_and_leaves_no_trace():
         if victim:
             break
     assert victim, "rank 1 not found"
+    return p, victim
+
+
+@test
+def killed_rank_stops_the_job_and_leaves_no_trace():
+    # Long enough to be killed mid-run on any machine: a million steps per sample.
+    slow_network()
+    tr = path("kept.h5")
+    with open(tr, "wb") as f:
+        f.write(b"older trace")
+    p, victim = start_ranks(2, 1000000, tr)
     time.sleep(1.0)
     assert p.poll() is None, "the run ended before rank 1 was killed: make it longer"
     t0 = time.time()
@@ -248,6 +259,36 @@ def killed_rank_stops_the_job_and_leaves_no_trace():
     leftovers = [f for f in os.listdir(os.path.dirname(tr)) if f.startswith(".kept.h5.tmp")]
     assert not leftovers, leftovers
     print(f"     rank 1 killed: job ended {time.time() - t0:.1f} s later")
+
+
+@test
+def hung_rank_is_timed_out():
+    # Rank 1 stopped (SIGSTOP) mid-run: rank 0 finishes its share, waits at the next agreement
+    # TERNION_MPI_TIMEOUT (2 s) plus twice its own time, then ends the job.
+    slow_network()
+    tr = path("kept_hung.h5")
+    with open(tr, "wb") as f:
+        f.write(b"older trace")
+    p, victim = start_ranks(2, 200000, tr, env=dict(ENV, TERNION_MPI_TIMEOUT="2"))
+    time.sleep(0.5)
+    assert p.poll() is None, "the run ended before rank 1 was stopped: make it longer"
+    t0 = time.time()
+    os.kill(victim, signal.SIGSTOP)
+    try:
+        _, err = p.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        os.kill(victim, signal.SIGKILL)
+        p.kill()
+        raise AssertionError("the job did not end within 120 s of rank 1 hanging")
+    finally:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert p.returncode != 0
+    assert "did not answer within" in err and "TERNION_MPI_TIMEOUT" in err, err
+    assert open(tr, "rb").read() == b"older trace"
+    print(f"     rank 1 stopped: job ended {time.time() - t0:.1f} s later")
 
 
 finish()

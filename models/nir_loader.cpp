@@ -208,14 +208,8 @@ GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::str
 
 }  // namespace
 
-std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
-                                  LoadReport& rep) {
-    h5::Reader r(path);
-    if (!r.is_group("/node")) r.fail("/node", "missing group: not a NIR graph file");
-    if (r.is_dataset("/node/type")) {
-        auto t = r.read_string("/node/type");
-        if (t != "NIRGraph") r.fail("/node/type", "expected \"NIRGraph\", got \"" + t + "\"");
-    }
+LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConventions& file,
+                                 const std::string& origin, LoadReport& rep) {
     LoadOptions o;
     // The writer's conventions: --from, else the file's metadata/from, else NIR's.
     std::string dialect_name = "nir";
@@ -223,12 +217,13 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
     if (user.from) {
         dialect_name = *user.from;
         rep.dialect_source = "option --from";
-    } else if (auto m = metadata_string(r, "/node", "from")) {
-        dialect_name = *m;
+    } else if (file.from) {
+        dialect_name = *file.from;
         rep.dialect_source = "file metadata";
         bool known = false;
-        for (const auto& d : dialects()) known = known || d.name == *m;
-        if (!known) throw InputError(path, "metadata/from", "unknown framework '" + *m + "'");
+        for (const auto& d : dialects()) known = known || d.name == *file.from;
+        if (!known)
+            throw InputError(origin, "metadata/from", "unknown framework '" + *file.from + "'");
     }
     const Dialect& dia = find_dialect(dialect_name);
     o.dialect = dia.name;
@@ -244,13 +239,14 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
     if (user.dt) {
         o.dt = *user.dt;
         rep.dt_source = "option --dt";
-        if (auto m = metadata_number(r, "/node", "dt"); m && std::fabs(*m - *user.dt) > 1e-12)
+        if (file.dt && std::fabs(*file.dt - *user.dt) > 1e-12)
             rep.notes.push_back("--dt " + std::to_string(*user.dt) + " overrides the file's dt " +
-                                std::to_string(*m));
-    } else if (auto m = metadata_number(r, "/node", "dt")) {
-        o.dt = *m;
+                                std::to_string(*file.dt));
+    } else if (file.dt) {
+        o.dt = *file.dt;
         rep.dt_source = "file metadata";
-        rep.notes.push_back("using dt = " + std::to_string(*m) + " s from the file's metadata");
+        rep.notes.push_back("using dt = " + std::to_string(*file.dt) +
+                            " s from the file's metadata");
     } else if (dia.dt) {
         o.dt = *dia.dt;
         rep.dt_source = "--from " + dia.name;
@@ -259,19 +255,21 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
         rep.dt_source = "default";
     }
     if (!(o.dt > 0) || !std::isfinite(o.dt))
-        throw InputError(path, "metadata/dt", "dt must be positive");
-    auto pick = [&](const std::optional<std::string>& u, const char* key, const char* dflt,
-                    std::set<std::string> allowed, std::string& source) {
+        throw InputError(origin, "metadata/dt", "dt must be positive");
+    auto pick = [&](const std::optional<std::string>& u, const std::optional<std::string>& m,
+                    const char* key, const char* dflt, std::set<std::string> allowed,
+                    std::string& source) {
         std::string v;
         if (u) {
             v = *u;
             source = std::string("option --") + key;
             if (!allowed.count(v)) throw OptionError(key, "unknown value '" + v + "'");
-        } else if (auto m = metadata_string(r, "/node", key)) {
+        } else if (m) {
             v = *m;
             source = "file metadata";
             if (!allowed.count(v))
-                throw InputError(path, std::string("metadata/") + key, "unknown value '" + v + "'");
+                throw InputError(origin, std::string("metadata/") + key,
+                                 "unknown value '" + v + "'");
             rep.notes.push_back(std::string("using ") + key + " = " + v +
                                 " from the file's metadata");
         } else {
@@ -280,12 +278,31 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
         }
         return v;
     };
-    o.discretization = pick(user.discretization, "discretization", dia.discretization.c_str(),
-                            {"euler", "exact"}, rep.discretization_source);
-    o.reset = pick(user.reset, "reset", dia.reset.c_str(), {"zero", "subtract"}, rep.reset_source);
+    o.discretization =
+        pick(user.discretization, file.discretization, "discretization", dia.discretization.c_str(),
+             {"euler", "exact"}, rep.discretization_source);
+    o.reset = pick(user.reset, file.reset, "reset", dia.reset.c_str(), {"zero", "subtract"},
+                   rep.reset_source);
     o.weight_codebook = user.weight_codebook;
     o.threads = user.threads;
     rep.used = o;
+    return o;
+}
+
+std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
+                                  LoadReport& rep) {
+    h5::Reader r(path);
+    if (!r.is_group("/node")) r.fail("/node", "missing group: not a NIR graph file");
+    if (r.is_dataset("/node/type")) {
+        auto t = r.read_string("/node/type");
+        if (t != "NIRGraph") r.fail("/node/type", "expected \"NIRGraph\", got \"" + t + "\"");
+    }
+    ModelConventions file;
+    file.from = metadata_string(r, "/node", "from");
+    file.dt = metadata_number(r, "/node", "dt");
+    file.discretization = metadata_string(r, "/node", "discretization");
+    file.reset = metadata_string(r, "/node", "reset");
+    LoadOptions o = resolve_load_options(user, file, path, rep);
     auto g = std::make_unique<Graph>();
     g->set_origin(path);
     GraphIO top = load_graph(r, "/node", "", true, *g, o, 0);
@@ -299,7 +316,7 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
                              "one Input and route its parts with Linear nodes");
     }
     g->finalize();
-    if (dia.name == "nir" && rep.dialect_source == "default") {
+    if (o.dialect == "nir" && rep.dialect_source == "default") {
         const std::string w = guess_writer(r, "/node", 0);
         if (w == "snntorch")
             rep.notes.push_back(

@@ -53,6 +53,16 @@ const NodeFactory& default_factory();
 std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
                                   LoadReport& report);
 
+// What a model file's metadata says about the conventions it was written in; each optional.
+struct ModelConventions {
+    std::optional<std::string> from, discretization, reset;
+    std::optional<double> dt;
+};
+// The options a model is built with: the caller's, else the file's, else its framework's
+// (dialect), else NIR's; `report` says where each came from. Errors name `origin`.
+LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConventions& file,
+                                 const std::string& origin, LoadReport& report);
+
 // Where the bundled models and test set are looked up: $TERNION_DATA_DIR/bundled when set; else
 // <exe>/../share/ternion/bundled, then the source tree's models/bundled (see sim/data_path.hpp).
 std::vector<std::string> bundled_search_dirs();

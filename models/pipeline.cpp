@@ -127,6 +127,22 @@ std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std
     return m;
 }
 
+std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std::string name,
+                                               LoadReport report, std::int64_t timesteps,
+                                               std::string encoding) {
+    if (!graph) throw InternalError("adopt_model: no graph");
+    if (timesteps < 0 || timesteps > 1000000)
+        throw OptionError("timesteps", "must be between 1 and 1000000");
+    if (!encoding.empty()) parse_encoding(encoding);  // refused here, not at the first run
+    auto m = std::make_shared<LoadedModel>();
+    m->path = std::move(name);
+    m->graph = std::move(graph);
+    m->report = std::move(report);
+    m->timesteps = timesteps;
+    m->encoding = std::move(encoding);
+    return m;
+}
+
 const char* engine_name(Engine e) {
     return e == Engine::dense ? "dense" : "event";
 }

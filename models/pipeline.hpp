@@ -32,9 +32,13 @@ struct LoadedModel {
 std::shared_ptr<const LoadedModel> load_model_file(const std::string& path,
                                                    const UserLoadOptions& options);
 // A graph built in memory (GraphBuilder, models/graph_builder.hpp) as a runnable model; `name`
-// stands for the file in reports and errors, `used` are the options it was built with.
+// stands for the file in reports and errors, `report` says which options it was built with
+// (resolve_load_options), `timesteps` and `encoding` are what a file's metadata would suggest.
 std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std::string name,
                                                const LoadOptions& used = {});
+std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std::string name,
+                                               LoadReport report, std::int64_t timesteps,
+                                               std::string encoding);
 
 // The caller's arrays as the input: spikes int8 [samples, T, ...] in {-1, 0, 1}, or analog
 // float32 [samples, ...] encoded per step. Read in place while `owner` lives.

@@ -10,6 +10,7 @@
 
 #include "attention/ann_attention.hpp"
 #include "hw/cost_model.hpp"
+#include "models/graph_builder.hpp"
 #include "models/pipeline.hpp"
 #include "sim/error.hpp"
 #include "sim/h5vet.hpp"
@@ -61,16 +62,62 @@ Model load(const std::string& path, std::optional<double> dt, std::optional<std:
 }
 
 Model load_bundled(const std::string& name) {
+    // The digits models come with their test set; the Fashion-MNIST ones use Debian's.
     static const std::map<std::string, std::pair<std::string, std::string>> bundled{
         {"bsa_digits", {"bsa_digits.h5", "digits_test.h5"}},
-        {"ssa_digits", {"ssa_digits.h5", "digits_test.h5"}}};
+        {"ssa_digits", {"ssa_digits.h5", "digits_test.h5"}},
+        {"bsa_fmnist", {"bsa_fmnist.h5", ""}},
+        {"ssa_fmnist", {"ssa_fmnist.h5", ""}}};
     const auto it = bundled.find(name);
     if (it == bundled.end())
-        throw OptionError("name", "unknown bundled model '" + name + "' (bsa_digits, ssa_digits)");
+        throw OptionError("name", "unknown bundled model '" + name +
+                                      "' (bsa_digits, ssa_digits, bsa_fmnist, ssa_fmnist)");
     Model m = load(bundled_path(it->second.first), std::nullopt, std::nullopt, std::nullopt,
                    std::nullopt, false, 0);
-    m.default_input = bundled_path(it->second.second);
+    m.default_input =
+        it->second.second.empty() ? fashion_mnist_test_images() : bundled_path(it->second.second);
     return m;
+}
+
+// One parameter from Python: a string, or anything numpy reads as float64 (scalars: 0-d).
+void set_param(MapParams& p, const std::string& node, const std::string& key, const py::handle& v) {
+    if (py::isinstance<py::str>(v)) {
+        p.set(key, v.cast<std::string>());
+        return;
+    }
+    py::array_t<double, py::array::c_style | py::array::forcecast> a;
+    try {
+        a = py::array_t<double, py::array::c_style | py::array::forcecast>::ensure(v);
+    } catch (const py::error_already_set&) {
+    }
+    if (!a)
+        throw InputError(p.origin(), "nodes/" + node + "/" + key,
+                         "is neither a string nor numeric");
+    Shape dims(a.shape(), a.shape() + a.ndim());
+    p.set(key, std::vector<double>(a.data(), a.data() + a.size()), dims);
+}
+
+// A model described in Python (ternion.build): nodes in order as (name, type, {param: value}),
+// edges as (source, target); built through the same factory and checks as a file's nodes.
+Model build(const std::vector<std::tuple<std::string, std::string, py::dict>>& nodes,
+            const std::vector<std::pair<std::string, std::string>>& edges, const std::string& name,
+            std::optional<double> dt, std::optional<std::string> disc,
+            std::optional<std::string> reset, std::optional<std::string> from, bool allow_unstable,
+            std::optional<std::int64_t> timesteps, std::optional<std::string> encoding,
+            int threads) {
+    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable,
+                           threads);
+    LoadReport rep;
+    const LoadOptions used = resolve_load_options(lo, {}, name, rep);
+    GraphBuilder b(used);
+    for (const auto& [node, type, params] : nodes) {
+        MapParams p(name);
+        for (const auto& [k, v] : params) set_param(p, node, k.cast<std::string>(), v);
+        b.node(node, type, p);
+    }
+    for (const auto& [src, dst] : edges) b.edge(src, dst);
+    return Model{adopt_model(b.finish(), name, rep, timesteps.value_or(0), encoding.value_or("")),
+                 ""};
 }
 
 py::dict model_info(const Model& m) {
@@ -289,6 +336,9 @@ PYBIND11_MODULE(_core, m) {
           py::arg("discretization") = py::none(), py::arg("reset") = py::none(),
           py::arg("from_") = py::none(), py::arg("allow_unstable") = false, py::arg("threads") = 0);
     m.def("load_bundled", &load_bundled, py::arg("name") = "bsa_digits");
+    m.def("build", &build, py::arg("nodes"), py::arg("edges"), py::arg("name"), py::arg("dt"),
+          py::arg("discretization"), py::arg("reset"), py::arg("from_"), py::arg("allow_unstable"),
+          py::arg("timesteps"), py::arg("encoding"), py::arg("threads"));
     m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
           py::arg("options"));
     m.def("profiles", &hw::list_profiles);

@@ -1,7 +1,7 @@
 """ternion's Python package.
 
 Run and price models (the C++ simulator, through the extension module `ternion._core`):
-    model = ternion.load("model.h5")            # or ternion.load_bundled()
+    model = ternion.load("model.h5")            # or ternion.load_bundled(), ternion.build(...)
     r = ternion.run(model, x, labels)           # spikes, counts, energy, accuracy as numpy/dicts
     ternion.profiles(); ternion.attention(kind, weights, x)
 See docs/python.md.
@@ -12,10 +12,10 @@ Export a PyTorch spiking network as a ternion model file (pure Python, needs tor
 Importing the package loads neither torch nor h5py; the simulator is loaded on first use.
 """
 
-__all__ = ["load", "load_bundled", "run", "Result", "Model", "Error", "profiles",
+__all__ = ["load", "load_bundled", "build", "run", "Result", "Model", "Error", "profiles",
            "describe_profile", "attention", "attention_kinds", "export", "ExportError"]
 
-_API = {"load", "load_bundled", "run", "Result", "Model", "Error", "profiles",
+_API = {"load", "load_bundled", "build", "run", "Result", "Model", "Error", "profiles",
         "describe_profile", "attention", "attention_kinds"}
 
 

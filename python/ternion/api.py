@@ -28,8 +28,30 @@ def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unsta
 
 
 def load_bundled(name="bsa_digits"):
-    """A bundled model ("bsa_digits" or "ssa_digits"), with its test set as default input."""
+    """A bundled model with its test set as default input: "bsa_digits" or "ssa_digits" (the
+    bundled digits test set), "bsa_fmnist" or "ssa_fmnist" (Debian's Fashion-MNIST test
+    images)."""
     return _core.load_bundled(name)
+
+
+def build(nodes, edges, *, name="<python>", dt=None, discretization=None, reset=None,
+          from_=None, allow_unstable=False, timesteps=None, encoding=None, threads=0):
+    """A model described in Python instead of a file: `nodes` maps each node's name to a dict
+    with its "type" (a NIR or ternion type, as in a model file; `ternion info --types`) and its
+    parameters (numpy arrays, numbers or strings, as the file's datasets would hold them), in
+    graph order; `edges` lists (source, target) pairs. Nodes are built and checked as a file's
+    are, and errors name `name` with nodes/<node>/<param>. `timesteps` and `encoding` are what
+    a file's metadata would suggest; the other options mean what they mean for `load`."""
+    spec = []
+    for node, params in nodes.items():
+        params = dict(params)
+        if "type" not in params:
+            raise Error(f"{name}: nodes/{node}/type: missing")
+        kind = params.pop("type")
+        spec.append((str(node), str(kind), params))
+    pairs = [(str(a), str(b)) for a, b in edges]
+    return _core.build(spec, pairs, name, dt, discretization, reset, from_, allow_unstable,
+                       timesteps, encoding, threads)
 
 
 def _as_input(x, layout, kind):

@@ -68,6 +68,18 @@ def test_bundled_equals_cli(core, ternion_bin, tmp_path, name):
         assert int(np.count_nonzero(spk)) == layers[node]["spikes"], node
 
 
+def test_bundled_fashion_mnist_equals_cli(core, ternion_bin):
+    """The default run's model from Python, on the first 200 Fashion-MNIST test images."""
+    model = core.load_bundled("bsa_fmnist")
+    assert model.default_input.endswith("t10k-images-idx3-ubyte.gz")
+    r = core.run(model, samples=200, threads=2)
+    cli = cli_json(ternion_bin, "--samples", "200", "--threads", "2")
+    cli.pop("compare")
+    assert without_timing(r.report) == without_timing(cli)
+    ref = json.load(open(os.path.join(os.path.dirname(model.path), "fmnist_reference.json")))
+    assert list(r.predictions) == ref["bsa"]["predictions"][:200]
+
+
 def leaky(beta, thr, dt=1e-3):
     """snnTorch Leaky as its NIR exporter writes it (tau = dt / (1 - beta), r = tau / dt)."""
     tau = (dt / (1 - beta.astype(np.float64))).astype(np.float32)
@@ -122,6 +134,35 @@ def test_nir_lif_arrays_equal_reference_and_cli(core, ternion_bin, lif_net):
     r3 = core.run(m, lif_net["input"], threads=2)
     assert np.array_equal(r3.spikes["lif"], lif_net["ref"])
     assert r3.counts == r.counts
+
+
+def test_model_built_in_python_equals_the_file(core, lif_net):
+    """ternion.build from dicts: the same nodes as lif.h5, the same spikes and counts."""
+    with h5py.File(lif_net["model"]) as f:
+        nodes = {}
+        for name in ("input", "fc", "lif", "output"):
+            g = f["node/nodes"][name]
+            nodes[name] = {k: (g[k][()].decode() if k == "type" else g[k][()]) for k in g}
+    edges = [("input", "fc"), ("fc", "lif"), ("lif", "output")]
+    m = core.build(nodes, edges, dt=lif_net["dt"], discretization="euler", name="lif in memory")
+    r = core.run(m, lif_net["x"], lif_net["labels"], threads=1)
+    assert np.array_equal(r.spikes["lif"], lif_net["ref"])
+    f = core.run(core.load(lif_net["model"], dt=lif_net["dt"], discretization="euler"),
+                 lif_net["x"], lif_net["labels"], threads=1)
+    assert r.counts == f.counts and r.energy["per_inference_pj"] == f.energy["per_inference_pj"]
+    # metadata the file would carry: steps for analog input
+    m5 = core.build(nodes, edges, dt=lif_net["dt"], discretization="euler", timesteps=5)
+    assert core.run(m5, lif_net["x"][:, 0, :].astype(np.float32)).spikes["lif"].shape[1] == 5
+    # errors name the model and the node's parameter, as for a file
+    bad = dict(nodes, lif=dict(nodes["lif"], v_threshold=np.ones(3, np.float32)))
+    with pytest.raises(core.Error, match=r"lif in memory: nodes/lif/"):
+        core.build(bad, edges, name="lif in memory")
+    with pytest.raises(core.Error, match=r"nodes/fc/weight: is neither a string nor numeric"):
+        core.build(dict(nodes, fc={"type": "Linear", "weight": object()}), edges)
+    with pytest.raises(core.Error, match=r"nodes/fc/type: missing"):
+        core.build(dict(nodes, fc={"weight": nodes["fc"]["weight"]}), edges)
+    with pytest.raises(core.Error, match=r"discretization"):
+        core.build(nodes, edges, discretization="rk4")
 
 
 def test_membrane_and_analog_input(core, lif_net):

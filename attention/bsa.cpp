@@ -13,6 +13,22 @@ using spiking::Projection;
 using spiking::TsnParams;
 using spiking_detail::sz;
 
+namespace {
+
+// row = sum over keys j, ascending, of 2^-e[j] V_j (V_j: dh channels at v + j * D). Its own
+// function so that the compiler knows row and V do not overlap and vectorises over channels.
+void mix_row(const std::int32_t* e, const float* __restrict v, std::int64_t N, std::int64_t D,
+             std::int64_t dh, float* __restrict row) {
+    std::fill(row, row + dh, 0.0f);
+    for (std::int64_t j = 0; j < N; ++j) {
+        const float w = std::ldexp(1.0f, -e[j]);
+        const float* vj = v + j * D;
+        for (std::int64_t c = 0; c < dh; ++c) row[c] += w * vj[c];
+    }
+}
+
+}  // namespace
+
 struct BsaNode::State : NodeState {
     Buffers b;
     std::vector<float> hq, hk, hout;  // TSN states of Q, K and the output (V has no neuron)
@@ -162,7 +178,6 @@ void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {
     // every weight is 2^-n, so each product is exact and only the additions round.
     const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
     const std::int32_t* S = s.s.data();
-    std::vector<float>& row = s.row;
     for (std::int64_t i = 0; i < N; ++i) {
         std::int32_t* e = s.expo.data() + i * N;
         spiking::shiftmax_exponents(S + i * N, N, e);
@@ -171,13 +186,8 @@ void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {
                 s.maps.scores[sz((h * N + i) * N + j)] = static_cast<float>(S[i * N + j]);
                 s.maps.weights[sz((h * N + i) * N + j)] = std::ldexp(1.0f, -e[j]);
             }
-        std::fill(row.begin(), row.end(), 0.0f);
-        for (std::int64_t j = 0; j < N; ++j) {
-            const float w = std::ldexp(1.0f, -e[j]);
-            const float* vj = s.b.v.data() + j * D + c0;
-            for (std::int64_t c = 0; c < dh; ++c) row[sz(c)] += w * vj[c];
-        }
-        std::copy(row.begin(), row.end(), s.b.y.begin() + i * D + c0);
+        mix_row(e, s.b.v.data() + c0, N, D, dh, s.row.data());
+        std::copy(s.row.begin(), s.row.end(), s.b.y.begin() + i * D + c0);
     }
 }
 

@@ -45,34 +45,30 @@ class SpikingAttentionNode : public Node {
         normalised_ = normalised;
     }
     std::vector<std::pair<std::string, std::string>> summary() const override;
-    bool membrane(const NodeState* state, std::vector<float>& out) const override;
-    // Zeroes the neuron states; everything else in the state is rewritten by every step.
-    bool reset_state(NodeState* state) const override;
-    // The maps kept by the last step when a trace asked (BSA, SSA; SDSA has no token map).
-    bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
 
     std::int64_t tokens() const { return tokens_; }
     std::int64_t dim() const { return dim_; }
     std::int64_t heads() const { return heads_; }
 
   protected:
-    struct State : NodeState {
-        std::vector<float> proj;              // [N][3D] projection outputs (Q | K | V)
-        std::vector<float> hq, hk, hv, hout;  // neuron states
-        std::vector<float> q, k, v, y;        // [N][D] spikes (V: analog for BSA), attention out
-        std::vector<std::int32_t> s, yi;      // integer scores / products, scratch
-        std::vector<std::int32_t> expo;       // Shiftmax exponents
-        std::vector<std::uint64_t> qm, km, vm, qt, kt, vt;  // bit masks (SSA)
-        std::vector<std::uint64_t> vcount;                  // V spikes per token (SSA)
-        std::vector<std::uint32_t> cnt;
-        // [H][N][N] scores and weights of the last step, kept only when ctx.keep_attention.
-        std::vector<float> att_scores, att_weights;
-        bool att_kept = false;
+    // The buffers every variant's step rewrites: projection outputs, Q/K/V and the attention
+    // output before its neurons. Each variant's state holds one, beside its own neurons.
+    struct Buffers {
+        std::vector<float> proj;        // [N][3D] projection outputs (Q | K | V)
+        std::vector<float> q, k, v, y;  // [N][D] spikes (V: analog for BSA), attention out
     };
-    std::unique_ptr<State> make_common_state() const;
+    // The [H][N][N] scores and weights of the last step, kept only when a trace asks.
+    struct KeptMaps {
+        std::vector<float> scores, weights;
+        bool kept = false;
+    };
+    Buffers make_buffers() const;
+    // Starts a step's maps: sized and zeroed when `keep`, else marked absent.
+    void start_maps(KeptMaps& m, bool keep) const;
+    bool export_maps(const KeptMaps& m, AttentionMaps& out) const;
     // Runs the fused projection and books its (input, weight) pairs: AC for spikes, |x| ACs
     // for small integers x, MAC for analog values; 4 weight bytes each.
-    void project(const Activity& in, State& s, const StepContext& ctx) const;
+    void project(const Activity& in, Buffers& b, const StepContext& ctx) const;
     // Writes out = spikes in `vals` (length N*D), ascending; returns the non-zero count.
     static std::uint64_t emit(const std::vector<float>& vals, Activity& out);
     static void book_neurons(const StepContext& ctx, std::uint64_t neurons);
@@ -92,20 +88,42 @@ class SpikingAttentionNode : public Node {
     virtual std::uint64_t neurons_per_step() const = 0;
 };
 
+// Each variant's state type (State) is defined in its own file (attention/ssa.cpp, sdsa.cpp,
+// bsa.cpp) and holds only that variant's neurons and scratch.
 class SsaNode : public SpikingAttentionNode {
   public:
     SsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
             std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif,
             float scale, SsaAssociation assoc);
     std::unique_ptr<NodeState> make_state() const override;
+    bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
     std::vector<std::pair<std::string, double>> attributes() const override;
+    // The attention LIFs.
+    bool membrane(const NodeState* state, std::vector<float>& out) const override;
+    bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
 
   protected:
     std::uint64_t neurons_per_step() const override;
 
   private:
+    struct State;
+    // Accumulates of the two associations of one head for the current spikes:
+    // (Q K^T) V costs qk_score + qk_mix, Q (K^T V) costs kv_score + kv_mix.
+    struct AssociationCost {
+        std::uint64_t qk_score = 0, qk_mix = 0, kv_score = 0, kv_mix = 0;
+    };
+    // The step's stages: Q/K/V spikes; bit masks of head h's spikes (rows and columns) and
+    // spikes per channel; the kept Q K^T map of head h; what each association costs; the
+    // product of head h (into s.y, scaled); the attention LIFs and the output spikes.
+    void fire_qkv(State& s, const StepContext& ctx) const;
+    void build_masks(State& s, std::int64_t h) const;
+    void keep_scores(State& s, std::int64_t h) const;
+    AssociationCost association_cost(State& s) const;
+    void multiply_head(State& s, std::int64_t h, bool qk_first, Engine engine) const;
+    void fire_output(State& s, Activity& out, const StepContext& ctx) const;
+
     spiking::LifParams lif_, attn_;
     float scale_;
     SsaAssociation assoc_;
@@ -117,16 +135,19 @@ class SdsaNode : public SpikingAttentionNode {
              std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif,
              SdsaForm form = SdsaForm::qk_first);
     std::unique_ptr<NodeState> make_state() const override;
+    bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
+    // The mask neurons, one per channel.
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
 
   protected:
     std::uint64_t neurons_per_step() const override;
 
   private:
+    struct State;
     // The step's stages: Q/K/V spikes; per-channel count of coincident spikes of a and b over
-    // tokens (into s.yi); mask neurons on those counts, applied to `gated` (into s.y).
+    // tokens (into s.sum); mask neurons on those counts, applied to `gated` (into s.b.y).
     void fire_qkv(State& s, const StepContext& ctx) const;
     std::uint64_t column_coincidences(const std::vector<float>& a, const std::vector<float>& b,
                                       State& s, const StepContext& ctx) const;
@@ -141,13 +162,27 @@ class BsaNode : public SpikingAttentionNode {
     BsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
             std::int64_t heads, spiking::TsnParams qk, spiking::TsnParams out);
     std::unique_ptr<NodeState> make_state() const override;
+    bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override;
+    // The output TSNs.
+    bool membrane(const NodeState* state, std::vector<float>& out) const override;
+    bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
 
   protected:
     std::uint64_t neurons_per_step() const override;
 
   private:
+    struct State;
+    // The step's stages: ternary Q/K spikes and analog V; the integer scores of head h (into
+    // s.s), returning their accumulates; Shiftmax of each score row and the shift-and-add
+    // product with V (into s.b.y); the closed-form Shiftmax and mixing counts; the output TSNs.
+    void fire_qk(State& s, const StepContext& ctx) const;
+    std::uint64_t score_head(State& s, std::int64_t h, Engine engine) const;
+    void shiftmax_mix(State& s, std::int64_t h) const;
+    void book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) const;
+    void fire_output(State& s, Activity& out, const StepContext& ctx) const;
+
     spiking::TsnParams qk_, out_;
 };
 

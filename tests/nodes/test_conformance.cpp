@@ -26,6 +26,8 @@
 #include "models/nir_loader.hpp"
 #include "sim/engine.hpp"
 #include "sim/error.hpp"
+#include "sim/layer_record.hpp"
+#include "tests/nodes/attention_recount.hpp"
 #include "tests/support/run_model.hpp"
 
 using namespace ternion;
@@ -181,13 +183,63 @@ bool weighted(const std::string& t) {
     return t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d";
 }
 
+const std::vector<float>& output(const Outcome& o, int node, std::int64_t s, std::int64_t t);
+
+bool spiking_attention(const std::string& t) {
+    return t == "ternion.SSA" || t == "ternion.SDSA" || t == "ternion.BSA";
+}
+
+// Spiking attention: the layer record's typed counters and op counts against the independent
+// recount (tests/nodes/attention_recount.hpp), whose output spikes must be the node's own.
+void check_attention_recount(const Case& c, const MapParams& params, const Graph& g,
+                             const Outcome& o) {
+    const auto rec = make_run_record(g, o.result);
+    const LayerRecord* l = nullptr;
+    for (const auto& x : rec.layers)
+        if (x.name == kNode) l = &x;
+    REQUIRE(l);
+    const auto r = test::recount_spiking_attention(
+        c.type, params, c.ex.input[0], kSamples, kSteps,
+        [&](std::int64_t s, std::int64_t t) -> const std::vector<float>& {
+            return output(o, c.in, s, t);
+        });
+    CHECK_MESSAGE(r.margin > 1e-5, "the reference is ambiguous: a membrane lies within "
+                                       << r.margin << " of its threshold");
+    for (const auto& [key, spikes] : r.out) {
+        INFO("sample " << key.first << " step " << key.second);
+        CHECK_MESSAGE(same_bits(spikes, output(o, c.node, key.first, key.second)),
+                      "the reference's output spikes differ from the node's");
+    }
+    l->attention.for_each([&](std::string_view name, std::uint64_t v) {
+        std::uint64_t want = 0;
+        r.att.for_each([&](std::string_view n2, std::uint64_t v2) {
+            if (n2 == name) want = v2;
+        });
+        CHECK_MESSAGE(v == want, "attention." << name << ": node " << v << ", recount " << want);
+    });
+    const OpCounts& ops = l->ops;
+    INFO("node " << ops_str(ops) << "; recount " << ops_str(r.ops));
+    CHECK(ops.ac == r.ops.ac);
+    CHECK(ops.mac == r.ops.mac);
+    CHECK(ops.shift == r.ops.shift);
+    CHECK(ops.cmp == r.ops.cmp);
+    CHECK(ops.neuron_update == r.ops.neuron_update);
+    CHECK(ops.spikes_out == r.ops.spikes_out);
+    CHECK(ops.weight_read_bytes == r.ops.weight_read_bytes);
+    CHECK(ops.state_read_bytes == r.ops.state_read_bytes);
+    CHECK(ops.state_write_bytes == r.ops.state_write_bytes);
+    CHECK(ops.spike_write_bytes == r.ops.spike_write_bytes);
+    CHECK(l->synapses.pairs_ternary + l->synapses.pairs_other == r.pairs);
+}
+
 // Counts against rules that need no knowledge of the node's code:
 //   Linear/Affine/Conv*: the event-cost rule (sim/event_cost.hpp) with spike inputs: AC = sum
 //     over non-zero inputs of their fan-out (probed), MAC = 0;
 //   neurons: one neuron_update per neuron and step; spiking ones: spikes_out = non-zero outputs;
-//   ANN attention: MAC = the kind's closed form (dense_macs_per_step) per step and sample.
-// Other kinds (pass-through, pooling, Scale, Delay, token reshapes, spiking attention) are held
-// to event == dense == any thread count only.
+//   ANN attention: MAC = the kind's closed form (dense_macs_per_step) per step and sample;
+//   spiking attention: the recount of check_attention_recount.
+// Other kinds (pass-through, pooling, Scale, Delay, token reshapes) are held to event == dense
+// == any thread count only.
 void check_counts(const Case& c, const Graph& g, const Outcome& o) {
     const Node& n = g.node(c.node);
     const OpCounts& ops = o.result.nodes[static_cast<std::size_t>(c.node)].ops;
@@ -216,6 +268,7 @@ void check_counts(const Case& c, const Graph& g, const Outcome& o) {
     if (c.type.rfind("ternion.", 0) == 0 && n.category() == NodeCategory::attention &&
         n.dense_macs_per_step() > 0 && c.ex.kind == NodeExample::Input::analog)
         CHECK(ops.mac == n.dense_macs_per_step() * kSamples * kSteps);
+    if (spiking_attention(c.type)) check_attention_recount(c, c.ex.params, g, o);
 }
 
 bool names_param(const std::string& msg, const std::string& param) {
@@ -411,6 +464,28 @@ TEST_CASE("conformance: every node type") {
         } catch (const std::exception& e) {
             FAIL_CHECK("node type " << c.type << " threw: " << std::string(e.what()));
         }
+    }
+}
+
+TEST_CASE("conformance: spiking attention counts in every form") {
+    // The examples take one path each; the other forms and associations are recounted here.
+    std::vector<std::pair<std::string, std::pair<std::string, std::string>>> forms = {
+        {"ternion.SSA", {"association", "qk"}},
+        {"ternion.SSA", {"association", "kv"}},
+        {"ternion.SDSA", {"form", "kv"}},
+        {"ternion.BSA", {"", ""}},  // analog input: the projection books MACs
+    };
+    for (const auto& [type, param] : forms) {
+        INFO(type << " " << param.first << " = " << param.second);
+        Case c{type, *default_factory().example(type)};
+        if (!param.first.empty()) c.ex.params.set(param.first, param.second);
+        if (param.first.empty()) c.ex.kind = NodeExample::Input::analog;
+        auto g = build(c.type, c.ex.params, c.ex.input);
+        c.in = g->find("in");
+        c.node = g->find(kNode);
+        auto in = make_input(c.ex, 7);
+        auto ev = simulate(*g, *in, Engine::event, 1);
+        check_attention_recount(c, c.ex.params, *g, *ev);
     }
 }
 

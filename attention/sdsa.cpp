@@ -1,0 +1,130 @@
+// ternion.SDSA, the Spike-driven Transformer v1's self-attention: Q, K, V = LIF(proj(x));
+// mask = LIF_attn(sum over tokens of Q (.) K); out = mask (.) V (or, form "kv", the official
+// code's Q (.) LIF_attn(sum over tokens of K (.) V)).
+#include <algorithm>
+
+#include "attention/spiking_attention.hpp"
+#include "attention/spiking_attention_internal.hpp"
+
+namespace ternion {
+
+using spiking::LifParams;
+using spiking::Projection;
+using spiking_detail::sz;
+
+struct SdsaNode::State : NodeState {
+    Buffers b;
+    std::vector<float> hq, hk, hv;  // LIF membranes of Q, K, V
+    std::vector<float> hmask;       // [D] mask neurons, one per channel
+    std::vector<std::int32_t> sum;  // [D] coincidence counts, then the mask (0/1)
+};
+
+SdsaNode::SdsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
+                   LifParams qkv_lif, LifParams attn_lif, SdsaForm form)
+    : SpikingAttentionNode(std::move(name), "ternion.SDSA", std::move(q), std::move(k),
+                           std::move(v), heads),
+      lif_(qkv_lif),
+      attn_(attn_lif),
+      form_(form) {}
+
+std::unique_ptr<NodeState> SdsaNode::make_state() const {
+    auto s = std::make_unique<State>();
+    s->b = make_buffers();
+    for (auto* h : {&s->hq, &s->hk, &s->hv}) h->assign(sz(tokens_ * dim_), 0.0f);
+    s->hmask.assign(sz(dim_), 0.0f);
+    s->sum.assign(sz(dim_), 0);
+    return s;
+}
+
+bool SdsaNode::reset_state(NodeState* state) const {
+    auto& s = *static_cast<State*>(state);
+    for (auto* h : {&s.hq, &s.hk, &s.hv, &s.hmask}) std::fill(h->begin(), h->end(), 0.0f);
+    return true;
+}
+
+bool SdsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
+    auto* s = dynamic_cast<const State*>(state);
+    if (!s) return false;
+    out = s->hmask;
+    return true;
+}
+
+std::uint64_t SdsaNode::neurons_per_step() const {
+    return 3 * static_cast<std::uint64_t>(tokens_ * dim_) + static_cast<std::uint64_t>(dim_);
+}
+
+void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
+                    const StepContext& ctx) const {
+    auto& s = *static_cast<State*>(state);
+    project(in, s.b, ctx);
+    fire_qkv(s, ctx);
+    // The paper's form sums Q (.) K and masks V; the official code's sums K (.) V and masks Q.
+    const bool kv = form_ == SdsaForm::kv_first;
+    const std::uint64_t pairs = column_coincidences(kv ? s.b.k : s.b.q, kv ? s.b.v : s.b.k, s, ctx);
+    if (ctx.ops) ctx.ops->ac += pairs;
+    counts(ctx).score_ac += pairs;
+    mask_channels(kv ? s.b.q : s.b.v, s, ctx);
+    const auto spikes = emit(s.b.y, out);
+    book_spikes(ctx, spikes);
+}
+
+void SdsaNode::fire_qkv(State& s, const StepContext& ctx) const {
+    const std::int64_t N = tokens_, D = dim_;
+    Buffers& b = s.b;
+    std::uint64_t nq = 0, nk = 0, nv = 0;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* p = b.proj.data() + n * 3 * D;
+        for (std::int64_t c = 0; c < D; ++c) {
+            const auto i = sz(n * D + c);
+            b.q[i] = spiking::lif_step(s.hq[i], p[c], lif_);
+            b.k[i] = spiking::lif_step(s.hk[i], p[D + c], lif_);
+            b.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_);
+            nq += b.q[i] != 0.0f;
+            nk += b.k[i] != 0.0f;
+            nv += b.v[i] != 0.0f;
+        }
+    }
+    book_neurons(ctx, 3 * sz(N * D) + sz(D));
+    AttentionCounts& att = counts(ctx);
+    att.q_spikes += nq;
+    att.k_spikes += nk;
+    att.v_spikes += nv;
+}
+
+std::uint64_t SdsaNode::column_coincidences(const std::vector<float>& a,
+                                            const std::vector<float>& b, State& s,
+                                            const StepContext& ctx) const {
+    // Column sum of the Hadamard product: only coincident spikes add (event form); the dense
+    // form adds every product, zeros included: the same integers.
+    const std::int64_t N = tokens_, D = dim_;
+    std::fill(s.sum.begin(), s.sum.end(), 0);
+    std::uint64_t both = 0;
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < D; ++c) {
+            const float x = a[sz(n * D + c)], y = b[sz(n * D + c)];
+            if (ctx.engine == Engine::dense)
+                s.sum[sz(c)] += static_cast<std::int32_t>(x * y);
+            else if (x != 0.0f && y != 0.0f)
+                ++s.sum[sz(c)];
+            both += (x != 0.0f && y != 0.0f);
+        }
+    return both;
+}
+
+void SdsaNode::mask_channels(const std::vector<float>& gated, State& s,
+                             const StepContext& ctx) const {
+    // One mask neuron per channel; the mask is a selection, not arithmetic (not counted).
+    const std::int64_t N = tokens_, D = dim_;
+    std::uint64_t open = 0;
+    for (std::int64_t c = 0; c < D; ++c) {
+        const float m = spiking::lif_step(s.hmask[sz(c)], static_cast<float>(s.sum[sz(c)]), attn_);
+        s.sum[sz(c)] = m != 0.0f;
+        open += m != 0.0f;
+    }
+    counts(ctx).mask_channels += open;
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t c = 0; c < D; ++c)
+            s.b.y[sz(n * D + c)] = s.sum[sz(c)] ? gated[sz(n * D + c)] : 0.0f;
+}
+
+}  // namespace ternion

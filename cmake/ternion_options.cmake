@@ -5,7 +5,11 @@ add_library(ternion_options INTERFACE)
 set_target_properties(ternion_options PROPERTIES EXPORT_NAME options)
 add_library(ternion::options ALIAS ternion_options)
 target_compile_options(ternion_options INTERFACE $<BUILD_INTERFACE:-Wall -Wextra -Wpedantic
-                       -Wshadow=local -Wno-unused-parameter>)
+                       -Wno-unused-parameter>)
+# gcc's spelling; clang's -Wshadow family differs.
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    target_compile_options(ternion_options INTERFACE $<BUILD_INTERFACE:-Wshadow=local>)
+endif()
 if(TERNION_WERROR)
     target_compile_options(ternion_options INTERFACE $<BUILD_INTERFACE:-Werror>)
 endif()

@@ -284,7 +284,6 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
                             {"euler", "exact"}, rep.discretization_source);
     o.reset = pick(user.reset, "reset", dia.reset.c_str(), {"zero", "subtract"}, rep.reset_source);
     o.weight_codebook = user.weight_codebook;
-    o.threads = user.threads;
     rep.used = o;
     auto g = std::make_unique<Graph>();
     g->set_origin(path);

@@ -55,10 +55,6 @@ void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::in
 }
 
 void ColumnWeights::compact(std::vector<Syn>& syn) {
-    const double run = static_cast<double>(syn.size()) /
-                       static_cast<double>(std::max<std::int64_t>(1, in_ * nblocks()));
-    prefetch_events_ =
-        static_cast<std::size_t>(std::clamp(std::ceil(512.0 / std::max(run, 1.0)), 4.0, 16.0));
     rows_.resize(syn.size());
     for (std::size_t k = 0; k < syn.size(); ++k) rows_[k] = static_cast<std::uint16_t>(syn[k].row);
     vals_.clear();
@@ -182,8 +178,24 @@ void ColumnWeights::deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float
     }
 }
 
-void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std::int64_t r0,
-                               std::int64_t r1) const {
+void ColumnWeights::deliver_run(std::uint64_t k0, std::uint64_t k1, float* yb, float x,
+                                bool unit) const {
+    if (codebook_.size() == 1) {
+        const float w = codebook_[0];
+        deliver(k0, k1, yb, x, unit, [w](std::uint64_t) { return w; });
+    } else if (!codes_.empty()) {
+        const std::uint8_t* cd = codes_.data();
+        const float* cb = codebook_.data();
+        deliver(k0, k1, yb, x, unit, [cd, cb](std::uint64_t k) { return cb[cd[k]]; });
+    } else {
+        const float* v = vals_.data();
+        deliver(k0, k1, yb, x, unit, [v](std::uint64_t k) { return v[k]; });
+    }
+}
+
+void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, const RowSplit& s,
+                               std::int64_t b0, std::int64_t b1) const {
+    const std::int64_t r0 = s.row_begin(b0), r1 = std::min(out_, s.row_begin(b1));
     if (!sparse_) {
         const float* col = dense_.data() + c * out_;
         if (unit && x > 0) {
@@ -195,27 +207,44 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, std
         }
         return;
     }
-    // r0 is block aligned, r1 too unless it is out_. With whole-layer row numbers the runs of
-    // consecutive blocks are one run (they lie together, rows ascending): one delivery loop
-    // however many blocks there are. (The whole range, one thread's common case, needs no
-    // division: stride_ is nblocks() + 1.)
-    const std::int64_t kBlock = block_;
-    const std::int64_t b_end = r1 >= out_ ? stride_ - 1 : r1 / kBlock;
-    const bool merged = whole_layer_rows();
-    for (std::int64_t b = r0 / kBlock; b < b_end; b = merged ? b_end : b + 1) {
-        const auto k0 = colptr_[run_at(c, b)];
-        const auto k1 = colptr_[run_at(c, merged ? b_end : b + 1)];
-        float* yb = y + row_base(b);
-        if (codebook_.size() == 1) {
-            const float w = codebook_[0];
-            deliver(k0, k1, yb, x, unit, [w](std::uint64_t) { return w; });
-        } else if (!codes_.empty()) {
-            const std::uint8_t* cd = codes_.data();
-            const float* cb = codebook_.data();
-            deliver(k0, k1, yb, x, unit, [cd, cb](std::uint64_t k) { return cb[cd[k]]; });
-        } else {
-            const float* v = vals_.data();
-            deliver(k0, k1, yb, x, unit, [v](std::uint64_t k) { return v[k]; });
+    // The synapses of rows [r0, r1) lie together: one delivery loop however many blocks a
+    // thread runs, or one per storage block they cross (layers of more than kMaxBlock rows).
+    const std::uint32_t* bd = s.bounds.data() + c * (s.nblocks + 1);
+    const std::uint64_t k0 = bd[b0], k1 = bd[b1];
+    if (stride_ == 2) {
+        deliver_run(k0, k1, y, x, unit);
+        return;
+    }
+    for (std::int64_t sb = r0 / block_; sb * block_ < r1; ++sb)
+        deliver_run(std::max<std::uint64_t>(k0, colptr_[run_at(c, sb)]),
+                    std::min<std::uint64_t>(k1, colptr_[run_at(c, sb + 1)]), y + row_base(sb), x,
+                    unit);
+}
+
+void ColumnWeights::split(std::int64_t parts, RowSplit& s) const {
+    s.parts = parts < 1 ? 1 : parts;
+    s.block = row_part_size(out_, s.parts);
+    s.nblocks = (out_ + s.block - 1) / s.block;
+    const double run = static_cast<double>(rows_.size()) /
+                       static_cast<double>(std::max<std::int64_t>(1, in_ * s.nblocks));
+    s.prefetch_events =
+        static_cast<std::size_t>(std::clamp(std::ceil(512.0 / std::max(run, 1.0)), 4.0, 16.0));
+    s.bounds.clear();
+    if (!sparse_) return;
+    const std::int64_t nb = s.nblocks;
+    s.bounds.resize(static_cast<std::size_t>(in_ * (nb + 1)));
+    for (std::int64_t c = 0; c < in_; ++c) {
+        std::uint32_t* bd = s.bounds.data() + c * (nb + 1);
+        bd[0] = colptr_[run_at(c, 0)];
+        bd[nb] = colptr_[run_at(c, stride_ - 1)];
+        for (std::int64_t b = 1; b < nb; ++b) {
+            // The first synapse at or past row r: in r's storage block, rows ascend.
+            const std::int64_t r = s.row_begin(b), sb = r / block_;
+            const auto first = rows_.begin() + colptr_[run_at(c, sb)];
+            const auto last = rows_.begin() + colptr_[run_at(c, sb + 1)];
+            bd[b] = static_cast<std::uint32_t>(
+                std::lower_bound(first, last, static_cast<std::uint16_t>(r - row_base(sb))) -
+                rows_.begin());
         }
     }
 }

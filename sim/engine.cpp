@@ -250,6 +250,7 @@ RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
         ctx.timesteps = T;
         ctx.seed = cfg.seed;
         ctx.parallel_inner = cfg.threads > 1;
+        ctx.threads = cfg.threads;
         ctx.parallel_work = cfg.parallel_work;
         ctx.team = team.get();
         ctx.count_ops = cfg.count_ops;

@@ -12,13 +12,26 @@ namespace {
 
 // ------------------------------------------------------------------ Affine / Linear
 
+// Per-sample scratch, rebuilt by every step except the row split, which is made once per run.
 struct BlockScratch : NodeState {
-    std::vector<BlockIndices> block_active;
+    RowSplit split;                                  // one row block per thread of the run
+    std::vector<BlockIndices> block_active;          // per block: its non-zero outputs
     std::vector<std::uint32_t> offsets, by_channel;  // active inputs bucketed by channel
     std::vector<float> packed;                       // one token: the active inputs' values
     TokenEvents events;                              // active inputs by token (dense weights)
     std::vector<std::uint64_t> nz, nt;               // per token and 64-row group
     std::vector<TokenScratch> kernel;                // per block: kernel scratch
+};
+
+// One token's step as the blocks see it: copied into each thread's job, so that a member on
+// another core reads no stack frame of the calling thread, whose cache lines it keeps writing.
+struct OneTokenJob {
+    float* y;
+    const float* xs;           // event engine: the active inputs' values, packed
+    const float* xin;          // dense engine: every input
+    const std::uint32_t* act;  // the active inputs
+    std::size_t na;            // how many
+    bool dense, unit, list;
 };
 
 class LinearNode final : public Node {
@@ -45,7 +58,6 @@ class LinearNode final : public Node {
         source_bias_ = !bias_.empty();
         source_bn_ = fold_batchnorm(s, "", out_, w, bias_);
         weights_.set_codebook(s.options().weight_codebook);
-        weights_.set_blocks(s.options().threads);
         weights_.build(w, out_, in_);
     }
     // ternion extension: weights as compressed rows (weight_csr_indptr, weight_csr_indices,
@@ -79,7 +91,6 @@ class LinearNode final : public Node {
         if (s.has("bn_weight") || s.has("bn_running_mean"))
             s.fail("bn_weight", "BatchNorm folding needs dense weights");
         weights_.set_codebook(s.options().weight_codebook);
-        weights_.set_blocks(s.options().threads);
         weights_.build_csr(indptr, indices, data, out_, in_);
     }
     NodeCategory category() const override { return NodeCategory::synaptic; }
@@ -100,147 +111,191 @@ class LinearNode final : public Node {
         }
     }
     std::unique_ptr<NodeState> make_state() const override {
-        auto st = std::make_unique<BlockScratch>();
-        st->block_active.resize(static_cast<std::size_t>(nblocks()));
-        return st;
+        return std::make_unique<BlockScratch>();
     }
-    // Scratch only, rebuilt by every step: kept as it is, with its capacity.
+    // Scratch only, rebuilt by every step: kept as it is, with its capacity (and its split).
     bool reset_state(NodeState*) const override { return true; }
-    std::int64_t nblocks() const { return weights_.nblocks(); }
 
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override {
-        auto& scratch = static_cast<BlockScratch&>(*state);
-        float* y = out.values.data();
+        auto& sc = static_cast<BlockScratch&>(*state);
+        split_rows(sc, ctx);
         const bool dense = ctx.engine == Engine::dense;
         const bool unit = in.ternary && !dense;
-        if (rows_ == 1) {
-            // The active inputs' values, packed: blocks on other threads then read one short
-            // array instead of a cache line of `in` per event, lines this thread just wrote.
-            auto& packed = scratch.packed;
-            packed.resize(in.active.size());
-            for (std::size_t j = 0; j < in.active.size(); ++j)
-                packed[j] = in.value_at(in.active[j]);
-            const float* xs = packed.data();
-            const std::uint32_t* act_in = in.active.data();
-            const std::size_t na = in.active.size();
-            const float* xin = in.values.data();
-            // One token: split the output rows into blocks, each scanning all active inputs.
-            // Captures by value: a member on another core must not keep reading this frame,
-            // whose cache lines this thread keeps writing.
-            // Synapse events expected this step (rows count a quarter: fill, bias, collect).
-            const std::int64_t work =
-                dense ? in_ * out_
-                      : static_cast<std::int64_t>(na * weights_.nnz() /
-                                                  static_cast<std::uint64_t>(in_)) +
-                            out_ / 4;
-            ctx.for_blocks(
-                nblocks(), 1,
-                [this, &scratch, y, xs, xin, act_in, na, dense, unit, list = ctx.list_output](
-                    std::int64_t b0, std::int64_t b1) {
-                    // One pass over the events for all of this thread's blocks: a column's
-                    // runs for consecutive blocks lie together.
-                    const std::int64_t r0 = b0 * weights_.block();
-                    const std::int64_t r1 = std::min(out_, b1 * weights_.block());
-                    std::fill(y + r0, y + r1, 0.0f);
-                    if (dense) {
-                        for (std::int64_t c = 0; c < in_; ++c)
-                            weights_.add_column(c, xin[c], false, y, r0, r1);
-                    } else {
-                        const std::size_t d = weights_.prefetch_distance();
-                        // The first events' offsets and synapses too: with few events per
-                        // step they are a large share of the work.
-                        for (std::size_t j = 0; j < std::min(2 * d, na); ++j)
-                            weights_.prefetch(act_in[j], b0, b1, 0);
-                        for (std::size_t j = 0; j < std::min(d, na); ++j)
-                            weights_.prefetch(act_in[j], b0, b1, 1);
-                        for (std::size_t j = 0; j < na; ++j) {
-                            if (j + 2 * d < na) weights_.prefetch(act_in[j + 2 * d], b0, b1, 0);
-                            if (j + d < na) weights_.prefetch(act_in[j + d], b0, b1, 1);
-                            weights_.add_column(act_in[j], xs[j], unit, y, r0, r1);
-                        }
-                    }
-                    if (!bias_.empty())
-                        for (std::int64_t r = r0; r < r1; ++r)
-                            y[r] += bias_[static_cast<std::size_t>(r)];
-                    for (std::int64_t b = b0; b < b1; ++b) {
-                        const std::int64_t q0 = b * weights_.block();
-                        const std::int64_t q1 = std::min(out_, q0 + weights_.block());
-                        auto& act = scratch.block_active[static_cast<std::size_t>(b)];
-                        if (list) {
-                            act.resize(static_cast<std::size_t>(q1 - q0));
-                            act.resize(collect_nonzero(y, q0, q1, act.data(), act.ternary));
-                        } else {
-                            act.clear();
-                            act.count = count_nonzero(y, q0, q1, act.ternary);
-                        }
-                    }
-                },
-                work);
-            out.ternary = true;
-            for (auto& a : scratch.block_active) out.ternary = out.ternary && a.ternary;
-            if (ctx.list_output) {
-                ctx.concat_blocks(scratch.block_active, out.active, work);
-            } else {
-                std::size_t count = 0;
-                for (auto& a : scratch.block_active) count += a.count;
-                out.mark_unlisted(count);
-            }
-        } else if (!dense && !weights_.sparse()) {
-            // Several tokens (the weights apply to the last axis of each), dense weights.
-            step_tokens_dense(in, scratch, out, ctx, unit);
+        if (rows_ == 1)
+            step_one_token(in, sc, out, ctx, dense, unit);
+        else if (!dense && !weights_.sparse())
+            step_tokens_dense(in, sc, out, ctx, unit);
+        else
+            step_tokens_by_channel(in, sc, out, ctx, dense, unit);
+        count_step(in, sc, ctx, dense);
+    }
+
+  private:
+    // The run's row blocks: one per thread when the blocks may go to several threads. Made at
+    // the first step of a state from the stored weights, which do not depend on it.
+    void split_rows(BlockScratch& sc, const StepContext& ctx) const {
+        const std::int64_t parts =
+            ctx.team ? ctx.team->size() : (ctx.parallel_inner ? ctx.threads : 1);
+        if (sc.split.parts == parts) return;
+        weights_.split(parts, sc.split);
+        sc.block_active.assign(static_cast<std::size_t>(sc.split.nblocks), {});
+        sc.kernel.resize(static_cast<std::size_t>(sc.split.nblocks));
+    }
+
+    // One token: the output rows are split into blocks, each scanning all active inputs.
+    void step_one_token(const Activity& in, BlockScratch& sc, Activity& out, const StepContext& ctx,
+                        bool dense, bool unit) const {
+        // The active inputs' values, packed: blocks on other threads then read one short array
+        // instead of a cache line of `in` per event, lines this thread just wrote.
+        auto& packed = sc.packed;
+        packed.resize(in.active.size());
+        for (std::size_t j = 0; j < in.active.size(); ++j) packed[j] = in.value_at(in.active[j]);
+        const OneTokenJob job{out.values.data(),
+                              packed.data(),
+                              in.values.data(),
+                              in.active.data(),
+                              in.active.size(),
+                              dense,
+                              unit,
+                              ctx.list_output};
+        // Synapse events expected this step (rows count a quarter: fill, bias, collect).
+        const std::int64_t work = dense
+                                      ? in_ * out_
+                                      : static_cast<std::int64_t>(job.na * weights_.nnz() /
+                                                                  static_cast<std::uint64_t>(in_)) +
+                                            out_ / 4;
+        BlockScratch* scp = &sc;
+        ctx.for_blocks(
+            sc.split.nblocks, 1,
+            [this, scp, job](std::int64_t b0, std::int64_t b1) {
+                one_token_blocks(*scp, job, b0, b1);
+            },
+            work);
+        gather_blocks(sc, out, ctx, work);
+    }
+
+    // Blocks [b0, b1) of one token, on one thread: one pass over the events for all of them (a
+    // column's synapses for consecutive blocks lie together), bias, then each block's non-zeros.
+    void one_token_blocks(BlockScratch& sc, const OneTokenJob& job, std::int64_t b0,
+                          std::int64_t b1) const {
+        const RowSplit& s = sc.split;
+        const std::int64_t r0 = s.row_begin(b0), r1 = std::min(out_, s.row_begin(b1));
+        float* y = job.y;
+        std::fill(y + r0, y + r1, 0.0f);
+        if (job.dense) {
+            for (std::int64_t c = 0; c < in_; ++c)
+                weights_.add_column(c, job.xin[c], false, y, s, b0, b1);
         } else {
-            // Several tokens, the dense engine or compressed weights.
-            std::fill(out.values.begin(), out.values.end(), 0.0f);
-            if (dense) {
-                for (std::int64_t t = 0; t < rows_; ++t)
-                    for (std::int64_t c = 0; c < in_; ++c)
-                        weights_.add_column(c, in.values[static_cast<std::size_t>(t * in_ + c)],
-                                            false, y + t * out_, 0, out_);
+            deliver_events(s, job, b0, b1);
+        }
+        if (!bias_.empty())
+            for (std::int64_t r = r0; r < r1; ++r) y[r] += bias_[static_cast<std::size_t>(r)];
+        for (std::int64_t b = b0; b < b1; ++b) {
+            const std::int64_t q0 = s.row_begin(b), q1 = std::min(out_, q0 + s.block);
+            auto& act = sc.block_active[static_cast<std::size_t>(b)];
+            if (job.list) {
+                act.resize(static_cast<std::size_t>(q1 - q0));
+                act.resize(collect_nonzero(y, q0, q1, act.data(), act.ternary));
             } else {
-                // Channel-major: each weight column is read once per step and applied to every
-                // token where that channel is active. Every output still receives its terms in
-                // ascending channel order, exactly as the dense loop adds them.
-                auto& off = scratch.offsets;
-                auto& order = scratch.by_channel;
-                off.assign(static_cast<std::size_t>(in_ + 1), 0);
-                for (auto i : in.active) ++off[i % static_cast<std::uint32_t>(in_) + 1];
-                for (std::int64_t c = 0; c < in_; ++c)
-                    off[static_cast<std::size_t>(c + 1)] += off[static_cast<std::size_t>(c)];
-                order.resize(in.active.size());
-                for (auto i : in.active) order[off[i % static_cast<std::uint32_t>(in_)]++] = i;
-                // off[c] now ends bucket c; bucket c starts where bucket c-1 ends.
-                ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
-                    const std::int64_t r0 = b0 * weights_.block();
-                    const std::int64_t r1 = std::min(out_, b1 * weights_.block());
-                    std::uint32_t start = 0;
-                    for (std::int64_t c = 0; c < in_; ++c) {
-                        const std::uint32_t end = off[static_cast<std::size_t>(c)];
-                        for (std::uint32_t k = start; k < end; ++k) {
-                            const std::uint32_t i = order[k];
-                            const std::int64_t t = i / static_cast<std::uint32_t>(in_);
-                            weights_.add_column(c, in.values[i], unit, y + t * out_, r0, r1);
-                        }
-                        start = end;
-                    }
-                });
-            }
-            if (!bias_.empty())
-                for (std::int64_t t = 0; t < rows_; ++t)
-                    for (std::int64_t r = 0; r < out_; ++r)
-                        y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
-            if (ctx.list_output) {
-                out.active.resize(out.values.size());
-                out.active.resize(
-                    collect_nonzero(y, 0, rows_ * out_, out.active.data(), out.ternary));
-            } else {
-                out.mark_unlisted(count_nonzero(y, 0, rows_ * out_, out.ternary));
+                act.clear();
+                act.count = count_nonzero(y, q0, q1, act.ternary);
             }
         }
-        // Counts from events and shapes: each non-zero input touches its column's weights.
-        // Both engines book the event engine's count (the dense one did more work for it).
+    }
+
+    // Adds the columns of the active inputs to blocks [b0, b1), prefetching ahead.
+    void deliver_events(const RowSplit& s, const OneTokenJob& job, std::int64_t b0,
+                        std::int64_t b1) const {
+        const std::size_t d = s.prefetch_events, na = job.na;
+        const std::uint32_t* act = job.act;
+        // The first events' offsets and synapses too: with few events per step they are a
+        // large share of the work.
+        for (std::size_t j = 0; j < std::min(2 * d, na); ++j)
+            weights_.prefetch(act[j], s, b0, b1, 0);
+        for (std::size_t j = 0; j < std::min(d, na); ++j) weights_.prefetch(act[j], s, b0, b1, 1);
+        for (std::size_t j = 0; j < na; ++j) {
+            if (j + 2 * d < na) weights_.prefetch(act[j + 2 * d], s, b0, b1, 0);
+            if (j + d < na) weights_.prefetch(act[j + d], s, b0, b1, 1);
+            weights_.add_column(act[j], job.xs[j], job.unit, job.y, s, b0, b1);
+        }
+    }
+
+    // The output's flags and index list (or count) from the blocks' own.
+    void gather_blocks(BlockScratch& sc, Activity& out, const StepContext& ctx,
+                       std::int64_t work) const {
+        out.ternary = true;
+        for (auto& a : sc.block_active) out.ternary = out.ternary && a.ternary;
+        if (ctx.list_output) {
+            ctx.concat_blocks(sc.block_active, out.active, work);
+        } else {
+            std::size_t count = 0;
+            for (auto& a : sc.block_active) count += a.count;
+            out.mark_unlisted(count);
+        }
+    }
+
+    // Several tokens, the dense engine or compressed weights.
+    void step_tokens_by_channel(const Activity& in, BlockScratch& sc, Activity& out,
+                                const StepContext& ctx, bool dense, bool unit) const {
+        float* y = out.values.data();
+        std::fill(out.values.begin(), out.values.end(), 0.0f);
+        const RowSplit& s = sc.split;
+        if (dense) {
+            for (std::int64_t t = 0; t < rows_; ++t)
+                for (std::int64_t c = 0; c < in_; ++c)
+                    weights_.add_column(c, in.values[static_cast<std::size_t>(t * in_ + c)], false,
+                                        y + t * out_, s, 0, s.nblocks);
+        } else {
+            add_by_channel(in, sc, y, ctx, unit);
+        }
+        if (!bias_.empty())
+            for (std::int64_t t = 0; t < rows_; ++t)
+                for (std::int64_t r = 0; r < out_; ++r)
+                    y[t * out_ + r] += bias_[static_cast<std::size_t>(r)];
+        if (ctx.list_output) {
+            out.active.resize(out.values.size());
+            out.active.resize(collect_nonzero(y, 0, rows_ * out_, out.active.data(), out.ternary));
+        } else {
+            out.mark_unlisted(count_nonzero(y, 0, rows_ * out_, out.ternary));
+        }
+    }
+
+    // Channel-major: each weight column is read once per step and applied to every token where
+    // that channel is active. Every output still receives its terms in ascending channel order,
+    // exactly as the dense loop adds them.
+    void add_by_channel(const Activity& in, BlockScratch& sc, float* y, const StepContext& ctx,
+                        bool unit) const {
+        auto& off = sc.offsets;
+        auto& order = sc.by_channel;
+        off.assign(static_cast<std::size_t>(in_ + 1), 0);
+        for (auto i : in.active) ++off[i % static_cast<std::uint32_t>(in_) + 1];
+        for (std::int64_t c = 0; c < in_; ++c)
+            off[static_cast<std::size_t>(c + 1)] += off[static_cast<std::size_t>(c)];
+        order.resize(in.active.size());
+        for (auto i : in.active) order[off[i % static_cast<std::uint32_t>(in_)]++] = i;
+        // off[c] now ends bucket c; bucket c starts where bucket c-1 ends.
+        const RowSplit& s = sc.split;
+        ctx.for_blocks(s.nblocks, 1, [&](std::int64_t b0, std::int64_t b1) {
+            std::uint32_t start = 0;
+            for (std::int64_t c = 0; c < in_; ++c) {
+                const std::uint32_t end = off[static_cast<std::size_t>(c)];
+                for (std::uint32_t k = start; k < end; ++k) {
+                    const std::uint32_t i = order[k];
+                    const std::int64_t t = i / static_cast<std::uint32_t>(in_);
+                    weights_.add_column(c, in.values[i], unit, y + t * out_, s, b0, b1);
+                }
+                start = end;
+            }
+        });
+    }
+
+    // Counts from events and shapes: each non-zero input touches its column's weights.
+    // Both engines book the event engine's count (the dense one did more work for it).
+    void count_step(const Activity& in, const BlockScratch& sc, const StepContext& ctx,
+                    bool dense) const {
         if (!dense && rows_ != 1 && !weights_.sparse()) {
-            const auto& ev = scratch.events;
+            const auto& ev = sc.events;
             count_events_n(
                 ev.chan.size(), in.ternary,
                 [&](std::size_t k) { return weights_.col_nnz(ev.chan[k]); },
@@ -254,6 +309,7 @@ class LinearNode final : public Node {
                 weights_.bytes_per_synapse(), ctx);
         }
     }
+
     // Event-driven, several tokens, dense weights: token_rows_kernel over row blocks; also
     // sets out.active and out.ternary from the kernel's masks.
     void step_tokens_dense(const Activity& in, BlockScratch& sc, Activity& out,
@@ -265,10 +321,9 @@ class LinearNode final : public Node {
         sc.nt.resize(static_cast<std::size_t>(rows_ * groups));
         const float* bias = bias_.empty() ? nullptr : bias_.data();
         float* y = out.values.data();
-        sc.kernel.resize(static_cast<std::size_t>(nblocks()));
-        ctx.for_blocks(nblocks(), 1, [&](std::int64_t b0, std::int64_t b1) {
-            const std::int64_t r0 = b0 * weights_.block();
-            const std::int64_t r1 = std::min(out_, b1 * weights_.block());
+        const RowSplit& s = sc.split;
+        ctx.for_blocks(s.nblocks, 1, [&](std::int64_t b0, std::int64_t b1) {
+            const std::int64_t r0 = s.row_begin(b0), r1 = std::min(out_, s.row_begin(b1));
             token_rows(panels_, ev, bias, BiasOrder::last, unit, y, r0, r1, sc.nz.data(),
                        sc.nt.data(), sc.kernel[static_cast<std::size_t>(b0)]);
         });
@@ -293,6 +348,7 @@ class LinearNode final : public Node {
         out.active.resize(n);
     }
 
+  public:
     std::uint64_t dense_macs_per_step() const override {
         return static_cast<std::uint64_t>(rows_ * in_ * out_);
     }

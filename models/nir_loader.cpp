@@ -206,18 +206,9 @@ GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::str
     return io;
 }
 
-}  // namespace
-
-std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
-                                  LoadReport& rep) {
-    h5::Reader r(path);
-    if (!r.is_group("/node")) r.fail("/node", "missing group: not a NIR graph file");
-    if (r.is_dataset("/node/type")) {
-        auto t = r.read_string("/node/type");
-        if (t != "NIRGraph") r.fail("/node/type", "expected \"NIRGraph\", got \"" + t + "\"");
-    }
-    LoadOptions o;
-    // The writer's conventions: --from, else the file's metadata/from, else NIR's.
+// The writer's conventions: --from, else the file's metadata/from, else NIR's.
+const Dialect& choose_dialect(const h5::Reader& r, const std::string& path,
+                              const UserLoadOptions& user, LoadOptions& o, LoadReport& rep) {
     std::string dialect_name = "nir";
     rep.dialect_source = "default";
     if (user.from) {
@@ -241,6 +232,12 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
     if (dia.name != "nir")
         rep.notes.push_back("conventions of " + dia.name + " (" + rep.dialect_source +
                             "): " + dia.summary);
+    return dia;
+}
+
+// dt: --dt, else the file's metadata, else the dialect's, else 1 ms.
+void choose_dt(const h5::Reader& r, const std::string& path, const UserLoadOptions& user,
+               const Dialect& dia, LoadOptions& o, LoadReport& rep) {
     if (user.dt) {
         o.dt = *user.dt;
         rep.dt_source = "option --dt";
@@ -260,6 +257,43 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
     }
     if (!(o.dt > 0) || !std::isfinite(o.dt))
         throw InputError(path, "metadata/dt", "dt must be positive");
+}
+
+// Hints for the user: a writer recognised by its parameters, and a defaulted dt that matters.
+void add_notes(const h5::Reader& r, const Graph& g, const Dialect& dia, LoadReport& rep) {
+    if (dia.name == "nir" && rep.dialect_source == "default") {
+        const std::string w = guess_writer(r, "/node", 0);
+        if (w == "snntorch")
+            rep.notes.push_back(
+                "the LIF parameters match snnTorch's exporter (r = tau/1e-4): --from snntorch "
+                "reproduces snnTorch's own neurons (subtract reset at the next step)");
+        else if (w == "steps")
+            rep.notes.push_back(
+                "every time constant is 1 or more, as when they count steps (Sinabs, "
+                "SpikingJelly): --from sinabs or --from spikingjelly sets dt = 1");
+    }
+    bool has_time = false;
+    for (int i = 0; i < g.size(); ++i) {
+        const auto& t = g.node(i).type();
+        if (t == "LIF" || t == "CubaLIF" || t == "Delay") has_time = true;
+    }
+    if (has_time && rep.dt_source == "default")
+        rep.notes.push_back("no dt given and none in the file: using dt = 0.001 s (pass --dt)");
+}
+
+}  // namespace
+
+std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions& user,
+                                  LoadReport& rep) {
+    h5::Reader r(path);
+    if (!r.is_group("/node")) r.fail("/node", "missing group: not a NIR graph file");
+    if (r.is_dataset("/node/type")) {
+        auto t = r.read_string("/node/type");
+        if (t != "NIRGraph") r.fail("/node/type", "expected \"NIRGraph\", got \"" + t + "\"");
+    }
+    LoadOptions o;
+    const Dialect& dia = choose_dialect(r, path, user, o, rep);
+    choose_dt(r, path, user, dia, o, rep);
     auto pick = [&](const std::optional<std::string>& u, const char* key, const char* dflt,
                     std::set<std::string> allowed, std::string& source) {
         std::string v;
@@ -298,24 +332,7 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
                              "one Input and route its parts with Linear nodes");
     }
     g->finalize();
-    if (dia.name == "nir" && rep.dialect_source == "default") {
-        const std::string w = guess_writer(r, "/node", 0);
-        if (w == "snntorch")
-            rep.notes.push_back(
-                "the LIF parameters match snnTorch's exporter (r = tau/1e-4): --from snntorch "
-                "reproduces snnTorch's own neurons (subtract reset at the next step)");
-        else if (w == "steps")
-            rep.notes.push_back(
-                "every time constant is 1 or more, as when they count steps (Sinabs, "
-                "SpikingJelly): --from sinabs or --from spikingjelly sets dt = 1");
-    }
-    bool has_time = false;
-    for (int i = 0; i < g->size(); ++i) {
-        const auto& t = g->node(i).type();
-        if (t == "LIF" || t == "CubaLIF" || t == "Delay") has_time = true;
-    }
-    if (has_time && rep.dt_source == "default")
-        rep.notes.push_back("no dt given and none in the file: using dt = 0.001 s (pass --dt)");
+    add_notes(r, *g, dia, rep);
     return g;
 }
 

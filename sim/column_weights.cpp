@@ -166,8 +166,9 @@ float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
 }
 
 template <class W>
-void ColumnWeights::deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit,
-                            W weight) const {
+[[gnu::always_inline]] inline void ColumnWeights::deliver(std::uint64_t k0, std::uint64_t k1,
+                                                          float* yb, float x, bool unit,
+                                                          W weight) const {
     const std::uint16_t* rr = rows_.data();
     if (unit && x > 0) {
         for (auto k = k0; k < k1; ++k) yb[rr[k]] += weight(k);
@@ -178,8 +179,9 @@ void ColumnWeights::deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float
     }
 }
 
-void ColumnWeights::deliver_run(std::uint64_t k0, std::uint64_t k1, float* yb, float x,
-                                bool unit) const {
+// Inlined into add_column: a call per event and storage block would cost as much as a short run.
+[[gnu::always_inline]] inline void ColumnWeights::deliver_run(std::uint64_t k0, std::uint64_t k1,
+                                                              float* yb, float x, bool unit) const {
     if (codebook_.size() == 1) {
         const float w = codebook_[0];
         deliver(k0, k1, yb, x, unit, [w](std::uint64_t) { return w; });
@@ -211,14 +213,12 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, con
     // thread runs, or one per storage block they cross (layers of more than kMaxBlock rows).
     const std::uint32_t* bd = s.bounds.data() + c * (s.nblocks + 1);
     const std::uint64_t k0 = bd[b0], k1 = bd[b1];
-    if (stride_ == 2) {
-        deliver_run(k0, k1, y, x, unit);
-        return;
-    }
-    for (std::int64_t sb = r0 / block_; sb * block_ < r1; ++sb)
-        deliver_run(std::max<std::uint64_t>(k0, colptr_[run_at(c, sb)]),
-                    std::min<std::uint64_t>(k1, colptr_[run_at(c, sb + 1)]), y + row_base(sb), x,
-                    unit);
+    const bool one = stride_ == 2;
+    const std::int64_t sb0 = one ? 0 : r0 / block_, sb1 = one ? 1 : (r1 - 1) / block_ + 1;
+    for (std::int64_t sb = sb0; sb < sb1; ++sb)
+        deliver_run(one ? k0 : std::max<std::uint64_t>(k0, colptr_[run_at(c, sb)]),
+                    one ? k1 : std::min<std::uint64_t>(k1, colptr_[run_at(c, sb + 1)]),
+                    y + row_base(sb), x, unit);
 }
 
 void ColumnWeights::split(std::int64_t parts, RowSplit& s) const {

@@ -225,12 +225,13 @@ void ColumnWeights::split(std::int64_t parts, RowSplit& s) const {
     s.parts = parts < 1 ? 1 : parts;
     s.block = row_part_size(out_, s.parts);
     s.nblocks = (out_ + s.block - 1) / s.block;
+    s.prefetch_events = 4;  // dense columns: a few events ahead cover the latency
+    s.bounds.clear();
+    if (!sparse_) return;
     const double run = static_cast<double>(rows_.size()) /
                        static_cast<double>(std::max<std::int64_t>(1, in_ * s.nblocks));
     s.prefetch_events =
         static_cast<std::size_t>(std::clamp(std::ceil(512.0 / std::max(run, 1.0)), 4.0, 16.0));
-    s.bounds.clear();
-    if (!sparse_) return;
     const std::int64_t nb = s.nblocks;
     s.bounds.resize(static_cast<std::size_t>(in_ * (nb + 1)));
     for (std::int64_t c = 0; c < in_; ++c) {

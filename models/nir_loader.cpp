@@ -284,7 +284,6 @@ LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConvent
     o.reset = pick(user.reset, file.reset, "reset", dia.reset.c_str(), {"zero", "subtract"},
                    rep.reset_source);
     o.weight_codebook = user.weight_codebook;
-    o.threads = user.threads;
     rep.used = o;
     return o;
 }

@@ -163,211 +163,268 @@ class Progress {
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now(), last_{};
 };
 
-}  // namespace
+// Nodes whose non-zeros no one reads by index: every consumer takes this node as its only
+// input, undelayed (a delayed edge copies the list), and reads whole values; nothing records
+// it, and it is not the output.
+std::vector<char> listed_outputs(const Graph& g, const RunConfig& cfg, int out_node) {
+    const int n = g.size();
+    std::vector<char> list_out(static_cast<std::size_t>(n), 1);
+    std::vector<int> consumers(static_cast<std::size_t>(n), 0), by_values(consumers);
+    for (const Edge& e : g.edges()) {
+        const auto s = static_cast<std::size_t>(e.src);
+        ++consumers[s];
+        by_values[s] +=
+            !e.delayed && g.in_edges(e.dst).size() == 1 && g.node(e.dst).reads_values_only();
+    }
+    for (int u = 0; u < n; ++u) {
+        const auto k = static_cast<std::size_t>(u);
+        list_out[k] = !(consumers[k] > 0 && by_values[k] == consumers[k] && u != out_node &&
+                        !(cfg.observer && cfg.observer->wants(u)));
+    }
+    return list_out;
+}
 
-RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
+// What every sample of one run shares.
+struct RunShared {
+    const Graph& g;
+    const InputSource& input;
+    const RunConfig& cfg;
+    std::int64_t first = 0, T = 0;
+    int in_node = -1, out_node = -1;
+    std::vector<char> list_out;
+    ThreadTeam* team = nullptr;
+};
+
+// Outputs, states and stats of every node, fresh for a new sample (states reset in place).
+void start_sample(const Graph& g, Workspace& ws) {
+    const int n = g.size();
+    if (!ws.ready) {
+        ws.out.resize(static_cast<std::size_t>(n));
+        ws.prev.resize(static_cast<std::size_t>(n));
+        ws.states.resize(static_cast<std::size_t>(n));
+        ws.membrane_prev.resize(static_cast<std::size_t>(n));
+        ws.ready = true;
+    }
+    ws.stats.assign(static_cast<std::size_t>(n), {});
+    for (int u = 0; u < n; ++u) {
+        ws.out[static_cast<std::size_t>(u)].reset(g.node(u).out_size());
+        auto& state = ws.states[static_cast<std::size_t>(u)];
+        if (!state || !g.node(u).reset_state(state.get())) state = g.node(u).make_state();
+    }
+}
+
+// Delayed edges at t = 0 carry the source applied to zero activity (an Affine's bias); a spiking
+// source has not fired before the first step. Nothing of this is counted.
+void prime_delayed_sources(const Graph& g, Workspace& ws, const StepContext& ctx) {
+    for (int u : g.delayed_sources()) {
+        const Node& nd = g.node(u);
+        if (nd.is_spiking()) {
+            ws.prev[static_cast<std::size_t>(u)].resize(nd.out_size());
+            continue;
+        }
+        Activity zero;
+        zero.resize(nd.in_size());
+        auto st = nd.make_state();
+        OpCounts discard;
+        AttentionCounts discard_attention;
+        SynapseCounts discard_synapses;
+        StepContext c0 = ctx;
+        c0.ops = &discard;
+        c0.attention = &discard_attention;
+        c0.synapses = &discard_synapses;
+        Activity& p = ws.prev[static_cast<std::size_t>(u)];
+        p.resize(nd.out_size());
+        nd.step(zero, st.get(), p, c0);
+    }
+}
+
+// Polarity tallies matter for spikes only; currents would cost a pass per step.
+void tally_output(const Node& nd, const Activity& out, NodeStats& st) {
+    if (nd.is_spiking() && out.all_ones)
+        st.positive_out += out.active.size();
+    else if (nd.is_spiking())
+        for (auto i : out.active) {
+            const float v = out.values[i];
+            if (v > 0)
+                ++st.positive_out;
+            else if (v < 0)
+                ++st.negative_out;
+        }
+    st.nonzero_out += out.nonzero();
+}
+
+// Node u's step t: its input gathered (or filled, for the Input node), stepped, tallied and
+// shown to the observer.
+void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
+    const Graph& g = r.g;
+    const RunConfig& cfg = r.cfg;
+    const Node& nd = g.node(u);
+    const auto k = static_cast<std::size_t>(u);
+    auto& st = ws.stats[k];
+    Activity& out = ws.out[k];
+    OpCounts step_ops;
+    ctx.ops = &step_ops;
+    ctx.attention = &st.attention;
+    ctx.synapses = &st.synapses;
+    ctx.keep_attention = cfg.observer && cfg.observer->wants_attention(u, ctx.sample, ctx.step);
+    ctx.list_output = r.list_out[k] != 0;
+    if (u == r.in_node) {
+        out.clear();
+        r.input.fill(ctx.sample, ctx.step, cfg.seed, out, step_ops);
+    } else {
+        std::uint64_t join_events = 0;
+        const Activity& in = gather_input(g, u, ws, join_events);
+        if (cfg.count_ops) step_ops.ac += join_events;
+        st.nonzero_in += in.nonzero();
+        if (!in.ternary) st.input_ternary = false;
+        if (cfg.syops_tallies) tally_binary_input(in, st);
+        nd.step(in, ws.states[k].get(), out, ctx);
+        if (cfg.membrane_tallies && nd.category() == NodeCategory::neuron)
+            tally_membrane(nd, ws.states[k].get(), ctx.step, ws.membrane_prev[k], ws.membrane_now,
+                           st);
+    }
+    tally_output(nd, out, st);
+    st.ops += step_ops;
+    if (cfg.observer && cfg.observer->wants(u))
+        cfg.observer->on_step(ctx.sample, ctx.step, u, nd, out, ws.states[k].get(), step_ops);
+}
+
+// The sources of delayed edges: this step's output is what those edges carry next step.
+void keep_delayed_outputs(const Graph& g, Workspace& ws) {
+    for (int u : g.delayed_sources()) {
+        auto& src = ws.out[static_cast<std::size_t>(u)];
+        auto& dst = ws.prev[static_cast<std::size_t>(u)];
+        dst.values = src.values;
+        dst.active = src.active;
+        dst.ternary = src.ternary;
+        dst.all_ones = src.all_ones;
+    }
+}
+
+// Argmax of the output summed over time; ties go to the lowest index.
+std::int64_t argmax(const std::vector<float>& acc) {
+    std::int64_t best = -1;
+    float bv = 0;
+    for (std::size_t i = 0; i < acc.size(); ++i)
+        if (best < 0 || acc[i] > bv) {
+            best = static_cast<std::int64_t>(i);
+            bv = acc[i];
+        }
+    return best;
+}
+
+// Sample first + k, all T steps, on this thread (its blocks on the team, if any). Writes its
+// prediction and output sum into `res`; returns its per-node stats.
+std::vector<NodeStats> run_sample(const RunShared& r, Workspace& ws, std::int64_t k,
+                                  RunResult& res) {
+    const Graph& g = r.g;
+    const RunConfig& cfg = r.cfg;
+    start_sample(g, ws);
+    StepContext ctx;
+    ctx.engine = cfg.engine;
+    ctx.sample = r.first + k;
+    ctx.timesteps = r.T;
+    ctx.seed = cfg.seed;
+    ctx.parallel_inner = cfg.threads > 1;
+    ctx.threads = cfg.threads;
+    ctx.parallel_work = cfg.parallel_work;
+    ctx.team = r.team;
+    ctx.count_ops = cfg.count_ops;
+    prime_delayed_sources(g, ws, ctx);
+    const Activity& output = ws.out[static_cast<std::size_t>(r.out_node)];
+    std::vector<float> acc(static_cast<std::size_t>(g.node(r.out_node).out_size()), 0.0f);
+    for (std::int64_t t = 0; t < r.T; ++t) {
+        ctx.step = t;
+        for (int u : g.order()) step_node(r, ws, ctx, u);
+        for (auto i : output.active) acc[i] += output.values[i];
+        keep_delayed_outputs(g, ws);
+    }
+    res.predictions[static_cast<std::size_t>(k)] = argmax(acc);
+    res.output_sum[static_cast<std::size_t>(k)] = std::move(acc);
+    return std::move(ws.stats);
+}
+
+// Checks the input against the graph and the options; sets the run's samples and steps.
+RunShared plan_run(const Graph& g, const InputSource& input, const RunConfig& cfg, RunResult& res) {
     if (g.inputs().size() != 1)
         throw InputError(g.origin(), "nodes", "exactly one Input node is supported");
     if (cfg.threads < 1) throw OptionError("threads", "must be at least 1");
-    const int in_node = g.inputs()[0];
-    const int out_node = g.outputs()[0];
-    if (numel(input.sample_shape()) != g.node(in_node).out_size())
+    RunShared r{g, input, cfg, 0, 0, -1, -1, {}, nullptr};
+    r.in_node = g.inputs()[0];
+    r.out_node = g.outputs()[0];
+    if (numel(input.sample_shape()) != g.node(r.in_node).out_size())
         throw InputError(input.describe(), "shape",
                          "input sample shape " + shape_str(input.sample_shape()) +
                              " does not match the model's Input shape " +
-                             shape_str(g.node(in_node).out_shape()));
-
-    RunResult res;
+                             shape_str(g.node(r.in_node).out_shape()));
     res.timesteps = cfg.timesteps > 0 ? cfg.timesteps : input.fixed_timesteps();
     if (res.timesteps <= 0) throw OptionError("timesteps", "must be given for analog inputs");
     if (input.fixed_timesteps() > 0 && res.timesteps > input.fixed_timesteps())
         throw OptionError("timesteps", "the spike input has only " +
                                            std::to_string(input.fixed_timesteps()) + " steps");
-    std::int64_t first = cfg.first_sample;
-    std::int64_t count = cfg.num_samples < 0 ? input.num_samples() - first : cfg.num_samples;
-    if (first < 0 || count < 0 || first + count > input.num_samples())
+    r.first = cfg.first_sample;
+    const std::int64_t count =
+        cfg.num_samples < 0 ? input.num_samples() - r.first : cfg.num_samples;
+    if (r.first < 0 || count < 0 || r.first + count > input.num_samples())
         throw OptionError("samples", "range beyond the " + std::to_string(input.num_samples()) +
                                          " samples of the input");
+    r.T = res.timesteps;
     res.samples = count;
     res.syops_tallies = cfg.syops_tallies;
     res.membrane_tallies = cfg.membrane_tallies;
-    const int n = g.size();
-    res.nodes.assign(static_cast<std::size_t>(n), {});
+    res.nodes.assign(static_cast<std::size_t>(g.size()), {});
     res.predictions.assign(static_cast<std::size_t>(count), -1);
     res.output_sum.assign(static_cast<std::size_t>(count), {});
+    res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
+    r.list_out = listed_outputs(g, cfg, r.out_node);
+    return r;
+}
 
+// The samples' stats summed in sample order (so the sums do not depend on the threads).
+void merge_samples(std::vector<std::vector<NodeStats>>& per_sample, const RunConfig& cfg,
+                   RunResult& res) {
+    const auto n = res.nodes.size();
+    if (cfg.keep_sample_sums) res.sample_binary_in_sum.reserve(per_sample.size() * n);
+    for (auto& ps : per_sample)
+        for (std::size_t u = 0; u < n; ++u) {
+            accumulate(res.nodes[u], ps[u]);
+            if (cfg.keep_sample_sums) res.sample_binary_in_sum.push_back(ps[u].binary_in_sum);
+        }
+}
+
+}  // namespace
+
+RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
+    RunResult res;
+    RunShared r = plan_run(g, input, cfg, res);
+    const std::int64_t count = res.samples;
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism,
                            static_cast<std::size_t>(cfg.threads));
     tbb::enumerable_thread_specific<Workspace> wss;
     Progress progress(count, cfg.progress && count > 1);
-    const std::int64_t T = res.timesteps;
-
     // One sample on several threads: a persistent team runs each step's blocks.
     std::unique_ptr<ThreadTeam> team;
     if (count == 1 && cfg.threads > 1) team = std::make_unique<ThreadTeam>(cfg.threads);
-
-    // Nodes whose non-zeros no one reads by index: every consumer takes this node as its only
-    // input, undelayed (a delayed edge copies the list), and reads whole values; nothing
-    // records it, and it is not the output.
-    std::vector<char> list_out(static_cast<std::size_t>(n), 1);
-    {
-        std::vector<int> consumers(static_cast<std::size_t>(n), 0), by_values(consumers);
-        for (const Edge& e : g.edges()) {
-            const auto s = static_cast<std::size_t>(e.src);
-            ++consumers[s];
-            by_values[s] +=
-                !e.delayed && g.in_edges(e.dst).size() == 1 && g.node(e.dst).reads_values_only();
-        }
-        for (int u = 0; u < n; ++u) {
-            const auto k = static_cast<std::size_t>(u);
-            list_out[k] = !(consumers[k] > 0 && by_values[k] == consumers[k] && u != out_node &&
-                            !(cfg.observer && cfg.observer->wants(u)));
-        }
-    }
+    r.team = team.get();
 
     auto t0 = std::chrono::steady_clock::now();
-    res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
-    auto run_sample = [&](std::int64_t k) {
+    std::vector<std::vector<NodeStats>> per_sample(static_cast<std::size_t>(count));
+    auto one = [&](std::int64_t k) {
         const auto sample_t0 = std::chrono::steady_clock::now();
-        const std::int64_t sample = first + k;
-        Workspace& ws = wss.local();
-        if (!ws.ready) {
-            ws.out.resize(static_cast<std::size_t>(n));
-            ws.prev.resize(static_cast<std::size_t>(n));
-            ws.states.resize(static_cast<std::size_t>(n));
-            ws.membrane_prev.resize(static_cast<std::size_t>(n));
-            ws.ready = true;
-        }
-        ws.stats.assign(static_cast<std::size_t>(n), {});
-        for (int u = 0; u < n; ++u) {
-            ws.out[static_cast<std::size_t>(u)].reset(g.node(u).out_size());
-            auto& state = ws.states[static_cast<std::size_t>(u)];
-            if (!state || !g.node(u).reset_state(state.get())) state = g.node(u).make_state();
-        }
-        StepContext ctx;
-        ctx.engine = cfg.engine;
-        ctx.sample = sample;
-        ctx.timesteps = T;
-        ctx.seed = cfg.seed;
-        ctx.parallel_inner = cfg.threads > 1;
-        ctx.parallel_work = cfg.parallel_work;
-        ctx.team = team.get();
-        ctx.count_ops = cfg.count_ops;
-        // Delayed edges at t = 0 carry the source applied to zero activity (an Affine's bias);
-        // a spiking source has not fired before the first step.
-        for (int u : g.delayed_sources()) {
-            const Node& nd = g.node(u);
-            if (nd.is_spiking()) {
-                ws.prev[static_cast<std::size_t>(u)].resize(nd.out_size());
-                continue;
-            }
-            Activity zero;
-            zero.resize(nd.in_size());
-            auto st = nd.make_state();
-            OpCounts discard;
-            AttentionCounts discard_attention;
-            SynapseCounts discard_synapses;
-            StepContext c0 = ctx;
-            c0.ops = &discard;
-            c0.attention = &discard_attention;
-            c0.synapses = &discard_synapses;
-            Activity& p = ws.prev[static_cast<std::size_t>(u)];
-            p.resize(nd.out_size());
-            nd.step(zero, st.get(), p, c0);
-        }
-        std::vector<float> acc(static_cast<std::size_t>(g.node(out_node).out_size()), 0.0f);
-        for (std::int64_t t = 0; t < T; ++t) {
-            ctx.step = t;
-            for (int u : g.order()) {
-                const Node& nd = g.node(u);
-                auto& st = ws.stats[static_cast<std::size_t>(u)];
-                Activity& out = ws.out[static_cast<std::size_t>(u)];
-                OpCounts step_ops;
-                ctx.ops = &step_ops;
-                ctx.attention = &st.attention;
-                ctx.synapses = &st.synapses;
-                ctx.keep_attention = cfg.observer && cfg.observer->wants_attention(u, sample, t);
-                ctx.list_output = list_out[static_cast<std::size_t>(u)] != 0;
-                if (u == in_node) {
-                    out.clear();
-                    input.fill(sample, t, cfg.seed, out, step_ops);
-                } else {
-                    std::uint64_t join_events = 0;
-                    const Activity& in = gather_input(g, u, ws, join_events);
-                    if (cfg.count_ops) step_ops.ac += join_events;
-                    st.nonzero_in += in.nonzero();
-                    if (!in.ternary) st.input_ternary = false;
-                    if (cfg.syops_tallies) tally_binary_input(in, st);
-                    nd.step(in, ws.states[static_cast<std::size_t>(u)].get(), out, ctx);
-                    if (cfg.membrane_tallies && nd.category() == NodeCategory::neuron)
-                        tally_membrane(nd, ws.states[static_cast<std::size_t>(u)].get(), t,
-                                       ws.membrane_prev[static_cast<std::size_t>(u)],
-                                       ws.membrane_now, st);
-                }
-                // Polarity tallies matter for spikes only; currents would cost a pass per step.
-                if (nd.is_spiking() && out.all_ones)
-                    st.positive_out += out.active.size();
-                else if (nd.is_spiking())
-                    for (auto i : out.active) {
-                        const float v = out.values[i];
-                        if (v > 0)
-                            ++st.positive_out;
-                        else if (v < 0)
-                            ++st.negative_out;
-                    }
-                st.nonzero_out += out.nonzero();
-                st.ops += step_ops;
-                if (cfg.observer && cfg.observer->wants(u))
-                    cfg.observer->on_step(sample, t, u, nd, out,
-                                          ws.states[static_cast<std::size_t>(u)].get(), step_ops);
-            }
-            for (auto i : ws.out[static_cast<std::size_t>(out_node)].active)
-                acc[i] += ws.out[static_cast<std::size_t>(out_node)].values[i];
-            for (int u : g.delayed_sources()) {
-                auto& src = ws.out[static_cast<std::size_t>(u)];
-                auto& dst = ws.prev[static_cast<std::size_t>(u)];
-                dst.values = src.values;
-                dst.active = src.active;
-                dst.ternary = src.ternary;
-                dst.all_ones = src.all_ones;
-            }
-        }
-        // Argmax of the output summed over time; ties go to the lowest index.
-        std::int64_t best = -1;
-        float bv = 0;
-        for (std::size_t i = 0; i < acc.size(); ++i)
-            if (best < 0 || acc[i] > bv) {
-                best = static_cast<std::int64_t>(i);
-                bv = acc[i];
-            }
-        res.predictions[static_cast<std::size_t>(k)] = best;
-        res.output_sum[static_cast<std::size_t>(k)] = std::move(acc);
         // Per-sample stats go to a slot of their own; summed in sample order below.
+        per_sample[static_cast<std::size_t>(k)] = run_sample(r, wss.local(), k, res);
         res.sample_s[static_cast<std::size_t>(k)] =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - sample_t0).count();
         progress.tick();
         if (cfg.samples_done) cfg.samples_done->fetch_add(1, std::memory_order_relaxed);
-        return std::move(ws.stats);
     };
-
-    std::vector<std::vector<NodeStats>> per_sample(static_cast<std::size_t>(count));
     if (cfg.threads == 1 || count == 1) {
-        for (std::int64_t k = 0; k < count; ++k)
-            per_sample[static_cast<std::size_t>(k)] = run_sample(k);
+        for (std::int64_t k = 0; k < count; ++k) one(k);
     } else {
-        tbb::parallel_for(std::int64_t{0}, count, [&](std::int64_t k) {
-            per_sample[static_cast<std::size_t>(k)] = run_sample(k);
-        });
+        tbb::parallel_for(std::int64_t{0}, count, one);
     }
     res.simulate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (cfg.keep_sample_sums)
-        res.sample_binary_in_sum.reserve(per_sample.size() * static_cast<std::size_t>(n));
-    for (auto& ps : per_sample)
-        for (int u = 0; u < n; ++u) {
-            accumulate(res.nodes[static_cast<std::size_t>(u)], ps[static_cast<std::size_t>(u)]);
-            if (cfg.keep_sample_sums)
-                res.sample_binary_in_sum.push_back(ps[static_cast<std::size_t>(u)].binary_in_sum);
-        }
+    merge_samples(per_sample, cfg, res);
     return res;
 }
 

@@ -95,7 +95,12 @@ void Graph::finalize() {
             throw InputError(origin_, "edges",
                              "Input node '" + nodes_[static_cast<std::size_t>(i)]->name() +
                                  "' has incoming edges");
+    order_nodes(out_edges);
+    bind_shapes();
+}
 
+void Graph::order_nodes(const std::vector<std::vector<int>>& out_edges) {
+    const int n = size();
     // DFS from the inputs (then any unvisited node) marks back edges as delayed.
     std::vector<int> state(static_cast<std::size_t>(n), 0);  // 0 new, 1 on stack, 2 done
     std::function<void(int)> dfs = [&](int u) {
@@ -143,7 +148,10 @@ void Graph::finalize() {
         if (e.delayed && std::find(delayed_sources_.begin(), delayed_sources_.end(), e.src) ==
                              delayed_sources_.end())
             delayed_sources_.push_back(e.src);
+}
 
+void Graph::bind_shapes() {
+    const int n = size();
     // Bind shapes in order. A delayed edge's source may not be bound yet: take its declared
     // input shape is not enough, so bind the sources of delayed edges from their declared shape.
     std::vector<bool> bound(static_cast<std::size_t>(n), false);

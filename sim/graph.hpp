@@ -40,6 +40,9 @@ class Graph {
 
   private:
     void move_delays_before_connections(const std::vector<std::vector<int>>& out_edges);
+    // The stages of finalize(): back edges delayed and the run order, then every node bound.
+    void order_nodes(const std::vector<std::vector<int>>& out_edges);
+    void bind_shapes();
 
     std::vector<std::unique_ptr<Node>> nodes_;
     std::vector<Edge> edges_;

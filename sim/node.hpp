@@ -114,6 +114,7 @@ struct StepContext {
     std::int64_t timesteps = 1;  // T
     std::uint64_t seed = 0;
     bool parallel_inner = false;  // the node may split its work across threads
+    int threads = 1;              // the run's thread count: how many row blocks a node may use
     // When set (one sample on several threads), blocks go to this persistent team instead of
     // the task pool: a step's parallel sections are microseconds apart.
     ThreadTeam* team = nullptr;

@@ -22,7 +22,6 @@ struct LoadOptions {
     std::string discretization = "euler";  // "euler" | "exact"
     std::string reset = "zero";            // "zero" | "subtract"
     bool weight_codebook = true;           // lossless shared-value weight storage
-    int threads = 1;                       // worker threads: sizes row blocks of large layers
     // Conventions of the framework that wrote the file (`--from`, docs/bringing-a-model.md);
     // a node's own datasets (compare, reset_mode, reset_delay, initial, input_gain) win.
     std::string dialect = "nir";     // nir | snntorch | norse | sinabs | spikingjelly

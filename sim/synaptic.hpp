@@ -22,18 +22,39 @@ void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::i
 bool fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
                     std::vector<float>& weight, std::vector<float>& bias);
 
+// How one run splits a Linear layer's rows among its threads: blocks of whole 64-row groups, one
+// per thread (row_part_size, as neuron layers split, so each thread reads the rows it wrote), and
+// for compressed weights each column's synapse offset at every block boundary. Made per run by
+// ColumnWeights::split from the stored weights, which do not depend on the thread count; the
+// split never changes results, only which thread adds which rows.
+struct RowSplit {
+    std::int64_t parts = 0;    // the thread count it was made for (0: not made yet)
+    std::int64_t block = 64;   // rows per block
+    std::int64_t nblocks = 0;  // blocks that hold rows (at most parts)
+    // Compressed weights: [in][nblocks + 1], the first synapse of column c at or past each
+    // block's first row, then the column's end.
+    std::vector<std::uint32_t> bounds;
+    // How many events ahead delivery prefetches a column's synapses so that about 512 are in
+    // flight (memory latency bounds delivery, and a block's runs shrink as blocks multiply).
+    std::size_t prefetch_events = 4;
+    std::int64_t row_begin(std::int64_t b) const { return b * block; }
+};
+
 // Dense or compressed weights of a Linear map [in] -> [out], stored by input column so that
-// a spike at input c adds column c. Columns are split into row blocks for parallel delivery.
+// a spike at input c adds column c. The stored layout depends on the weights alone; a run splits
+// the rows among its threads with a RowSplit.
 class ColumnWeights {
   public:
-    // Rows per block: a column's synapses in one block form one contiguous run (latency, not
-    // bandwidth, bounds event delivery), so blocks are as large as possible: one per worker
-    // thread, at most 65472 rows (uint16 offsets, whole 64-row groups). The partition never changes
-    // results. Layers of at most 65472 rows store whole-layer row numbers (row_base).
+    // Compressed weights store 16-bit row numbers: a layer of at most 65472 rows (whole 64-row
+    // groups) as one storage block of whole-layer rows, so a column is one run of ascending rows;
+    // a larger layer as the fewest equal storage blocks of block-local rows, a column's runs for
+    // consecutive storage blocks lying one after another.
     static constexpr std::int64_t kMaxBlock = 65472;  // 1023 cache lines of rows
-    void set_blocks(int parts) { parts_ = parts < 1 ? 1 : parts; }
+    // Rows per storage block, and their number.
     std::int64_t block() const { return block_; }
     std::int64_t nblocks() const { return (out_ + block_ - 1) / block_; }
+    // A split of the rows into one block per thread (`parts` threads) for delivery.
+    void split(std::int64_t parts, RowSplit& s) const;
     // `codebook`: store each synapse's weight as an index into the matrix's distinct values when
     // there are at most 256 of them (no per-synapse weight at all when there is one). Lossless.
     void set_codebook(bool on) { use_codebook_ = on; }
@@ -54,27 +75,29 @@ class ColumnWeights {
     std::size_t codebook_size() const { return codebook_.size(); }
     std::uint64_t nnz() const { return nnz_; }
     std::uint32_t col_nnz(std::int64_t c) const { return col_nnz_[static_cast<std::size_t>(c)]; }
-    // y[r0:r1) += s * W[r0:r1, c] (s = +1/-1) or x * W (analog), for the rows of one block.
-    void add_column(std::int64_t c, float x, bool unit, float* y, std::int64_t r0,
-                    std::int64_t r1) const;
+    // y[rows of blocks b0..b1) += s * W[rows, c] (s = +1/-1) or x * W (analog).
+    void add_column(std::int64_t c, float x, bool unit, float* y, const RowSplit& s,
+                    std::int64_t b0, std::int64_t b1) const;
     float at(std::int64_t r, std::int64_t c) const;
     // Dense storage only: the column of input c (out() floats), else nullptr.
     const float* dense_column(std::int64_t c) const {
         return sparse_ ? nullptr : dense_.data() + c * out_;
     }
     // Hints the memory system about a column some events ahead: stage 0 fetches its offsets
-    // (one line for every block's run), stage 1 the synapses of blocks [b0, b1) (needs the offsets,
-    // fetched earlier by stage 0).
-    void prefetch(std::int64_t c, std::int64_t b0, std::int64_t b1, int stage) const {
+    // (one line for every block's bound), stage 1 the synapses of blocks [b0, b1) (needs the
+    // offsets, fetched earlier by stage 0).
+    void prefetch(std::int64_t c, const RowSplit& s, std::int64_t b0, std::int64_t b1,
+                  int stage) const {
         if (!sparse_) {
-            if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + b0 * block_);
+            if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + s.row_begin(b0));
             return;
         }
+        const std::uint32_t* bd = s.bounds.data() + c * (s.nblocks + 1);
         if (stage == 0) {
-            __builtin_prefetch(colptr_.data() + run_at(c, b0));
+            __builtin_prefetch(bd + b0);
         } else {
-            // The runs of blocks [b0, b1) of this column, one cache line at a time.
-            const auto k0 = colptr_[run_at(c, b0)], k1 = colptr_[run_at(c, b1)];
+            // The synapses of blocks [b0, b1) of this column, one cache line at a time.
+            const auto k0 = bd[b0], k1 = bd[b1];
             for (auto k = k0; k < k1; k += 32) __builtin_prefetch(rows_.data() + k);
             if (!vals_.empty())
                 for (auto k = k0; k < k1; k += 16) __builtin_prefetch(vals_.data() + k);
@@ -82,9 +105,6 @@ class ColumnWeights {
                 for (auto k = k0; k < k1; k += 64) __builtin_prefetch(codes_.data() + k);
         }
     }
-    // How many events ahead stage 1 prefetches so that about 512 synapses are in flight:
-    // delivery is bound by memory latency, and a block's runs shrink as blocks multiply.
-    std::size_t prefetch_distance() const { return prefetch_events_; }
 
   private:
     std::int64_t out_ = 0, in_ = 0;
@@ -92,10 +112,10 @@ class ColumnWeights {
     std::uint64_t nnz_ = 0;
     std::vector<std::uint32_t> col_nnz_;
     std::vector<float> dense_;  // column-major [in][out]
-    // Sparse: the synapses of column c in block b (block-local rows, and the weights) are
-    // [colptr_[run_at(c, b)], colptr_[run_at(c, b) + 1]). A column's runs for all blocks lie one
-    // after another, so splitting rows into blocks costs no extra memory traffic per event.
-    // per synapse (vals_), through a codebook (codes_ into codebook_), or one shared value.
+    // Sparse: the synapses of column c in storage block b (block-local rows, and the weights)
+    // are [colptr_[run_at(c, b)], colptr_[run_at(c, b) + 1]), rows ascending; a column's runs
+    // for all storage blocks lie one after another. Weights are stored per synapse (vals_),
+    // through a codebook (codes_ into codebook_), or as one shared value.
     struct Syn {
         std::uint32_t row;
         float w;
@@ -103,23 +123,19 @@ class ColumnWeights {
     void compact(std::vector<Syn>& syn);
     template <class W>
     void deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit, W weight) const;
+    void deliver_run(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit) const;
     bool use_codebook_ = true;
-    int parts_ = 1;
-    std::int64_t block_ = 1;
+    std::int64_t block_ = 1;  // rows per storage block
+    // The fewest storage blocks of at most kMaxBlock rows, of equal whole 64-row groups.
     void choose_block() {
-        block_ = std::min(row_part_size(out_, parts_), kMaxBlock);
+        block_ = std::min(row_part_size(out_, (out_ + kMaxBlock - 1) / kMaxBlock), kMaxBlock);
         stride_ = nblocks() + 1;
     }
     std::size_t run_at(std::int64_t c, std::int64_t b) const {
         return static_cast<std::size_t>(c * stride_ + b);
     }
-    // Stored rows count from the layer's first row while every row fits 16 bits, so a pass
-    // over several blocks (one thread running them all) reads a column as one run; else from
-    // each block's first row (row_base).
-    bool whole_layer_rows() const { return out_ <= kMaxBlock; }
-    std::int64_t row_base(std::int64_t b) const { return whole_layer_rows() ? 0 : b * block_; }
+    std::int64_t row_base(std::int64_t b) const { return b * block_; }
     std::int64_t stride_ = 2;
-    std::size_t prefetch_events_ = 4;
     // 32-bit offsets: no tensor, so no synapse count, exceeds kMaxElements (2^31).
     std::vector<std::uint32_t> colptr_;
     std::vector<std::uint16_t> rows_;

@@ -120,6 +120,75 @@ std::string gib(std::uint64_t b) {
     return buf;
 }
 
+// A recording's spikes as NIR's ValuedEventData: per sample, events in time order, then neuron
+// order; rows padded to the longest with idx -1, time +inf, value 0 (NIR's convention).
+struct SpikeEvents {
+    std::int64_t per_row = 0;       // events in the longest row
+    std::vector<std::int32_t> idx;  // n < 2^31 (Shape checks)
+    std::vector<double> time;
+    std::vector<std::int8_t> value;
+};
+SpikeEvents spike_events(const std::vector<std::int8_t>& grid, std::int64_t S, std::int64_t T,
+                         std::int64_t n, double dt) {
+    std::vector<std::int64_t> count(static_cast<std::size_t>(S), 0);
+    const auto per = static_cast<std::size_t>(T * n);
+    for (std::int64_t s = 0; s < S; ++s)
+        count[static_cast<std::size_t>(s)] = static_cast<std::int64_t>(
+            per - static_cast<std::size_t>(std::count(
+                      grid.begin() + static_cast<std::ptrdiff_t>(s * per),
+                      grid.begin() + static_cast<std::ptrdiff_t>((s + 1) * per), std::int8_t{0})));
+    SpikeEvents ev;
+    const std::int64_t E = S ? *std::max_element(count.begin(), count.end()) : 0;
+    ev.per_row = E;
+    const auto cellsE = static_cast<std::size_t>(S * E);
+    ev.idx.assign(cellsE, -1);
+    ev.time.assign(cellsE, std::numeric_limits<double>::infinity());
+    ev.value.assign(cellsE, 0);
+    for (std::int64_t s = 0; s < S; ++s) {
+        auto e = static_cast<std::size_t>(s * E);
+        const std::int8_t* g = grid.data() + s * T * n;
+        for (std::int64_t t = 0; t < T; ++t)
+            for (std::int64_t i = 0; i < n; ++i)
+                if (const std::int8_t v = g[t * n + i]) {
+                    ev.idx[e] = static_cast<std::int32_t>(i);
+                    ev.time[e] = (static_cast<double>(t) + 0.5) * dt;
+                    ev.value[e] = v;
+                    ++e;
+                }
+    }
+    return ev;
+}
+
+// Per-step energy [S, T, kinds] from the counts and each kind's unit energy (NaN: unpriced, 0).
+std::vector<double> energy_pj(const std::vector<std::uint64_t>& counts,
+                              const std::vector<double>& unit_pj) {
+    std::vector<double> e(counts.size());
+    for (std::size_t c = 0; c < e.size(); ++c) {
+        const auto k = c % static_cast<std::size_t>(kKinds);
+        const double p = k < unit_pj.size() ? unit_pj[k] : 0.0;
+        e[c] = std::isnan(p) ? 0.0 : static_cast<double>(counts[c]) * p;
+    }
+    return e;
+}
+
+// The trace's root and /ternion: its type, T, dt, the samples, the op kinds and their energies.
+void write_run_header(h5::Writer& w, std::int64_t T, const TraceOptions& o,
+                      const std::vector<std::int64_t>& samples) {
+    w.attr("/", "__type__", std::string("NIRGraphData"));
+    w.group("/nodes");
+    w.group("/ternion");
+    w.attr("/ternion", "timesteps", T);
+    w.attr("/ternion", "dt", o.dt);
+    w.write("/ternion/samples", samples, {static_cast<std::int64_t>(samples.size())});
+    w.write_strings("/ternion/kinds", kind_names(), {kKinds});
+    if (o.energy) {
+        std::vector<double> u(static_cast<std::size_t>(kKinds),
+                              std::numeric_limits<double>::quiet_NaN());
+        for (std::size_t k = 0; k < u.size() && k < o.unit_pj.size(); ++k) u[k] = o.unit_pj[k];
+        w.write("/ternion/unit_pj", u, {kKinds});
+    }
+}
+
 }  // namespace
 
 void set_observables(TraceOptions& o, const std::vector<std::string>& words) {
@@ -178,7 +247,33 @@ std::vector<std::int64_t> parse_index_list(const std::string& text, const std::s
 TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t first,
                              std::int64_t samples, std::int64_t T, SampleRange held)
     : g_(g), o_(o), first_(first), samples_(samples), T_(T) {
-    // Samples: rows of every [samples, ...] dataset, in ascending global order.
+    select_samples(first, samples, held);
+    select_steps(T);
+    slot_.assign(static_cast<std::size_t>(g.size()), -1);
+    std::vector<Rec> chosen = select_records();
+    check_size(chosen);
+    // Memory only for the held rows.
+    const auto TA = static_cast<std::int64_t>(step_ids_.size());
+    const auto held_cells = [&](std::int64_t n) { return static_cast<std::size_t>(rows_ * T * n); };
+    for (auto& r : chosen) {
+        const auto c = held_cells(r.n);
+        if (r.spikes) r.spike_grid.assign(c, 0);
+        if (r.membrane) r.v.assign(c, 0.0f);
+        if (r.ops) r.counts.assign(held_cells(kKinds), 0);
+        if (r.attention) {
+            const auto m = static_cast<std::size_t>(rows_ * TA * r.heads * r.rows * r.cols);
+            r.scores.assign(m, 0.0f);
+            r.weights.assign(m, 0.0f);
+            r.have.assign(static_cast<std::size_t>(rows_ * TA), 0);
+        }
+        slot_[static_cast<std::size_t>(r.node)] = static_cast<int>(recs_.size());
+        recs_.push_back(std::move(r));
+    }
+}
+
+// Samples: rows of every [samples, ...] dataset, in ascending global order.
+void TraceRecorder::select_samples(std::int64_t first, std::int64_t samples, SampleRange held) {
+    const TraceOptions& o = o_;
     sample_rows_.assign(static_cast<std::size_t>(samples), -1);
     if (o.samples.empty()) {
         for (std::int64_t k = 0; k < samples; ++k) sample_ids_.push_back(first + k);
@@ -201,6 +296,10 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
         rows_ = std::lower_bound(sample_ids_.begin(), sample_ids_.end(), hi) - sample_ids_.begin() -
                 row0_;
     }
+}
+
+void TraceRecorder::select_steps(std::int64_t T) {
+    const TraceOptions& o = o_;
     step_slots_.assign(static_cast<std::size_t>(T), -1);
     if (o.steps.empty()) {
         for (std::int64_t t = 0; t < T; ++t) step_ids_.push_back(t);
@@ -214,10 +313,11 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
     }
     for (std::size_t k = 0; k < step_ids_.size(); ++k)
         step_slots_[static_cast<std::size_t>(step_ids_[k])] = static_cast<std::int64_t>(k);
+}
 
-    const auto S = static_cast<std::int64_t>(sample_ids_.size());
-    const auto TA = static_cast<std::int64_t>(step_ids_.size());
-    slot_.assign(static_cast<std::size_t>(g.size()), -1);
+std::vector<TraceRecorder::Rec> TraceRecorder::select_records() const {
+    const Graph& g = g_;
+    const TraceOptions& o = o_;
     std::vector<Rec> chosen;
     auto consider = [&](int u, bool explicit_node) {
         const Node& nd = g.node(u);
@@ -248,6 +348,14 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
             consider(u, true);
         }
     }
+    return chosen;
+}
+
+void TraceRecorder::check_size(const std::vector<Rec>& chosen) {
+    const auto S = static_cast<std::int64_t>(sample_ids_.size());
+    const auto TA = static_cast<std::int64_t>(step_ids_.size());
+    const std::int64_t T = T_;
+    const TraceOptions& o = o_;
     const auto cells = [&](std::int64_t n) { return static_cast<std::uint64_t>(S * T * n); };
     // The same sum in floating point first: with an absurd T or node size the integer products
     // would wrap.
@@ -277,22 +385,6 @@ TraceRecorder::TraceRecorder(const Graph& g, const TraceOptions& o, std::int64_t
                               " bytes (" + gib(bytes_) + "), over the limit of " +
                               std::to_string(o.max_bytes) + " bytes (" + gib(o.max_bytes) +
                               "); record fewer nodes, samples or observables, or raise the limit");
-    // Memory only for the held rows.
-    const auto held_cells = [&](std::int64_t n) { return static_cast<std::size_t>(rows_ * T * n); };
-    for (auto& r : chosen) {
-        const auto c = held_cells(r.n);
-        if (r.spikes) r.spike_grid.assign(c, 0);
-        if (r.membrane) r.v.assign(c, 0.0f);
-        if (r.ops) r.counts.assign(held_cells(kKinds), 0);
-        if (r.attention) {
-            const auto m = static_cast<std::size_t>(rows_ * TA * r.heads * r.rows * r.cols);
-            r.scores.assign(m, 0.0f);
-            r.weights.assign(m, 0.0f);
-            r.have.assign(static_cast<std::size_t>(rows_ * TA), 0);
-        }
-        slot_[static_cast<std::size_t>(r.node)] = static_cast<int>(recs_.size());
-        recs_.push_back(std::move(r));
-    }
 }
 
 std::int64_t TraceRecorder::row_of(std::int64_t sample) const {
@@ -410,27 +502,13 @@ void TraceRecorder::write(const std::string& path,
     const auto TA = static_cast<std::int64_t>(step_ids_.size());
     if (row0_ != 0 || rows_ != S)
         throw InternalError("TraceRecorder::write: the recorder holds only part of the rows");
-    const std::vector<std::string> kinds = kind_names();
     h5::write_atomically(path, [&](const std::string& tmp) {
         h5::Writer w(tmp);
         // A second handle on the same open file, for the large datasets (see put()).
         h5::Handle fh(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
         if (!fh) throw InputError(tmp, "", "cannot reopen the trace being written");
         const hid_t F = fh.id();
-        w.attr("/", "__type__", std::string("NIRGraphData"));
-        w.group("/nodes");
-        w.group("/ternion");
-        w.attr("/ternion", "timesteps", T_);
-        w.attr("/ternion", "dt", o_.dt);
-        w.write("/ternion/samples", sample_ids_, {S});
-        w.write_strings("/ternion/kinds", kinds, {kKinds});
-        if (o_.energy) {
-            std::vector<double> u(static_cast<std::size_t>(kKinds),
-                                  std::numeric_limits<double>::quiet_NaN());
-            for (std::size_t k = 0; k < u.size() && k < o_.unit_pj.size(); ++k)
-                u[k] = o_.unit_pj[k];
-            w.write("/ternion/unit_pj", u, {kKinds});
-        }
+        write_run_header(w, T_, o_, sample_ids_);
         for (const auto& r : recs_) {
             const Node& nd = g_.node(r.node);
             if (r.spikes || r.membrane) {
@@ -445,40 +523,12 @@ void TraceRecorder::write(const std::string& path,
                         w.attr(obs, "__type__", std::string("TimeGriddedData"));
                         put(F, tmp, obs + "/data", H5T_NATIVE_INT8, r.spike_grid, dims);
                     } else {
-                        // Events in time order, then neuron order; rows padded to the
-                        // longest with idx -1, time +inf, value 0 (NIR's convention).
-                        std::vector<std::int64_t> count(static_cast<std::size_t>(S), 0);
-                        const auto per = static_cast<std::size_t>(T_ * r.n);
-                        for (std::int64_t s = 0; s < S; ++s)
-                            count[static_cast<std::size_t>(s)] = static_cast<std::int64_t>(
-                                per -
-                                static_cast<std::size_t>(std::count(
-                                    r.spike_grid.begin() + static_cast<std::ptrdiff_t>(s * per),
-                                    r.spike_grid.begin() +
-                                        static_cast<std::ptrdiff_t>((s + 1) * per),
-                                    std::int8_t{0})));
-                        const std::int64_t E =
-                            S ? *std::max_element(count.begin(), count.end()) : 0;
-                        const auto cellsE = static_cast<std::size_t>(S * E);
-                        std::vector<std::int32_t> idx(cellsE, -1);  // n < 2^31 (Shape checks)
-                        std::vector<double> time(cellsE, std::numeric_limits<double>::infinity());
-                        std::vector<std::int8_t> value(cellsE, 0);
-                        for (std::int64_t s = 0; s < S; ++s) {
-                            auto e = static_cast<std::size_t>(s * E);
-                            const std::int8_t* g = r.spike_grid.data() + s * T_ * r.n;
-                            for (std::int64_t t = 0; t < T_; ++t)
-                                for (std::int64_t i = 0; i < r.n; ++i)
-                                    if (const std::int8_t v = g[t * r.n + i]) {
-                                        idx[e] = static_cast<std::int32_t>(i);
-                                        time[e] = (static_cast<double>(t) + 0.5) * o_.dt;
-                                        value[e] = v;
-                                        ++e;
-                                    }
-                        }
+                        const SpikeEvents ev = spike_events(r.spike_grid, S, T_, r.n, o_.dt);
+                        const std::int64_t E = ev.per_row;
                         w.attr(obs, "__type__", std::string("ValuedEventData"));
-                        put(F, tmp, obs + "/idx", H5T_NATIVE_INT32, idx, {S, E});
-                        put(F, tmp, obs + "/time", H5T_NATIVE_DOUBLE, time, {S, E});
-                        put(F, tmp, obs + "/value", H5T_NATIVE_INT8, value, {S, E});
+                        put(F, tmp, obs + "/idx", H5T_NATIVE_INT32, ev.idx, {S, E});
+                        put(F, tmp, obs + "/time", H5T_NATIVE_DOUBLE, ev.time, {S, E});
+                        put(F, tmp, obs + "/value", H5T_NATIVE_INT8, ev.value, {S, E});
                         w.attr(obs, "n_neurons", r.n);
                         w.attr(obs, "t_max", static_cast<double>(T_) * o_.dt);
                         w.attr(obs, "time_shift", 0.5 * o_.dt);
@@ -501,12 +551,7 @@ void TraceRecorder::write(const std::string& path,
             }
             if (r.ops && o_.energy) {
                 const std::string grp = "/ternion/energy/" + nd.name();
-                std::vector<double> e(r.counts.size());
-                for (std::size_t c = 0; c < e.size(); ++c) {
-                    const auto k = c % static_cast<std::size_t>(kKinds);
-                    const double p = k < o_.unit_pj.size() ? o_.unit_pj[k] : 0.0;
-                    e[c] = std::isnan(p) ? 0.0 : static_cast<double>(r.counts[c]) * p;
-                }
+                const std::vector<double> e = energy_pj(r.counts, o_.unit_pj);
                 put(F, tmp, grp + "/per_step_pj", H5T_NATIVE_DOUBLE, e, {S, T_, kKinds});
                 w.attr(grp, "type", nd.type());
                 if (cost)

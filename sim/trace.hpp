@@ -114,6 +114,12 @@ class TraceRecorder final : public StepObserver {
         std::vector<float> scores, weights;  // [S, steps, heads, rows, cols]
         std::vector<std::int8_t> have;       // [S, steps]: maps were delivered
     };
+    // The constructor's stages: which samples (and which of them this process holds), which
+    // steps keep attention maps, which nodes record what, and the trace's size against the limit.
+    void select_samples(std::int64_t first, std::int64_t samples, SampleRange held);
+    void select_steps(std::int64_t T);
+    std::vector<Rec> select_records() const;
+    void check_size(const std::vector<Rec>& chosen);
     std::int64_t row_of(std::int64_t sample) const;
     const Rec* rec_of(const std::string& node) const;
     std::int64_t step_slot(std::int64_t step) const;

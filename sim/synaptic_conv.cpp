@@ -1,0 +1,265 @@
+// Conv1d and Conv2d: event-driven scatter of each non-zero input into the outputs it reaches,
+// against the dense gather; both sum in the same order.
+#include <algorithm>
+
+#include "synaptic.hpp"
+#include "synaptic_internal.hpp"
+
+namespace ternion::synaptic {
+
+namespace {
+
+// ------------------------------------------------------------------ Conv1d / Conv2d
+
+class ConvNode final : public Node {
+  public:
+    ConvNode(const NodeSpec& s, int dims) : Node(s.name(), s.type()), dims_(dims) {
+        Shape wd;
+        w_ = s.floats("weight", &wd);
+        if (static_cast<int>(wd.size()) != dims + 2)
+            s.fail("weight",
+                   "expected " + std::to_string(dims + 2) + "-d weights, got " + shape_str(wd));
+        for (std::size_t k = 0; k < wd.size(); ++k)
+            if (wd[k] == 0) s.fail("weight", "has a zero-sized dimension " + shape_str(wd));
+        cout_ = wd[0];
+        cin_g_ = wd[1];
+        kh_ = dims == 2 ? wd[2] : 1;
+        kw_ = dims == 2 ? wd[3] : wd[2];
+        groups_ = s.integer_or("groups", 1);
+        if (groups_ < 1 || cout_ % groups_) s.fail("groups", "must divide the output channels");
+        auto st = dims == 2 ? pair_param(s, "stride", 1, 1) : single_param(s, "stride", 1, 1);
+        auto di = dims == 2 ? pair_param(s, "dilation", 1, 1) : single_param(s, "dilation", 1, 1);
+        sh_ = st[0];
+        sw_ = st[1];
+        dh_ = di[0];
+        dw_ = di[1];
+        if (sw_ < 1 || dw_ < 1) s.fail("stride", "must be positive");
+        pad_mode_ = "int";
+        if (auto p = s.string_opt("padding")) {
+            if (*p != "same" && *p != "valid") s.fail("padding", "unknown padding '" + *p + "'");
+            pad_mode_ = *p;
+        } else if (s.has("padding")) {
+            auto pv = s.ints("padding");
+            if (pv.size() == 1) {
+                ph_ = dims == 2 ? pv[0] : 0;
+                pw_ = pv[0];
+            } else if (pv.size() == 2 && dims == 2) {
+                ph_ = pv[0];
+                pw_ = pv[1];
+            } else
+                s.fail("padding", "expected " + std::to_string(dims) + " values");
+            if (ph_ < 0 || pw_ < 0) s.fail("padding", "must be non-negative");
+        }
+        if (s.has("bias")) {
+            bias_ = s.floats("bias");
+            if (static_cast<std::int64_t>(bias_.size()) != cout_)
+                s.fail("bias", "expected one value per output channel");
+        }
+        source_bias_ = !bias_.empty();
+        source_bn_ = fold_batchnorm(s, "", cout_, w_, bias_);
+        if (s.has("input_shape")) {
+            auto is = s.ints("input_shape");
+            if (static_cast<int>(is.size()) == dims) declared_spatial_ = is;
+        }
+    }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    Shape declared_in_shape() const override {
+        if (declared_spatial_.empty()) return {};
+        Shape r{cin_g_ * groups_};
+        r.insert(r.end(), declared_spatial_.begin(), declared_spatial_.end());
+        return r;
+    }
+    void bind(const Shape& in) override {
+        const std::int64_t cin = cin_g_ * groups_;
+        if (static_cast<int>(in.size()) != dims_ + 1 || in[0] != cin)
+            fail("weight", "expects input [" + std::to_string(cin) +
+                               (dims_ == 2 ? ", H, W]" : ", L]") + " but receives " +
+                               shape_str(in));
+        cin_ = cin;
+        H_ = dims_ == 2 ? in[1] : 1;
+        W_ = in[static_cast<std::size_t>(dims_)];
+        if (pad_mode_ == "same") {
+            if (sh_ != 1 || sw_ != 1) fail("padding", "'same' needs stride 1");
+            ph_ = dh_ * (kh_ - 1) / 2;  // PyTorch puts the odd pixel on the far side
+            pw_ = dw_ * (kw_ - 1) / 2;
+            OH_ = H_;
+            OW_ = W_;
+        } else {
+            if (pad_mode_ == "valid") ph_ = pw_ = 0;
+            OH_ = (H_ + 2 * ph_ - dh_ * (kh_ - 1) - 1) / sh_ + 1;
+            OW_ = (W_ + 2 * pw_ - dw_ * (kw_ - 1) - 1) / sw_ + 1;
+        }
+        if (OH_ <= 0 || OW_ <= 0)
+            fail("weight", "kernel larger than the padded input " + shape_str(in));
+        if (cout_ * OH_ * OW_ > kMaxElements) fail("weight", "absurd output size");
+        in_shape_ = in;
+        out_shape_ = dims_ == 2 ? Shape{cout_, OH_, OW_} : Shape{cout_, OW_};
+        // Fan-out of each input position: non-zero weights that reach a valid output.
+        fanout_.assign(static_cast<std::size_t>(cin_ * H_ * W_), 0);
+        const std::int64_t cout_g = cout_ / groups_;
+        for (std::int64_t ci = 0; ci < cin_; ++ci)
+            for (std::int64_t iy = 0; iy < H_; ++iy)
+                for (std::int64_t ix = 0; ix < W_; ++ix) {
+                    std::uint32_t f = 0;
+                    const std::int64_t g = ci / cin_g_, cl = ci % cin_g_;
+                    for (std::int64_t co = g * cout_g; co < (g + 1) * cout_g; ++co)
+                        for_targets(
+                            iy, ix,
+                            [&](std::int64_t ky, std::int64_t kx, std::int64_t, std::int64_t) {
+                                if (w_[widx(co, cl, ky, kx)] != 0.0f) ++f;
+                            });
+                    fanout_[static_cast<std::size_t>((ci * H_ + iy) * W_ + ix)] = f;
+                }
+        // NeuroBench's Dense: every (input position, kernel tap) pair that reaches an output,
+        // weights all taken as non-zero; taps over padding read no input and are not synapses.
+        std::uint64_t taps = 0;
+        for (std::int64_t iy = 0; iy < H_; ++iy)
+            for (std::int64_t ix = 0; ix < W_; ++ix)
+                for_targets(iy, ix, [&](std::int64_t, std::int64_t, std::int64_t, std::int64_t) {
+                    ++taps;
+                });
+        dense_taps_ = taps * static_cast<std::uint64_t>(cin_ * cout_g);
+    }
+    template <class F>
+    void for_targets(std::int64_t iy, std::int64_t ix, F&& f) const {
+        for (std::int64_t ky = 0; ky < kh_; ++ky) {
+            std::int64_t t = iy + ph_ - ky * dh_;
+            if (t < 0 || t % sh_) continue;
+            std::int64_t oy = t / sh_;
+            if (oy >= OH_) continue;
+            for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                std::int64_t u = ix + pw_ - kx * dw_;
+                if (u < 0 || u % sw_) continue;
+                std::int64_t ox = u / sw_;
+                if (ox >= OW_) continue;
+                f(ky, kx, oy, ox);
+            }
+        }
+    }
+    std::size_t widx(std::int64_t co, std::int64_t cl, std::int64_t ky, std::int64_t kx) const {
+        return static_cast<std::size_t>(((co * cin_g_ + cl) * kh_ + ky) * kw_ + kx);
+    }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        float* y = out.values.data();
+        std::fill(out.values.begin(), out.values.end(), 0.0f);
+        const std::int64_t cout_g = cout_ / groups_;
+        if (ctx.engine == Engine::dense) {
+            for (std::int64_t co = 0; co < cout_; ++co) {
+                const std::int64_t g = co / cout_g;
+                for (std::int64_t oy = 0; oy < OH_; ++oy)
+                    for (std::int64_t ox = 0; ox < OW_; ++ox) {
+                        float acc = 0.0f;
+                        for (std::int64_t cl = 0; cl < cin_g_; ++cl) {
+                            const std::int64_t ci = g * cin_g_ + cl;
+                            for (std::int64_t ky = 0; ky < kh_; ++ky) {
+                                std::int64_t iy = oy * sh_ - ph_ + ky * dh_;
+                                if (iy < 0 || iy >= H_) continue;
+                                for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                                    std::int64_t ix = ox * sw_ - pw_ + kx * dw_;
+                                    if (ix < 0 || ix >= W_) continue;
+                                    acc += w_[widx(co, cl, ky, kx)] *
+                                           in.values[static_cast<std::size_t>((ci * H_ + iy) * W_ +
+                                                                              ix)];
+                                }
+                            }
+                        }
+                        y[(co * OH_ + oy) * OW_ + ox] = acc;
+                    }
+            }
+        } else {
+            const bool unit = in.ternary;
+            for (auto idx : in.active) {
+                const std::int64_t ci = idx / (H_ * W_), rem = idx % (H_ * W_);
+                const std::int64_t iy = rem / W_, ix = rem % W_;
+                const std::int64_t g = ci / cin_g_, cl = ci % cin_g_;
+                const float x = in.values[idx];
+                for (std::int64_t co = g * cout_g; co < (g + 1) * cout_g; ++co) {
+                    float* yc = y + co * OH_ * OW_;
+                    for_targets(
+                        iy, ix,
+                        [&](std::int64_t ky, std::int64_t kx, std::int64_t oy, std::int64_t ox) {
+                            const float wv = w_[widx(co, cl, ky, kx)];
+                            if (unit)
+                                yc[oy * OW_ + ox] += x > 0 ? wv : -wv;
+                            else
+                                yc[oy * OW_ + ox] += x * wv;
+                        });
+                }
+            }
+        }
+        // Both engines book the event engine's count: padding taps are not synaptic events.
+        count_events(
+            in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float), ctx);
+        if (!bias_.empty())
+            for (std::int64_t co = 0; co < cout_; ++co)
+                for (std::int64_t k = 0; k < OH_ * OW_; ++k)
+                    y[co * OH_ * OW_ + k] += bias_[static_cast<std::size_t>(co)];
+        out.scan();
+    }
+    // The papers' FLOPs (k^2 Cin Cout H_out W_out, padding taps included).
+    std::uint64_t dense_macs_per_step() const override {
+        return static_cast<std::uint64_t>(cout_ * OH_ * OW_ * cin_g_ * kh_ * kw_);
+    }
+    std::uint64_t dense_synops_per_step() const override { return dense_taps_; }
+    ModuleShape module_shape() const override {
+        const auto outputs = static_cast<std::uint64_t>(cout_ * OH_ * OW_);
+        ModuleShape m;
+        m.bias_ops_per_step = source_bias_ ? outputs : 0;
+        m.batchnorm_elems_per_step = source_bn_ ? outputs : 0;
+        return m;
+    }
+    std::uint64_t param_count() const override { return w_.size() + bias_.size(); }
+    std::uint64_t weight_count() const override { return w_.size(); }
+    double weight_density() const override {
+        std::size_t nz = 0;
+        for (float v : w_) nz += v != 0.0f;
+        return static_cast<double>(nz) / static_cast<double>(w_.size());
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"weight", dims_ == 2 ? shape_str({cout_, cin_g_, kh_, kw_})
+                                      : shape_str({cout_, cin_g_, kw_})},
+                {"stride", std::to_string(sh_) + "x" + std::to_string(sw_)},
+                {"padding", std::to_string(ph_) + "x" + std::to_string(pw_)},
+                {"groups", std::to_string(groups_)},
+                {"bias", bias_.empty() ? "none" : "yes"}};
+    }
+
+  private:
+    int dims_;
+    std::vector<float> w_, bias_;
+    std::int64_t cout_ = 0, cin_g_ = 0, cin_ = 0, kh_ = 1, kw_ = 1, groups_ = 1;
+    std::int64_t sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, ph_ = 0, pw_ = 0;
+    std::int64_t H_ = 1, W_ = 1, OH_ = 1, OW_ = 1;
+    std::string pad_mode_;
+    Shape declared_spatial_;
+    std::vector<std::uint32_t> fanout_;
+    std::uint64_t dense_taps_ = 0;
+    bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN
+};
+
+NodeExample conv_example(int dims) {
+    auto e = example_of(dims == 2 ? Shape{2, 5, 5} : Shape{2, 8});
+    set_example(e.params, "weight", dims == 2 ? Shape{4, 2, 3, 3} : Shape{4, 2, 3}, 3);
+    set_example(e.params, "bias", {4}, 4);
+    const std::int64_t d = dims;
+    e.params.set("stride", std::vector<double>(static_cast<std::size_t>(d), 1.0), {d});
+    e.params.set("padding", std::vector<double>(static_cast<std::size_t>(d), 1.0), {d});
+    return e;
+}
+
+}  // namespace
+
+void register_conv(NodeFactory& f) {
+    f.add(
+        "Conv1d", [](const NodeSpec& s) { return std::make_unique<ConvNode>(s, 1); },
+        "1-d convolution; `weight` (Cout, Cin/groups, K), stride, padding, dilation, groups, bias",
+        [] { return conv_example(1); });
+    f.add(
+        "Conv2d", [](const NodeSpec& s) { return std::make_unique<ConvNode>(s, 2); },
+        "2-d convolution; `weight` (Cout, Cin/groups, Kh, Kw), stride, padding, dilation, groups, "
+        "bias",
+        [] { return conv_example(2); });
+}
+
+}  // namespace ternion::synaptic

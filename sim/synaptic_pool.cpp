@@ -1,0 +1,115 @@
+// Pooling over 2-d windows: SumPool2d, AvgPool2d, MaxPool2d.
+#include <algorithm>
+#include <limits>
+
+#include "synaptic_internal.hpp"
+
+namespace ternion::synaptic {
+
+namespace {
+
+// ------------------------------------------------------------------ pooling
+
+class PoolNode final : public Node {
+  public:
+    enum class Mode { sum, avg, max };
+    PoolNode(const NodeSpec& s, Mode m) : Node(s.name(), s.type()), mode_(m) {
+        auto k = pair_param(s, "kernel_size", 0, 1);
+        if (!s.has("kernel_size")) s.fail("kernel_size", "missing parameter");
+        kh_ = k[0];
+        kw_ = k[1];
+        auto st = pair_param(s, "stride", 0, 1);
+        sh_ = s.has("stride") ? st[0] : kh_;
+        sw_ = s.has("stride") ? st[1] : kw_;
+        auto p = pair_param(s, "padding", 0, 0);
+        ph_ = p[0];
+        pw_ = p[1];
+    }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    void bind(const Shape& in) override {
+        if (in.size() != 3)
+            fail("kernel_size", "expects input [C, H, W], receives " + shape_str(in));
+        C_ = in[0];
+        H_ = in[1];
+        W_ = in[2];
+        OH_ = (H_ + 2 * ph_ - kh_) / sh_ + 1;
+        OW_ = (W_ + 2 * pw_ - kw_) / sw_ + 1;
+        if (OH_ <= 0 || OW_ <= 0)
+            fail("kernel_size", "window larger than the input " + shape_str(in));
+        in_shape_ = in;
+        out_shape_ = {C_, OH_, OW_};
+    }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        std::uint64_t adds = 0, cmps = 0;
+        for (std::int64_t c = 0; c < C_; ++c)
+            for (std::int64_t oy = 0; oy < OH_; ++oy)
+                for (std::int64_t ox = 0; ox < OW_; ++ox) {
+                    float acc = mode_ == Mode::max ? -std::numeric_limits<float>::infinity() : 0.0f;
+                    std::int64_t valid = 0;
+                    for (std::int64_t ky = 0; ky < kh_; ++ky) {
+                        std::int64_t iy = oy * sh_ - ph_ + ky;
+                        if (iy < 0 || iy >= H_) continue;
+                        for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                            std::int64_t ix = ox * sw_ - pw_ + kx;
+                            if (ix < 0 || ix >= W_) continue;
+                            float v = in.values[static_cast<std::size_t>((c * H_ + iy) * W_ + ix)];
+                            ++valid;
+                            if (mode_ == Mode::max)
+                                acc = std::max(acc, v);
+                            else {
+                                acc += v;
+                                adds += v != 0.0f;  // both engines: non-zero terms
+                            }
+                        }
+                    }
+                    if (mode_ == Mode::max)
+                        cmps += valid > 0 ? static_cast<std::uint64_t>(valid - 1) : 0;
+                    if (mode_ == Mode::max && valid == 0) acc = 0.0f;
+                    // AvgPool divides by the full window (PyTorch's count_include_pad).
+                    if (mode_ == Mode::avg) acc = acc / static_cast<float>(kh_ * kw_);
+                    out.values[static_cast<std::size_t>((c * OH_ + oy) * OW_ + ox)] = acc;
+                }
+        out.scan();
+        ctx.ops->ac += adds;
+        ctx.ops->cmp += cmps;
+        if (mode_ == Mode::avg) ctx.ops->div += out.active.size();
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"kernel", std::to_string(kh_) + "x" + std::to_string(kw_)},
+                {"stride", std::to_string(sh_) + "x" + std::to_string(sw_)},
+                {"padding", std::to_string(ph_) + "x" + std::to_string(pw_)}};
+    }
+
+  private:
+    Mode mode_;
+    std::int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, ph_ = 0, pw_ = 0;
+    std::int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
+};
+
+NodeExample pool_example() {
+    auto e = example_of({2, 4, 4});
+    e.params.set("kernel_size", {2.0, 2.0}, {2});
+    e.params.set("stride", {2.0, 2.0}, {2});
+    e.params.set("padding", {0.0, 0.0}, {2});
+    return e;
+}
+
+}  // namespace
+
+void register_pool(NodeFactory& f) {
+    f.add(
+        "SumPool2d",
+        [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::sum); },
+        "sum over windows; kernel_size, stride, padding", pool_example);
+    f.add(
+        "AvgPool2d",
+        [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::avg); },
+        "mean over windows; kernel_size, stride, padding", pool_example);
+    f.add(
+        "MaxPool2d",
+        [](const NodeSpec& s) { return std::make_unique<PoolNode>(s, PoolNode::Mode::max); },
+        "max over windows; kernel_size, stride, padding", pool_example);
+}
+
+}  // namespace ternion::synaptic

@@ -15,8 +15,8 @@ std::vector<std::int64_t> indices(const TraceReader& tr, const std::string& grp,
                                   const std::string& name, std::int64_t n) {
     std::vector<std::int64_t> v;
     const std::string ds = grp + "/" + name;
-    if (tr.h5().is_dataset(ds)) {
-        v = tr.h5().read_ints(ds);
+    if (tr.is_dataset(ds)) {
+        v = tr.read_ints(ds);
     } else if (auto a = tr.attr_ints(grp, name)) {
         v = std::move(*a);
     } else {
@@ -64,10 +64,9 @@ namespace {
 
 // The attention group of `node`, refusing files without one naming what there is.
 std::string maps_group(const TraceReader& tr, const std::string& node) {
-    const auto& r = tr.h5();
-    if (!r.is_group("/nodes") && !r.is_group("/ternion/attention"))
+    if (!tr.is_group("/nodes") && !tr.is_group("/ternion/attention"))
         tr.fail("/nodes", "not a ternion trace (no /nodes group)");
-    if (!r.is_group("/nodes/" + node) && !r.is_group("/ternion/attention/" + node)) {
+    if (!tr.is_group("/nodes/" + node) && !tr.is_group("/ternion/attention/" + node)) {
         std::string have;
         for (auto& n : tr.attention_nodes()) {
             if (!have.empty()) have += ", ";
@@ -77,7 +76,7 @@ std::string maps_group(const TraceReader& tr, const std::string& node) {
                                       (have.empty() ? std::string("none") : have) + ")");
     }
     const auto grp = tr.attention_group(node);
-    if (!r.is_group(grp))
+    if (!tr.is_group(grp))
         tr.fail(grp,
                 "no attention maps recorded for this node (record them with `ternion run "
                 "--trace FILE --record attention`)");
@@ -86,10 +85,9 @@ std::string maps_group(const TraceReader& tr, const std::string& node) {
 
 // The [samples, steps, heads, rows, cols] maps of a.group/a.map into `a`.
 void read_maps(const TraceReader& tr, RecordedAttention& a) {
-    const auto& r = tr.h5();
     const auto ds = a.group + "/" + a.map;
-    if (!r.is_dataset(ds)) tr.fail(ds, "not recorded in this trace");
-    h5::DatasetInfo inf = r.info(ds);
+    if (!tr.is_dataset(ds)) tr.fail(ds, "not recorded in this trace");
+    h5::DatasetInfo inf = tr.info(ds);
     if (inf.dims.size() != 5)
         tr.fail(ds, "expected [samples, steps, heads, rows, cols], got " + shape_str(inf.dims));
     for (auto d : inf.dims)
@@ -100,7 +98,7 @@ void read_maps(const TraceReader& tr, RecordedAttention& a) {
     a.heads = inf.dims[2];
     a.rows = inf.dims[3];
     a.cols = inf.dims[4];
-    a.data = r.read_floats(ds);
+    a.data = tr.read_floats(ds);
     for (auto& v : a.data)
         if (!std::isfinite(v)) {
             v = 0.f;  // -inf logits mark keys a causal mask hides: they carry no attention
@@ -112,8 +110,8 @@ void read_maps(const TraceReader& tr, RecordedAttention& a) {
 void read_present(const TraceReader& tr, RecordedAttention& a) {
     const auto ds = a.group + "/present";
     a.present.assign(static_cast<std::size_t>(a.samples * a.steps), 1);
-    if (!tr.h5().is_dataset(ds)) return;
-    auto p = tr.h5().read_ints(ds);
+    if (!tr.is_dataset(ds)) return;
+    auto p = tr.read_ints(ds);
     if (static_cast<std::int64_t>(p.size()) != a.samples * a.steps)
         tr.fail(ds, "expected [samples, steps] = [" + std::to_string(a.samples) + ", " +
                         std::to_string(a.steps) + "]");
@@ -130,7 +128,7 @@ RecordedAttention read_attention(const std::string& file, const std::string& nod
     a.node = node;
     a.group = maps_group(tr, node);
     if (map.empty()) {
-        a.map = tr.h5().is_dataset(a.group + "/weights") ? "weights" : "scores";
+        a.map = tr.is_dataset(a.group + "/weights") ? "weights" : "scores";
     } else if (map == "weights" || map == "scores") {
         a.map = map;
     } else {

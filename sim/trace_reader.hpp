@@ -23,18 +23,14 @@ struct Observable {
     ObservableKind kind = ObservableKind::time_gridded;
 };
 
-class TraceReader {
+// An h5::Reader (datasets, attributes of any object: attr_string in the attribute's own
+// character set, attr_double, attr_ints; stored_bytes; fail) that knows the trace layout.
+class TraceReader : public h5::Reader {
   public:
     // `nir`: refuse a file whose root __type__ is not NIRGraphData or that has no /nodes group.
     // `none`: open any HDF5 file (the analyses also read maps under /ternion/attention alone).
     enum class Check { nir, none };
     explicit TraceReader(const std::string& file, Check check = Check::nir);
-
-    const std::string& path() const { return r_.path(); }
-    const h5::Reader& h5() const { return r_; }  // datasets: info, read_*, is_group, ...
-    [[noreturn]] void fail(const std::string& field, const std::string& what) const {
-        r_.fail(field, what);
-    }
 
     // Children of /nodes, sorted (empty if there is no /nodes).
     std::vector<std::string> nodes() const;
@@ -42,13 +38,7 @@ class TraceReader {
     // __type__ or an unknown one.
     std::vector<Observable> observables(const std::string& node) const;
 
-    // Attributes of any object ("/" for the root); nullopt when absent or of another type.
-    // Strings are read in their own character set.
-    std::optional<std::string> attr_string(const std::string& obj, const std::string& name) const;
-    std::optional<double> attr_double(const std::string& obj, const std::string& name) const;
-    std::optional<std::vector<std::int64_t>> attr_ints(const std::string& obj,
-                                                       const std::string& name) const;
-    // The same, throwing "<obj>@<name>: missing ..." when absent.
+    // Attributes that must be there, throwing "<obj>@<name>: missing ..." when absent.
     std::string need_string(const std::string& obj, const std::string& name) const;
     double need_double(const std::string& obj, const std::string& name) const;
     // Every string or numeric attribute of `obj` as text (numbers as %.17g), in name order.
@@ -56,13 +46,11 @@ class TraceReader {
 
     // A dataset that must exist with `rank` dimensions.
     h5::DatasetInfo need_dataset(const std::string& ds, std::size_t rank) const;
-    std::uint64_t stored_bytes(const std::string& ds) const { return r_.stored_bytes(ds); }
 
-    // ternion's groups. The node lists are nullopt when the group is absent.
+    // ternion's groups.
     std::vector<std::string> kinds() const;  // /ternion/kinds (op kinds), empty if absent
-    std::optional<std::vector<std::string>> ops_nodes() const;         // /ternion/ops/<node>
-    std::optional<std::vector<std::string>> energy_nodes() const;      // /ternion/energy/<node>
-    std::optional<std::vector<std::string>> attention_groups() const;  // /ternion/attention/<node>
+    // Nodes recorded in /ternion/<group> ("ops", "energy", "attention"), nullopt if absent.
+    std::optional<std::vector<std::string>> ternion_nodes(const std::string& group) const;
     // Attributes of /ternion/metadata as text (empty if absent).
     std::vector<std::pair<std::string, std::string>> metadata() const;
     // Samples recorded (length of /ternion/samples), nullopt if absent.
@@ -76,7 +64,6 @@ class TraceReader {
 
   private:
     std::optional<std::vector<std::string>> children_if(const std::string& group) const;
-    h5::Reader r_;
 };
 
 }  // namespace ternion

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <numeric>
 
 #include "sim/trace_reader.hpp"
 #include "tools/cli_common.hpp"
@@ -18,19 +19,18 @@ namespace {
 using nlohmann::json;
 
 json time_gridded(const TraceReader& tr, const std::string& g) {
-    const auto& r = tr.h5();
     const auto di = tr.need_dataset(g + "/data", 3);
     json oj;
     oj["dt"] = tr.need_double(g, "dt");
     oj["shape"] = di.dims;
     oj["stored_bytes"] = tr.stored_bytes(g + "/data");
     if (di.kind == h5::Kind::integer) {
-        auto v = r.read_int8(g + "/data");
+        auto v = tr.read_int8(g + "/data");
         oj["positive"] = std::count(v.begin(), v.end(), std::int8_t{1});
         oj["negative"] = std::count(v.begin(), v.end(), std::int8_t{-1});
         oj["events"] = oj["positive"].get<std::int64_t>() + oj["negative"].get<std::int64_t>();
     } else {
-        auto v = r.read_floats(g + "/data");
+        auto v = tr.read_floats(g + "/data");
         if (!v.empty()) {
             auto [mn, mx] = std::minmax_element(v.begin(), v.end());
             oj["min"] = *mn;
@@ -41,7 +41,6 @@ json time_gridded(const TraceReader& tr, const std::string& g) {
 }
 
 json events(const TraceReader& tr, const std::string& g, bool valued) {
-    const auto& r = tr.h5();
     const auto di = tr.need_dataset(g + "/idx", 2);
     if (tr.need_dataset(g + "/time", 2).dims != di.dims)
         tr.fail(g + "/time", "shape differs from idx");
@@ -50,13 +49,13 @@ json events(const TraceReader& tr, const std::string& g, bool valued) {
     oj["t_max"] = tr.need_double(g, "t_max");
     if (auto dt = tr.attr_double(g, "dt")) oj["dt"] = *dt;
     oj["shape"] = di.dims;
-    auto idx = r.read_ints(g + "/idx");
+    auto idx = tr.read_ints(g + "/idx");
     oj["events"] = std::count_if(idx.begin(), idx.end(), [](auto x) { return x >= 0; });
     std::uint64_t bytes = tr.stored_bytes(g + "/idx") + tr.stored_bytes(g + "/time");
     if (valued) {
         if (tr.need_dataset(g + "/value", 2).dims != di.dims)
             tr.fail(g + "/value", "shape differs from idx");
-        auto v = r.read_doubles(g + "/value");
+        auto v = tr.read_doubles(g + "/value");
         oj["positive"] = std::count_if(v.begin(), v.end(), [](double x) { return x > 0; });
         oj["negative"] = std::count_if(v.begin(), v.end(), [](double x) { return x < 0; });
         bytes += tr.stored_bytes(g + "/value");
@@ -85,7 +84,7 @@ json observables_section(const TraceReader& tr) {
 }
 
 std::optional<json> ops_section(const TraceReader& tr) {
-    auto names = tr.ops_nodes();
+    auto names = tr.ternion_nodes("ops");
     if (!names) return std::nullopt;
     const auto kinds = tr.kinds();
     json ops = json::object();
@@ -96,7 +95,7 @@ std::optional<json> ops_section(const TraceReader& tr) {
         if (di.dims[2] != static_cast<std::int64_t>(kinds.size()))
             tr.fail(ds, "last axis is not the " + std::to_string(kinds.size()) +
                             " kinds of /ternion/kinds");
-        auto v = tr.h5().read_doubles(ds);
+        auto v = tr.read_doubles(ds);
         json nj = json::object();
         for (std::size_t c = 0; c < v.size(); ++c) {
             const auto& k = kinds[c % kinds.size()];
@@ -108,25 +107,20 @@ std::optional<json> ops_section(const TraceReader& tr) {
     return json{{"nodes", ops}, {"total", total}};
 }
 
-double sum_of(const std::vector<double>& v) {
-    double s = 0.0;
-    for (double x : v) s += x;
-    return s;
-}
-
 std::optional<json> energy_section(const TraceReader& tr) {
-    auto names = tr.energy_nodes();
+    auto names = tr.ternion_nodes("energy");
     if (!names) return std::nullopt;
-    const auto& r = tr.h5();
     json en = json::object();
     double total = 0.0, report_total = 0.0, ann = 0.0;
     for (const auto& name : *names) {
         const std::string g = "/ternion/energy/" + name;
         tr.need_dataset(g + "/per_step_pj", 3);
-        const double s = sum_of(r.read_doubles(g + "/per_step_pj"));
+        const auto e = tr.read_doubles(g + "/per_step_pj");
+        const double s = std::accumulate(e.begin(), e.end(), 0.0);
         json nj{{"per_step_sum_pj", s}};
-        if (r.is_dataset(g + "/total_pj")) {
-            const double t = sum_of(r.read_doubles(g + "/total_pj"));
+        if (tr.is_dataset(g + "/total_pj")) {
+            const auto tp = tr.read_doubles(g + "/total_pj");
+            const double t = std::accumulate(tp.begin(), tp.end(), 0.0);
             nj["report_total_pj"] = t;
             report_total += t;
         }
@@ -153,7 +147,7 @@ std::optional<json> energy_section(const TraceReader& tr) {
 }
 
 std::optional<json> attention_section(const TraceReader& tr) {
-    auto names = tr.attention_groups();
+    auto names = tr.ternion_nodes("attention");
     if (!names) return std::nullopt;
     json at = json::object();
     for (const auto& name : *names) {
@@ -161,7 +155,7 @@ std::optional<json> attention_section(const TraceReader& tr) {
         const auto di = tr.need_dataset(g + "/scores", 5);
         tr.need_dataset(g + "/weights", 5);
         tr.need_dataset(g + "/present", 2);
-        auto p = tr.h5().read_int8(g + "/present");
+        auto p = tr.read_int8(g + "/present");
         at[name] = {
             {"shape", di.dims},
             {"present", std::count(p.begin(), p.end(), std::int8_t{1})},

@@ -264,15 +264,15 @@ TEST_CASE("trace reader: reads back what the recorder wrote") {
     REQUIRE(kinds.size() == std::size_t(kOpFieldCount));
     CHECK(kinds[0] == "ac");
     CHECK(kinds[6] == "neuron_update");
-    const auto op_nodes = t.ops_nodes();
+    const auto op_nodes = t.ternion_nodes("ops");
     REQUIRE(op_nodes.has_value());
-    REQUIRE(t.energy_nodes() == op_nodes);
-    CHECK_FALSE(t.attention_groups().has_value());
+    REQUIRE(t.ternion_nodes("energy") == op_nodes);
+    CHECK_FALSE(t.ternion_nodes("attention").has_value());
     CHECK(t.attention_nodes().empty());
     // Energy per step is the recorded counts times the unit prices.
     for (const auto& n : *op_nodes) {
-        const auto ops = t.h5().read_doubles("/ternion/ops/" + n);
-        const auto pj = t.h5().read_doubles("/ternion/energy/" + n + "/per_step_pj");
+        const auto ops = t.read_doubles("/ternion/ops/" + n);
+        const auto pj = t.read_doubles("/ternion/energy/" + n + "/per_step_pj");
         REQUIRE(ops.size() == pj.size());
         for (std::size_t c = 0; c < ops.size(); ++c) {
             const auto k = c % kinds.size();

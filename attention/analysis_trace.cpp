@@ -1,60 +1,33 @@
 #include "attention/analysis_trace.hpp"
 
-#include <hdf5.h>
-
 #include <algorithm>
 #include <cmath>
 
 #include "sim/error.hpp"
-#include "sim/h5io.hpp"
+#include "sim/trace_reader.hpp"
 
 namespace ternion::analysis {
 
 namespace {
 
-// NIR-style location first, then the /ternion/attention/<node> one of docs/traces.md.
-std::string att_group(const h5::Reader& r, const std::string& node) {
-    const std::string nir = "/nodes/" + node + "/observables/attention";
-    if (r.is_group(nir)) return nir;
-    const std::string tern = "/ternion/attention/" + node;
-    if (r.is_group(tern)) return tern;
-    return nir;
-}
-
-// Integer list stored as an attribute of `obj` (the Reader only reads scalar attributes).
-bool read_int_attr(const std::string& file, const std::string& obj, const std::string& name,
-                   std::vector<std::int64_t>& out) {
-    h5::quiet_errors();
-    h5::Handle f(H5Fopen(file.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose);
-    if (!f) return false;
-    if (H5Aexists_by_name(f.id(), obj.c_str(), name.c_str(), H5P_DEFAULT) <= 0) return false;
-    h5::Handle a(H5Aopen_by_name(f.id(), obj.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
-                 H5Aclose);
-    if (!a) return false;
-    h5::Handle space(H5Aget_space(a.id()), H5Sclose);
-    hssize_t n = H5Sget_simple_extent_npoints(space.id());
-    if (n < 0 || n > (1 << 24)) throw InputError(file, obj + "@" + name, "unreadable attribute");
-    out.assign(static_cast<std::size_t>(n), 0);
-    if (n > 0 && H5Aread(a.id(), H5T_NATIVE_INT64, out.data()) < 0)
-        throw InputError(file, obj + "@" + name, "expected integer values");
-    return true;
-}
-
-std::vector<std::int64_t> indices(const h5::Reader& r, const std::string& grp,
+// Recorded indices `name` ([n]) of an attention group, as a dataset or an attribute.
+std::vector<std::int64_t> indices(const TraceReader& tr, const std::string& grp,
                                   const std::string& name, std::int64_t n) {
     std::vector<std::int64_t> v;
     const std::string ds = grp + "/" + name;
-    if (r.is_dataset(ds)) {
-        v = r.read_ints(ds);
-    } else if (!read_int_attr(r.path(), grp, name, v)) {
+    if (tr.is_dataset(ds)) {
+        v = tr.read_ints(ds);
+    } else if (auto a = tr.attr_ints(grp, name)) {
+        v = std::move(*a);
+    } else {
         // Not recorded: positions stand for indices.
         v.resize(static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) v[static_cast<std::size_t>(i)] = i;
         return v;
     }
     if (static_cast<std::int64_t>(v.size()) != n)
-        r.fail(ds, "has " + std::to_string(v.size()) + " entries but the maps record " +
-                       std::to_string(n));
+        tr.fail(ds, "has " + std::to_string(v.size()) + " entries but the maps record " +
+                        std::to_string(n));
     return v;
 }
 
@@ -84,82 +57,89 @@ std::int64_t RecordedAttention::step_pos(std::int64_t id, const std::string& opt
 }
 
 std::vector<std::string> attention_nodes(const std::string& file) {
-    h5::Reader r(file);
-    std::vector<std::string> out;
-    for (const char* root : {"/nodes", "/ternion/attention"}) {
-        if (!r.is_group(root)) continue;
-        for (auto& n : r.children(root)) {
-            const auto g = att_group(r, n);
-            if ((r.exists(g + "/weights") || r.exists(g + "/scores")) &&
-                std::find(out.begin(), out.end(), n) == out.end())
-                out.push_back(n);
-        }
-    }
-    std::sort(out.begin(), out.end());
-    return out;
+    return TraceReader(file, TraceReader::Check::none).attention_nodes();
 }
 
-RecordedAttention read_attention(const std::string& file, const std::string& node,
-                                 const std::string& map) {
-    h5::Reader r(file);
-    if (!r.is_group("/nodes") && !r.is_group("/ternion/attention"))
-        r.fail("/nodes", "not a ternion trace (no /nodes group)");
-    if (!r.is_group("/nodes/" + node) && !r.is_group("/ternion/attention/" + node)) {
+namespace {
+
+// The attention group of `node`, refusing files without one naming what there is.
+std::string maps_group(const TraceReader& tr, const std::string& node) {
+    if (!tr.is_group("/nodes") && !tr.is_group("/ternion/attention"))
+        tr.fail("/nodes", "not a ternion trace (no /nodes group)");
+    if (!tr.is_group("/nodes/" + node) && !tr.is_group("/ternion/attention/" + node)) {
         std::string have;
-        for (auto& n : attention_nodes(file)) {
+        for (auto& n : tr.attention_nodes()) {
             if (!have.empty()) have += ", ";
             have += n;
         }
-        r.fail("/nodes/" + node, "no such node in the trace (nodes with attention: " +
-                                     (have.empty() ? std::string("none") : have) + ")");
+        tr.fail("/nodes/" + node, "no such node in the trace (nodes with attention: " +
+                                      (have.empty() ? std::string("none") : have) + ")");
     }
-    const auto grp = att_group(r, node);
-    if (!r.is_group(grp))
-        r.fail(grp,
-               "no attention maps recorded for this node (record them with `ternion run "
-               "--trace FILE --record attention`)");
-    RecordedAttention a;
-    a.file = file;
-    a.node = node;
-    if (map.empty()) {
-        a.map = r.is_dataset(grp + "/weights") ? "weights" : "scores";
-    } else if (map == "weights" || map == "scores") {
-        a.map = map;
-    } else {
-        throw OptionError("map", "expected 'weights' or 'scores', got '" + map + "'");
-    }
-    const auto ds = grp + "/" + a.map;
-    if (!r.is_dataset(ds)) r.fail(ds, "not recorded in this trace");
-    h5::DatasetInfo inf = r.info(ds);
+    const auto grp = tr.attention_group(node);
+    if (!tr.is_group(grp))
+        tr.fail(grp,
+                "no attention maps recorded for this node (record them with `ternion run "
+                "--trace FILE --record attention`)");
+    return grp;
+}
+
+// The [samples, steps, heads, rows, cols] maps of a.group/a.map into `a`.
+void read_maps(const TraceReader& tr, RecordedAttention& a) {
+    const auto ds = a.group + "/" + a.map;
+    if (!tr.is_dataset(ds)) tr.fail(ds, "not recorded in this trace");
+    h5::DatasetInfo inf = tr.info(ds);
     if (inf.dims.size() != 5)
-        r.fail(ds, "expected [samples, steps, heads, rows, cols], got " + shape_str(inf.dims));
+        tr.fail(ds, "expected [samples, steps, heads, rows, cols], got " + shape_str(inf.dims));
     for (auto d : inf.dims)
-        if (d <= 0) r.fail(ds, "empty dimension in " + shape_str(inf.dims));
-    if (declared_numel(inf.dims) > kMaxElements) r.fail(ds, "too large");
+        if (d <= 0) tr.fail(ds, "empty dimension in " + shape_str(inf.dims));
+    if (declared_numel(inf.dims) > kMaxElements) tr.fail(ds, "too large");
     a.samples = inf.dims[0];
     a.steps = inf.dims[1];
     a.heads = inf.dims[2];
     a.rows = inf.dims[3];
     a.cols = inf.dims[4];
-    a.group = grp;
-    a.data = r.read_floats(ds);
+    a.data = tr.read_floats(ds);
     for (auto& v : a.data)
         if (!std::isfinite(v)) {
             v = 0.f;  // -inf logits mark keys a causal mask hides: they carry no attention
             ++a.nonfinite;
         }
+}
+
+// The present [samples, steps] mask (all present if not recorded).
+void read_present(const TraceReader& tr, RecordedAttention& a) {
+    const auto ds = a.group + "/present";
     a.present.assign(static_cast<std::size_t>(a.samples * a.steps), 1);
-    if (r.is_dataset(grp + "/present")) {
-        auto p = r.read_ints(grp + "/present");
-        if (static_cast<std::int64_t>(p.size()) != a.samples * a.steps)
-            r.fail(grp + "/present", "expected [samples, steps] = [" + std::to_string(a.samples) +
-                                         ", " + std::to_string(a.steps) + "]");
-        for (std::size_t i = 0; i < p.size(); ++i) a.present[i] = p[i] != 0;
+    if (!tr.is_dataset(ds)) return;
+    auto p = tr.read_ints(ds);
+    if (static_cast<std::int64_t>(p.size()) != a.samples * a.steps)
+        tr.fail(ds, "expected [samples, steps] = [" + std::to_string(a.samples) + ", " +
+                        std::to_string(a.steps) + "]");
+    for (std::size_t i = 0; i < p.size(); ++i) a.present[i] = p[i] != 0;
+}
+
+}  // namespace
+
+RecordedAttention read_attention(const std::string& file, const std::string& node,
+                                 const std::string& map) {
+    const TraceReader tr(file, TraceReader::Check::none);
+    RecordedAttention a;
+    a.file = file;
+    a.node = node;
+    a.group = maps_group(tr, node);
+    if (map.empty()) {
+        a.map = tr.is_dataset(a.group + "/weights") ? "weights" : "scores";
+    } else if (map == "weights" || map == "scores") {
+        a.map = map;
+    } else {
+        throw OptionError("map", "expected 'weights' or 'scores', got '" + map + "'");
     }
-    a.sample_ids = indices(r, grp, "samples", a.samples);
-    a.step_ids = indices(r, grp, "steps", a.steps);
+    read_maps(tr, a);
+    read_present(tr, a);
+    a.sample_ids = indices(tr, a.group, "samples", a.samples);
+    a.step_ids = indices(tr, a.group, "steps", a.steps);
     for (const char* key : {"value_dim", "head_dim"})
-        if (auto v = r.attr_double(grp, key); v && *v >= 1) {
+        if (auto v = tr.attr_double(a.group, key); v && *v >= 1) {
             a.value_dim = static_cast<std::int64_t>(*v);
             break;
         }

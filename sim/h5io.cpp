@@ -433,12 +433,67 @@ double Reader::read_scalar(const std::string& ds) const {
     return v[0];
 }
 
+namespace {
+
+// The attribute obj@name of `r`'s file, or an invalid handle if absent ("/" is always there).
+Handle open_attr(const Reader& r, const std::string& obj, const std::string& name) {
+    if ((obj != "/" && !r.exists(obj)) ||
+        H5Aexists_by_name(r.file_id(), obj.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
+        return {};
+    return Handle(H5Aopen_by_name(r.file_id(), obj.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
+                  H5Aclose);
+}
+
+// True for a scalar or one-element attribute: reading a longer one into one value would
+// overrun the buffer.
+bool single_value(const Handle& a) {
+    Handle space(H5Aget_space(a.id()), H5Sclose);
+    return H5Sget_simple_extent_npoints(space.id()) == 1;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::int64_t>> Reader::attr_ints(const std::string& obj,
+                                                           const std::string& name) const {
+    Handle a = open_attr(*this, obj, name);
+    if (!a) return std::nullopt;
+    Handle space(H5Aget_space(a.id()), H5Sclose);
+    const hssize_t n = H5Sget_simple_extent_npoints(space.id());
+    if (n < 0 || n > (1 << 24)) fail(obj + "@" + name, "unreadable attribute");
+    Handle ftype(H5Aget_type(a.id()), H5Tclose);
+    if (H5Tget_class(ftype.id()) != H5T_INTEGER) fail(obj + "@" + name, "expected integer values");
+    std::vector<std::int64_t> out(static_cast<std::size_t>(n), 0);
+    if (n > 0 && H5Aread(a.id(), H5T_NATIVE_INT64, out.data()) < 0)
+        fail(obj + "@" + name, "expected integer values");
+    return out;
+}
+
+std::vector<std::string> Reader::attr_names(const std::string& obj) const {
+    std::vector<std::string> names;
+    if (obj != "/" && !exists(obj)) return names;
+    Handle o(H5Oopen(file_.id(), obj.c_str(), H5P_DEFAULT), H5Oclose);
+    if (!o) return names;
+    hsize_t at = 0;  // H5Aiterate2 exists in HDF5 1.10 (Debian 12) and later alike
+    H5Aiterate2(
+        o.id(), H5_INDEX_NAME, H5_ITER_INC, &at,
+        [](hid_t, const char* n, const H5A_info_t*, void* data) -> herr_t {
+            static_cast<std::vector<std::string>*>(data)->emplace_back(n);
+            return 0;
+        },
+        &names);
+    return names;
+}
+
+std::uint64_t Reader::stored_bytes(const std::string& ds) const {
+    if (!is_dataset(ds)) return 0;
+    Handle d(H5Dopen2(file_.id(), ds.c_str(), H5P_DEFAULT), H5Dclose);
+    return d ? H5Dget_storage_size(d.id()) : 0;
+}
+
 std::optional<std::string> Reader::attr_string(const std::string& obj,
                                                const std::string& name) const {
-    if (!exists(obj) || H5Aexists_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
-        return std::nullopt;
-    Handle a(H5Aopen_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
-             H5Aclose);
+    Handle a = open_attr(*this, obj, name);
+    if (!a || !single_value(a)) return std::nullopt;
     Handle ftype(H5Aget_type(a.id()), H5Tclose);
     if (H5Tget_class(ftype.id()) != H5T_STRING) return std::nullopt;
     if (H5Tis_variable_str(ftype.id()) > 0) {
@@ -461,10 +516,8 @@ std::optional<std::string> Reader::attr_string(const std::string& obj,
 }
 
 std::optional<double> Reader::attr_double(const std::string& obj, const std::string& name) const {
-    if (!exists(obj) || H5Aexists_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT) <= 0)
-        return std::nullopt;
-    Handle a(H5Aopen_by_name(file_.id(), obj.c_str(), name.c_str(), H5P_DEFAULT, H5P_DEFAULT),
-             H5Aclose);
+    Handle a = open_attr(*this, obj, name);
+    if (!a || !single_value(a)) return std::nullopt;
     Handle ftype(H5Aget_type(a.id()), H5Tclose);
     auto cls = H5Tget_class(ftype.id());
     if (cls != H5T_INTEGER && cls != H5T_FLOAT) return std::nullopt;

@@ -100,6 +100,14 @@ class Reader {
 
     std::optional<std::string> attr_string(const std::string& obj, const std::string& name) const;
     std::optional<double> attr_double(const std::string& obj, const std::string& name) const;
+    // An integer list attribute (any integer type, scalar or 1-d); nullopt if absent. Throws
+    // naming obj@name if it is not integer or implausibly long.
+    std::optional<std::vector<std::int64_t>> attr_ints(const std::string& obj,
+                                                       const std::string& name) const;
+    // Names of the attributes of `obj` (in name order); empty if `obj` does not exist.
+    std::vector<std::string> attr_names(const std::string& obj) const;
+    // Bytes a dataset takes in the file (after compression); 0 if it cannot be opened.
+    std::uint64_t stored_bytes(const std::string& ds) const;
 
     [[noreturn]] void fail(const std::string& field, const std::string& what) const;
     // True the first time it is asked about `ds`: checks that cost a walk of a dataset's chunk

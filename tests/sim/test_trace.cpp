@@ -1,15 +1,19 @@
 // Trace recorder tests: what the recorder writes (events, grids, op counts, energy) read back
 // with the HDF5 reader and compared with an independent capture of the same run; and the HDF5
-// reader and writer on a caller's buffer.
+// reader and writer on a caller's buffer; the trace reader (sim/trace_reader.hpp) on a written
+// trace and on damaged ones.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 
 #include "sim/h5io.hpp"
 #include "sim/memory.hpp"
 #include "sim/trace.hpp"
+#include "sim/trace_reader.hpp"
 #include "tests/support/model_file.hpp"
 #include "tests/support/run_model.hpp"
 
@@ -226,4 +230,147 @@ TEST_CASE("h5io with a caller's buffer: rows read into it, /y written from it, s
     LargeVector<float> big(std::size_t{2} << 20);
     CHECK(reinterpret_cast<std::uintptr_t>(big.data()) % (std::size_t{2} << 20) == 0);
     CHECK(reinterpret_cast<std::uintptr_t>(buf.data()) % 64 == 0);
+}
+
+TEST_CASE("trace reader: reads back what the recorder wrote") {
+    TernaryModel m;
+    TempFile tr;
+    TraceOptions o;
+    o.membrane = o.ops = o.energy = true;
+    o.unit_pj.assign(kOpFieldCount, std::nan(""));
+    o.unit_pj[0] = 0.9;  // ac
+    o.unit_pj[6] = 0.5;  // neuron_update
+    record(m, o, tr.path(), 1);
+
+    const TraceReader t(tr.path());
+    const auto nodes = t.nodes();
+    REQUIRE(std::find(nodes.begin(), nodes.end(), "neuron") != nodes.end());
+    const auto obs = t.observables("neuron");
+    REQUIRE(obs.size() == 2);
+    CHECK(obs[0].name == "spikes");
+    CHECK(obs[0].kind == ObservableKind::valued_event);
+    CHECK(obs[0].type == "ValuedEventData");
+    CHECK(obs[1].name == "v");
+    CHECK(obs[1].kind == ObservableKind::time_gridded);
+    CHECK(t.need_double(obs[0].group, "n_neurons") == doctest::Approx(double(m.n)));
+    CHECK(t.need_dataset(obs[1].group + "/data", 3).dims == Shape{m.S, m.T, m.n});
+    CHECK(t.stored_bytes(obs[1].group + "/data") > 0);
+    CHECK(t.stored_bytes("/nope") == 0);
+    CHECK(t.attr_ints("/ternion", "timesteps") == std::vector<std::int64_t>{m.T});
+    CHECK(t.attr_double("/ternion", "dt") == doctest::Approx(1e-3));
+    CHECK(t.samples() == m.S);
+    CHECK(t.metadata() == std::vector<std::pair<std::string, std::string>>{{"k", "v"}});
+    const auto kinds = t.kinds();
+    REQUIRE(kinds.size() == std::size_t(kOpFieldCount));
+    CHECK(kinds[0] == "ac");
+    CHECK(kinds[6] == "neuron_update");
+    const auto op_nodes = t.ternion_nodes("ops");
+    REQUIRE(op_nodes.has_value());
+    REQUIRE(t.ternion_nodes("energy") == op_nodes);
+    CHECK_FALSE(t.ternion_nodes("attention").has_value());
+    CHECK(t.attention_nodes().empty());
+    // Energy per step is the recorded counts times the unit prices.
+    for (const auto& n : *op_nodes) {
+        const auto ops = t.read_doubles("/ternion/ops/" + n);
+        const auto pj = t.read_doubles("/ternion/energy/" + n + "/per_step_pj");
+        REQUIRE(ops.size() == pj.size());
+        for (std::size_t c = 0; c < ops.size(); ++c) {
+            const auto k = c % kinds.size();
+            CHECK(pj[c] == doctest::Approx(k == 0 ? 0.9 * ops[c] : k == 6 ? 0.5 * ops[c] : 0.0));
+        }
+    }
+}
+
+namespace {
+
+// The message of the InputError `f` throws ("" if none).
+template <class F>
+std::string input_error(F&& f) {
+    try {
+        f();
+    } catch (const InputError& e) {
+        return e.what();
+    }
+    return "";
+}
+
+}  // namespace
+
+TEST_CASE("trace reader: damaged traces fail once, naming file and field") {
+    TempFile f;
+    const std::string p = f.path();
+    auto write = [&](const std::function<void(h5::Writer&)>& fill) {
+        h5::Writer w(p);
+        fill(w);
+    };
+    write([](h5::Writer& w) { w.group("/nodes"); });
+    CHECK(input_error([&] { TraceReader t(p); }) ==
+          p + ": /@__type__: not a trace: the root attribute __type__ is not NIRGraphData");
+    write([](h5::Writer& w) {
+        w.attr("/", "__type__", 3.0);  // wrong type
+        w.group("/nodes");
+    });
+    CHECK(input_error([&] { TraceReader t(p); }).starts_with(p + ": /@__type__: not a trace"));
+    write([](h5::Writer& w) { w.attr("/", "__type__", std::string("NIRGraphData")); });
+    CHECK(input_error([&] { TraceReader t(p); }) == p + ": /nodes: missing group");
+    CHECK(input_error([&] { TraceReader t(p, TraceReader::Check::none); }).empty());
+
+    write([](h5::Writer& w) {
+        w.attr("/", "__type__", std::string("NIRGraphData"));
+        w.group("/nodes/a/observables/spikes");
+        w.group("/nodes/b/observables/spikes");
+        w.attr("/nodes/b/observables/spikes", "__type__", std::string("Spikes"));
+        w.group("/nodes/c");
+        w.group("/g");
+        w.attr("/g", "n", std::string("many"));
+        w.attr("/g", "ids", 2.5);
+        w.attr("/g", "k", std::int64_t{4});
+        w.write("/d", std::vector<double>{1, 2}, {2});
+        w.write("/ternion/samples", std::vector<double>{1}, {}, false);
+    });
+    const TraceReader t(p);
+    CHECK(t.nodes() == std::vector<std::string>{"a", "b", "c"});
+    CHECK(input_error([&] { t.observables("a"); }) ==
+          p + ": /nodes/a/observables/spikes@__type__: missing attribute");
+    CHECK(input_error([&] { t.observables("b"); }) ==
+          p + ": /nodes/b/observables/spikes@__type__: unknown observable type 'Spikes'");
+    CHECK(input_error([&] { t.observables("c"); }) == p + ": /nodes/c/observables: missing group");
+    CHECK(input_error([&] { t.need_double("/g", "n"); }) ==
+          p + ": /g@n: missing numeric attribute");
+    CHECK(input_error([&] { t.need_string("/g", "k"); }) == p + ": /g@k: missing attribute");
+    CHECK(input_error([&] { t.attr_ints("/g", "ids"); }) ==
+          p + ": /g@ids: expected integer values");
+    CHECK(input_error([&] { t.attr_ints("/g", "n"); }) == p + ": /g@n: expected integer values");
+    CHECK(t.attr_ints("/g", "k") == std::vector<std::int64_t>{4});
+    CHECK_FALSE(t.attr_ints("/g", "none").has_value());
+    CHECK_FALSE(t.attr_double("/nope", "k").has_value());
+    CHECK(t.attrs_text("/g") == std::vector<std::pair<std::string, std::string>>{
+                                    {"ids", "2.5"}, {"k", "4"}, {"n", "many"}});
+    CHECK(input_error([&] { t.need_dataset("/d", 3); }) ==
+          p + ": /d: expected 3 dimensions, found 1");
+    CHECK(input_error([&] { t.need_dataset("/e", 1); }) == p + ": /e: missing dataset");
+    CHECK(input_error([&] { t.samples(); }) ==
+          p + ": /ternion/samples: expected 1 dimension, found 0");
+}
+
+TEST_CASE("trace reader: attention maps at NIR's location first, then ternion's") {
+    TempFile f;
+    {
+        h5::Writer w(f.path());
+        w.attr("/", "__type__", std::string("NIRGraphData"));
+        w.group("/nodes/a/observables/attention");
+        w.write("/nodes/a/observables/attention/scores", std::vector<float>(1), {1, 1, 1, 1, 1});
+        w.group("/ternion/attention/a");
+        w.group("/ternion/attention/b");
+        w.write("/ternion/attention/b/weights", std::vector<float>(1), {1, 1, 1, 1, 1});
+        w.group("/ternion/attention/c");  // no maps
+    }
+    const TraceReader t(f.path());
+    CHECK(t.attention_group("a") == "/nodes/a/observables/attention");
+    CHECK(t.attention_group("b") == "/ternion/attention/b");
+    CHECK(t.attention_group("z") == "/nodes/z/observables/attention");
+    CHECK(t.attention_nodes() == std::vector<std::string>{"a", "b"});
+    const auto obs = t.observables("a");
+    REQUIRE(obs.size() == 1);
+    CHECK(obs[0].kind == ObservableKind::attention);
 }

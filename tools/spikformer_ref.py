@@ -89,6 +89,15 @@ def shiftmax_exponents(scores):
     """Exact integer Shiftmax exponents n_ij = gamma_i - x_ij (>= 0) for integer scores (numpy).
     Computed with Python integers, so there is no rounding at all."""
     s = np.asarray(scores, dtype=np.int64)
+    d = s - s.max(axis=-1, keepdims=True)  # <= 0
+    if s.size and d.min() >= -56 and s.shape[-1] <= 64:
+        # 2^(56 + d) summed over at most 64 terms stays below 2^62: exact in int64
+        total = (np.int64(1) << (56 + d)).sum(axis=-1, keepdims=True)
+        k = np.ceil(np.log2(total.astype(np.float64))).astype(np.int64)
+        # log2 in float64 may round near a power of two: correct k to the exact integer ceiling
+        k += (np.int64(1) << np.minimum(k, 62)) < total
+        k -= (k > 0) & ((np.int64(1) << np.maximum(k - 1, 0)) >= total)
+        return (k - 56) - d
     out = np.empty_like(s)
     flat = s.reshape(-1, s.shape[-1])
     o = out.reshape(-1, s.shape[-1])
@@ -116,8 +125,32 @@ class LinBN(nn.Module):
 
     def forward(self, x):
         B, N, C = x.shape
-        y = self.lin(x.reshape(B * N, C))
+        y = linear(self.lin, x.reshape(B * N, C))
         return self.bn(y).reshape(B, N, -1)
+
+
+def linear(lin, x):
+    """lin(x) for x [M, C], computed as a 1x1 convolution: oneDNN's convolution is several times
+    faster than the generic BLAS matrix product of Debian's torch. Same parameters, same layer."""
+    return F.conv2d(x[:, :, None, None], lin.weight[:, :, None, None], lin.bias)[:, :, 0, 0]
+
+
+def lif_seq(x, tau=2.0, vth=1.0):
+    """lif_step over the first axis (time) of x [T, ...] from v = 0: the spikes [T, ...]."""
+    v, out = torch.zeros_like(x[0]), []
+    for xt in x.unbind(0):
+        s, v = lif_step(xt, v, tau, vth)
+        out.append(s)
+    return torch.stack(out)
+
+
+def tsn_seq(x, vth=1.0, decay=0.5):
+    """tsn_step over the first axis (time) of x [T, ...] from h = 0: the spikes [T, ...]."""
+    h, out = torch.zeros_like(x[0]), []
+    for xt in x.unbind(0):
+        s, h = tsn_step(xt, h, vth, decay)
+        out.append(s)
+    return torch.stack(out)
 
 
 class Attention(nn.Module):
@@ -128,23 +161,22 @@ class Attention(nn.Module):
         self.kind, self.heads, self.scale = kind, heads, scale
         self.q, self.k, self.v = LinBN(dim, dim), LinBN(dim, dim), LinBN(dim, dim)
 
-    def forward(self, x, st):
-        B, N, D = x.shape
+    def forward(self, x, T):
+        """x: [T*B, N, D] spikes, time-major; returns the attention spikes [T*B, N, D]."""
+        TB, N, D = x.shape
         H, dh = self.heads, D // self.heads
-        qx, kx, vx = self.q(x), self.k(x), self.v(x)
+
+        def seq(t):
+            return t.reshape(T, TB // T, N, D)
+
+        qx, kx, vx = seq(self.q(x)), seq(self.k(x)), seq(self.v(x))
         if self.kind == "ssa":
-            q, st["q"] = lif_step(qx, st.get("q", torch.zeros_like(qx)))
-            k, st["k"] = lif_step(kx, st.get("k", torch.zeros_like(kx)))
-            v, st["v"] = lif_step(vx, st.get("v", torch.zeros_like(vx)))
+            q, k, v = lif_seq(qx), lif_seq(kx), lif_seq(vx)
         else:
-            q, st["q"] = tsn_step(qx, st.get("q", torch.zeros_like(qx)), 1.0, 0.5)
-            k, st["k"] = tsn_step(kx, st.get("k", torch.zeros_like(kx)), 1.0, 0.5)
-            v = vx
-        st.setdefault("spk", {})
-        st["spk"] = dict(q=q.detach(), k=k.detach(), v=v.detach())
+            q, k, v = tsn_seq(qx, 1.0, 0.5), tsn_seq(kx, 1.0, 0.5), vx
 
         def hd(t):
-            return t.reshape(B, N, H, dh).transpose(1, 2)
+            return t.reshape(TB, N, H, dh).transpose(1, 2)
 
         q, k, v = hd(q), hd(k), hd(v)
         s = q @ k.transpose(-1, -2)
@@ -152,12 +184,12 @@ class Attention(nn.Module):
             y = (s @ v) * self.scale
         else:
             y = shiftmax(s) @ v
-        y = y.transpose(1, 2).reshape(B, N, D)
+        y = seq(y.transpose(1, 2).reshape(TB, N, D))
         if self.kind == "ssa":
-            a, st["a"] = lif_step(y, st.get("a", torch.zeros_like(y)), vth=0.5)
+            a = lif_seq(y, vth=0.5)
         else:
-            a, st["a"] = tsn_step(y, st.get("a", torch.zeros_like(y)), 0.5, 0.5)
-        return a
+            a = tsn_seq(y, 0.5, 0.5)
+        return a.reshape(TB, N, D)
 
 
 class Block(nn.Module):
@@ -189,38 +221,31 @@ class DigitsSpikformer(nn.Module):
         self.head = nn.Linear(dim, classes)
 
     def forward(self, img):
-        st = [dict() for _ in range(3 + 4 * self.depth)]
+        """Multi-step: every layer runs on all T steps at once (time-major [T*B, ...]), each
+        neuron steps through time; BatchNorm's training statistics are over all T steps."""
+        T, B = self.T, img.shape[0]
         if self.stem:
             cur0 = self.bn0(self.conv0(img))  # direct encoding: the same current every step
-            vs = torch.zeros_like(cur0)
+            s0 = lif_seq(cur0.expand(T, *cur0.shape)).flatten(0, 1)
+            if self.pool0:
+                s0 = F.max_pool2d(s0, 2)
+            cur = self.bn(self.conv(s0))
+            cur = cur.reshape(T, B, *cur.shape[1:])
         else:
             cur = self.bn(self.conv(img))
-        v0 = None
-        out = 0
-        for t in range(self.T):
-            if self.stem:
-                s0, vs = lif_step(cur0, vs)
-                if self.pool0:
-                    s0 = F.max_pool2d(s0, 2)
-                cur = self.bn(self.conv(s0))
-            if v0 is None:
-                v0 = torch.zeros_like(cur)
-            s, v0 = lif_step(cur, v0)
-            s = F.max_pool2d(s, 2)
-            x = s.flatten(2).transpose(1, 2)  # [B, N, D], token n = h*W + w
-            for bi, blk in enumerate(self.blocks):
-                S = st[bi]
-                a = blk.attn(x, S.setdefault("attn", {}))
-                p = blk.proj(a)
-                y, S["proj"] = lif_step(p, S.get("proj", torch.zeros_like(p)))
-                x = x + y
-                h1 = blk.fc1(x)
-                h, S["fc1"] = lif_step(h1, S.get("fc1", torch.zeros_like(h1)))
-                h2 = blk.fc2(h)
-                m, S["fc2"] = lif_step(h2, S.get("fc2", torch.zeros_like(h2)))
-                x = x + m
-            out = out + self.head(x.mean(dim=1))
-        return out / self.T
+            cur = cur.expand(T, *cur.shape)
+        s = F.max_pool2d(lif_seq(cur).flatten(0, 1), 2)
+        x = s.flatten(2).transpose(1, 2)  # [T*B, N, D], token n = h*W + w
+        for blk in self.blocks:
+            TB, N, D = x.shape
+
+            def step(t, **kw):
+                return lif_seq(t.reshape(T, B, N, -1), **kw).reshape(TB, N, -1)
+
+            a = blk.attn(x, T)
+            x = x + step(blk.proj(a))
+            x = x + step(blk.fc2(step(blk.fc1(x))))
+        return linear(self.head, x.mean(dim=1)).reshape(T, B, -1).mean(0)
 
 
 # ----------------------------------------------------------------------------------------------

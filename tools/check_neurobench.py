@@ -76,9 +76,25 @@ def main():
     ap.add_argument("--ternion", default=os.path.join(ROOT, "build", "ternion"))
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--timesteps", type=int, default=20)
+    ap.add_argument("--models", default="mlp,rleaky,bsa_digits,ssa_digits",
+                    help="comma-separated: mlp, rleaky, bsa_digits, ssa_digits, bsa_fmnist")
+    ap.add_argument("--images", type=int, default=360,
+                    help="test images for the bundled Transformers (digits: 360 in all)")
     a = ap.parse_args()
     sys.path[:0] = [a.neurobench, a.snntorch]
     stub_tqdm()
+
+    models = a.models.split(",")
+    if "mlp" in models:
+        check_mlp(a)
+    if "rleaky" in models:
+        check_rleaky(a)
+    for m in models:
+        if m not in ("mlp", "rleaky"):
+            check_transformer(a, m)
+
+
+def check_mlp(a):
     import snntorch as snn
     from neurobench.benchmarks import Benchmark
     from neurobench.metrics.static import ConnectionSparsity, Footprint
@@ -86,6 +102,7 @@ def main():
                                              SynapticOperations)
     from neurobench.models import SNNTorchModel
 
+    print("== snnTorch Linear-Leaky-Linear-Leaky")
     rng = np.random.default_rng(0)
     S, T, n_in, n_h, n_out, dt = a.samples, a.timesteps, 24, 16, 5, 1e-3
     w0 = (rng.integers(-24, 25, (n_h, n_in)) / 32).astype(np.float32)
@@ -131,6 +148,158 @@ def main():
     for k, v in pairs:
         print(f"{k:20} {float(v):14.6f} {float(ours[k]):14.6f}"
               f"{'' if abs(float(v) - float(ours[k])) <= 1e-9 * max(1, abs(float(v))) else '  differs'}")
+
+
+def close(x, y, rel=1e-6):
+    return abs(float(x) - float(y)) <= rel * max(1.0, abs(float(x)), abs(float(y)))
+
+
+def per_layer_synops(names):
+    """NeuroBench's own SynapticOperations, one instance per connection layer: each subclass
+    hands the metric a view of the model that holds only that layer's hook."""
+    from neurobench.metrics.workload import SynapticOperations
+
+    class View:
+        def __init__(self, hook):
+            self.connection_hooks = [hook]
+
+    classes = []
+    for i, name in enumerate(names):
+        def call(self, model, preds, data, i=i):
+            return SynapticOperations.__call__(self, View(model.connection_hooks[i]), preds, data)
+        classes.append(type(f"SynOps[{name}]", (SynapticOperations,), {"__call__": call}))
+    return classes
+
+
+def run_ternion(a, model, data, labels, extra=()):
+    with tempfile.TemporaryDirectory() as d:
+        inp = os.path.join(d, "in.h5")
+        with h5py.File(inp, "w") as f:
+            f["data" if data.dtype != np.int8 else "spikes"] = data
+            f["labels"] = labels.astype(np.int64)
+        cmd = [a.ternion, "run", model, "--input", inp, "--count", "neurobench", "--json",
+               "--no-progress", *extra]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode:
+            sys.exit(r.stderr)
+        return json.loads(r.stdout)
+
+
+def table(rows):
+    """rows: (label, NeuroBench, ternion); prints them and returns whether all are equal."""
+    ok = True
+    print(f"  {'figure':38} {'NeuroBench':>16} {'ternion':>16}")
+    for k, v, w in rows:
+        eq = close(v, w)
+        ok &= eq
+        print(f"  {k:38} {float(v):16.6f} {float(w):16.6f}{'' if eq else '  DIFFERS'}")
+    return ok
+
+
+def check_rleaky(a):
+    """snnTorch Linear -> RLeaky (all-to-all Linear recurrence) -> Linear -> Leaky."""
+    import snntorch as snn
+    from neurobench.benchmarks import Benchmark
+    from neurobench.metrics.workload import (ActivationSparsity, MembraneUpdates,
+                                             SynapticOperations)
+    from neurobench.models import SNNTorchModel
+
+    print("== snnTorch Linear-RLeaky(Linear recurrence)-Linear-Leaky")
+    rng = np.random.default_rng(1)
+    S, T, n_in, n_h, n_out, dt = a.samples, a.timesteps, 20, 16, 4, 1e-3
+    w0 = (rng.integers(-24, 25, (n_h, n_in)) / 32).astype(np.float32)
+    wr = (rng.integers(-12, 13, (n_h, n_h)) / 32).astype(np.float32)
+    w1 = (rng.integers(-24, 25, (n_out, n_h)) / 32).astype(np.float32)
+    wr[:3, :3] = 0
+    b0, b1 = 0.75, 0.5
+    # Reset by subtraction: snnTorch's reset-to-zero RLeaky evaluates its state function, and so
+    # the recurrent Linear, twice per step (_base_zero), which NeuroBench would count twice.
+    rl = snn.RLeaky(beta=b0, linear_features=n_h, init_hidden=True, reset_mechanism="zero",
+                    reset_delay=False)
+    lk = snn.Leaky(beta=b1, init_hidden=True, output=True, reset_mechanism="zero",
+                   reset_delay=False)
+    net = nn.Sequential(nn.Linear(n_in, n_h, bias=False), rl, nn.Linear(n_h, n_out, bias=False),
+                        lk)
+    with torch.no_grad():
+        net[0].weight.copy_(torch.from_numpy(w0))
+        rl.recurrent.weight.copy_(torch.from_numpy(wr))
+        rl.recurrent.bias.zero_()
+        net[2].weight.copy_(torch.from_numpy(w1))
+    x = (rng.random((S, T, n_in)) < 0.3).astype(np.float32)
+    y = np.arange(S) % n_out
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=4)
+    model = SNNTorchModel(net)
+    names = [n for n, m in net.named_modules() if isinstance(m, nn.Linear)]
+    per = per_layer_synops(names)
+    bench = Benchmark(model, loader, [], [lambda spk: spk.sum(1).argmax(-1)],
+                      [[], [SynapticOperations, ActivationSparsity, MembraneUpdates, *per]])
+    theirs = bench.run(quiet=True)
+
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.h5")
+        with h5py.File(path, "w") as f:
+            f["version"] = "1.0.0"
+            g = f.create_group("node")
+            g["type"] = "NIRGraph"
+            nodes = g.create_group("nodes")
+
+            def lif(grp, n, beta):
+                tau = np.full(n, dt / (1 - beta), np.float32)
+                grp["type"] = "LIF"
+                for k, v in dict(tau=tau, r=tau / dt, v_leak=np.zeros(n), v_threshold=np.ones(n),
+                                 v_reset=np.zeros(n)).items():
+                    grp[k] = np.asarray(v, np.float32)
+
+            nodes.create_group("input")["type"] = "Input"
+            nodes["input/shape"] = np.array([n_in])
+            nodes.create_group("fc0")["type"] = "Linear"
+            nodes["fc0/weight"] = w0
+            rnn = nodes.create_group("rnn")
+            rnn["type"] = "NIRGraph"
+            rn = rnn.create_group("nodes")
+            rn.create_group("input")["type"] = "Input"
+            rn["input/shape"] = np.array([n_h])
+            lif(rn.create_group("lif"), n_h, b0)
+            rn.create_group("w_rec")["type"] = "Linear"
+            rn["w_rec/weight"] = wr
+            rn.create_group("output")["type"] = "Output"
+            rn["output/shape"] = np.array([n_h])
+            rnn["edges"] = np.array([("input", "lif"), ("lif", "w_rec"), ("w_rec", "lif"),
+                                     ("lif", "output")], dtype=h5py.string_dtype())
+            nodes.create_group("fc1")["type"] = "Linear"
+            nodes["fc1/weight"] = w1
+            lif(nodes.create_group("lif1"), n_out, b1)
+            nodes.create_group("output")["type"] = "Output"
+            nodes["output/shape"] = np.array([n_out])
+            g["edges"] = np.array([("input", "fc0"), ("fc0", "rnn"), ("rnn", "fc1"),
+                                   ("fc1", "lif1"), ("lif1", "output")],
+                                  dtype=h5py.string_dtype())
+        j = run_ternion(a, path, x.astype(np.int8), y, ["--dt", str(dt)])
+    ours, layers = j["neurobench"], {l["name"]: l for l in j["layers"]}
+    tl = {"0": "fc0", "1.recurrent": "rnn.w_rec", "2": "fc1"}
+    # snnTorch's reset-to-zero RLeaky evaluates its state function, and so the recurrent Linear,
+    # twice per step (rleaky.py, _base_zero calls _base_state_function twice, each time with the
+    # previous step's spikes): NeuroBench's hook sees two identical calls. The figures below
+    # halve that layer's (one product per step, as the network computes it); the raw ones are
+    # printed too.
+    rows, twice = [], {"Effective_ACs": 0.0, "Effective_MACs": 0.0, "Dense": 0.0}
+    for cls, name in zip(per, names):
+        r = dict(theirs[cls.__name__])
+        c = layers[tl[name]]["counted_ops"]
+        if name == "1.recurrent":
+            print(f"  raw NeuroBench {name}: {r} (two calls per step)")
+            for k in twice:
+                twice[k] = r[k] / 2
+                r[k] /= 2
+        rows += [(f"{name} Effective_ACs", r["Effective_ACs"], c.get("ac", 0)),
+                 (f"{name} Effective_MACs", r["Effective_MACs"], c.get("mac", 0))]
+    so = theirs["SynapticOperations"]
+    print(f"  raw NeuroBench SynapticOperations: {so}")
+    rows += [(f"{k} (recurrent once)", so[k] - twice[k], ours[k]) for k in twice]
+    rows += [("ActivationSparsity", theirs["ActivationSparsity"], ours["ActivationSparsity"]),
+             ("MembraneUpdates", theirs["MembraneUpdates"], ours["MembraneUpdates"])]
+    return table(rows)
 
 
 if __name__ == "__main__":

@@ -604,6 +604,8 @@ def check_transformer(a, name):
             acc["mac"] += c.get("mac", 0)
             rows += [(f"{n} Effective_ACs", r["Effective_ACs"], c.get("ac", 0)),
                      (f"{n} Effective_MACs", r["Effective_MACs"], c.get("mac", 0))]
+            if not n.startswith("conv"):  # a Linear's dense MACs are its Dense (no padding)
+                rows.append((f"{n} Dense", r["Dense"], layers[t]["dense_mac"] / j["samples"]))
     # ternion reports an attention node's projections only inside the totals: its share is the
     # total minus the other layers.
     qkv = [theirs[c.__name__] for c, n in zip(per, names) if ".attn." in n]

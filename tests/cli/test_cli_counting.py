@@ -335,4 +335,77 @@ def neurobench_membrane_updates_closed_form():
         .get("neurobench") is None
 
 
+@test
+def neurobench_mode_on_the_bundled_transformers_follows_its_rules():
+    """The bundled BSA and SSA digits models (tools/check_neurobench.py compares them with
+    NeuroBench itself) recounted from a spike trace by NeuroBench's rules: one call per layer,
+    sample and step; Effective ops = (non-zero input, non-zero weight) pairs, ACs when the call's
+    input is all in {-1, 0, 1}, else MACs; Dense = every pair with inputs and weights set to
+    one, convolution padding excluded. The connection layers are the convolution, the attention
+    node's Q, K and V Linears (the attention matmuls are not modules), proj, fc1, fc2 and head."""
+    import os
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models",
+                        "bundled")
+    Sb = 12
+    with h5py.File(os.path.join(root, "digits_test.h5"), "r") as f:
+        x, y = f["data"][:Sb], f["labels"][:Sb]
+    with h5py.File(path("tf_in.h5"), "w") as f:
+        f["data"], f["labels"] = x, y
+    for kind in ("bsa", "ssa"):
+        model = os.path.join(root, f"{kind}_digits.h5")
+        with h5py.File(model, "r") as f:
+            nodes = f["node/nodes"]
+            Tb = int(f["node/metadata/timesteps"][()])
+            W = {k: (nodes[k][()] != 0).astype(np.int64) for k in (
+                "conv/weight", "b0_attn/q_weight", "b0_attn/k_weight", "b0_attn/v_weight",
+                "b0_proj/weight", "b0_fc1/weight", "b0_fc2/weight", "head/weight")}
+        j = run_json("run", model, "--input", path("tf_in.h5"), "--count", "neurobench",
+                     "--trace", path("tf_tr.h5"), "--record", "spikes")
+        tr = {n: trace_spikes(path("tf_tr.h5"), n).astype(np.float64)
+              for n in ("conv_lif", "b0_attn", "b0_proj_lif", "b0_fc1_lif", "b0_fc2_lif")}
+        D = W["b0_proj/weight"].shape[0]
+
+        def call(inp, w):  # one Linear call on inp [N, in]: (pairs, ternary input)
+            return float(((inp != 0).astype(np.int64) @ w.T).sum()), np.isin(inp, (-1, 0, 1)).all()
+
+        per = {}
+        for s in range(Sb):
+            for t in range(Tb):
+                img = x[s]
+                n = conv2d((img != 0).astype(float), W["conv/weight"].astype(float), 1).sum()
+                ternary = np.isin(img, (-1, 0, 1)).all()
+                calls = [("conv", n, ternary)]
+                c = tr["conv_lif"][s, t].reshape(D, 8, 8)
+                tok = c.reshape(D, 4, 2, 4, 2).max((2, 4)).reshape(D, 16).T  # [N, D]
+                for q in ("q", "k", "v"):
+                    calls.append(("qkv", *call(tok, W[f"b0_attn/{q}_weight"])))
+                calls.append(("proj", *call(tr["b0_attn"][s, t].reshape(16, D),
+                                            W["b0_proj/weight"])))
+                res1 = tok + tr["b0_proj_lif"][s, t].reshape(16, D)
+                calls.append(("fc1", *call(res1, W["b0_fc1/weight"])))
+                calls.append(("fc2", *call(tr["b0_fc1_lif"][s, t].reshape(16, -1),
+                                           W["b0_fc2/weight"])))
+                res2 = res1 + tr["b0_fc2_lif"][s, t].reshape(16, D)
+                calls.append(("head", *call(res2.mean(0)[None], W["head/weight"])))
+                for name, n, ternary in calls:
+                    a, m = per.setdefault(name, [0.0, 0.0])
+                    per[name] = [a + n, m] if ternary else [a, m + n]
+        ac = sum(v[0] for v in per.values()) / Sb
+        mac = sum(v[1] for v in per.values()) / Sb
+        N, hid = 16, W["b0_fc1/weight"].shape[0]
+        dense = Tb * (conv2d(np.ones((1, 8, 8)), np.ones(W["conv/weight"].shape), 1).sum()
+                      + 4 * N * D * D + 2 * N * D * hid + D * W["head/weight"].shape[0])
+        nb = j["neurobench"]
+        assert nb["Dense"] == dense, (kind, nb["Dense"], dense)
+        assert rel_close(nb["Effective_ACs"], ac), (kind, nb, ac, per)
+        assert rel_close(nb["Effective_MACs"], mac), (kind, nb, mac, per)
+        assert per["fc1"][1] > 0 and per["qkv"][0] > 0 and per["conv"][1] > 0  # both kinds seen
+        layers = {l["name"]: l for l in j["layers"]}
+        for name, lname in (("conv", "conv"), ("proj", "b0_proj"), ("fc1", "b0_fc1"),
+                            ("fc2", "b0_fc2"), ("head", "head")):
+            got = layers[lname]["counted_ops"]
+            assert rel_close(got.get("ac", 0.0), per[name][0] / Sb), (kind, name, got, per[name])
+            assert rel_close(got.get("mac", 0.0), per[name][1] / Sb), (kind, name, got, per[name])
+
+
 finish()

@@ -213,169 +213,172 @@ OpsEnergy price_ops(const OpCounts& ops, const Profile& p) {
     return e;
 }
 
-CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) {
-    CostReport r;
-    r.profile_name = p.name;
-    r.profile_description = p.description;
-    r.profile_path = p.path;
-    r.mode = o.mode;
-    r.options = o;
-    r.samples = run.samples;
-    r.timesteps = run.timesteps;
-    const std::int64_t S = run.samples, T = run.timesteps;
-    const double Sd = static_cast<double>(S), Td = static_cast<double>(T);
-    const double invS = S > 0 ? 1.0 / Sd : 0.0;  // an empty run prices to 0, not NaN
+namespace {
 
-    KindArray unit{};  // pJ per unit; unpriced kinds stay 0 and are listed
+// What pricing every layer needs: the run's size and the profile's unit prices.
+struct PriceContext {
+    std::int64_t S = 0, T = 0;
+    double Sd = 0.0, Td = 0.0, invS = 0.0;  // an empty run prices to 0, not NaN
+    KindArray unit{};                       // pJ per unit; unpriced kinds stay 0 and are listed
     std::array<bool, kKinds> priced{};
+    bool encoding_seen = false;  // paper mode: the first connection layer was handled
+};
+
+PriceContext price_context(const RunRecord& run, const Profile& p) {
+    PriceContext x;
+    x.S = run.samples;
+    x.T = run.timesteps;
+    x.Sd = static_cast<double>(x.S);
+    x.Td = static_cast<double>(x.T);
+    x.invS = x.S > 0 ? 1.0 / x.Sd : 0.0;
     for (int k = 0; k < kKinds; ++k) {
         auto v = p.price(k);
-        priced[k] = v.has_value();
-        unit[k] = v.value_or(0.0);
+        x.priced[k] = v.has_value();
+        x.unit[k] = v.value_or(0.0);
     }
-    const double e_mac = unit[kMac];
+    return x;
+}
 
-    if (o.mode == CountMode::neurobench) {
-        r.neurobench.emplace();
-        neurobench_sparsity(run, *r.neurobench);
+// NeuroBench's SynapticOperations: Effective ACs/MACs of connection layers, Dense of all.
+void count_neurobench(const LayerRecord& l, LayerCost& c, const PriceContext& x,
+                      NeuroBenchFigures& nb) {
+    const double ac = c.count[kAc], mac = c.count[kMac];
+    nb.dense += static_cast<double>(l.dense_synops_per_step) * x.Td;  // x S / S
+    c.count[kAc] = c.count[kMac] = 0.0;
+    if (l.category == NodeCategory::attention) {
+        // All the node's products are priced, but reported apart: NeuroBench does not hook
+        // plain matmuls. The projections inside the node are Linear layers for NeuroBench: one
+        // op per (non-zero input, non-zero weight) pair, ACs at steps whose input is all in
+        // {-1,0,1}, else MACs.
+        const double pac = static_cast<double>(l.synapses.pairs_ternary);
+        const double pmac = static_cast<double>(l.synapses.pairs_other);
+        const double mat_ac = std::max(0.0, ac - static_cast<double>(l.attention.proj_ac));
+        const double mat_mac = std::max(0.0, mac - static_cast<double>(l.attention.proj_mac));
+        c.count[kAc] = ac;
+        c.count[kMac] = mac;
+        c.attention_matmul = true;
+        nb.effective_acs += pac * x.invS;
+        nb.effective_macs += pmac * x.invS;
+        nb.attention_matmul_ac += mat_ac * x.invS;
+        nb.attention_matmul_mac += mat_mac * x.invS;
+        nb.attention_matmul_pj += (x.unit[kAc] * mat_ac + x.unit[kMac] * mat_mac) * x.invS;
+        c.basis = "neurobench: attention matmul line (not a NeuroBench synop)";
+    } else if (is_connection(l)) {
+        // One op per (non-zero input, non-zero weight) pair, an AC at steps whose input was all
+        // in {-1,0,1}, else a MAC (an input of 2 is one MAC).
+        c.count[kAc] = static_cast<double>(l.synapses.pairs_ternary);
+        c.count[kMac] = static_cast<double>(l.synapses.pairs_other);
+        nb.effective_acs += c.count[kAc] * x.invS;
+        nb.effective_macs += c.count[kMac] * x.invS;
+        c.basis = "neurobench: Effective_ACs / Effective_MACs (per-step input test)";
+    } else {
+        c.basis = (ac + mac > 0) ? "neurobench: ac/mac not counted (not a connection layer)"
+                                 : "neurobench: no synaptic ops";
     }
-    if (o.mode == CountMode::paper) r.paper.emplace();
-    if (o.mode == CountMode::syops) {
-        r.syops.emplace();
-        if (!run.syops_tallies)
-            throw std::invalid_argument(
-                "syops counting needs a run with RunConfig::syops_tallies set");
+}
+
+// The papers' SOPs: fr_in * T * FLOPs for spiking layers, the encoding layer as MACs.
+void count_paper(const LayerRecord& l, LayerCost& c, PriceContext& x, const PriceOptions& o,
+                 PaperFigures& pp, std::vector<std::string>& notes) {
+    c.count[kAc] = c.count[kMac] = 0.0;
+    const double flops = static_cast<double>(l.dense_macs_per_step);
+    if (l.category == NodeCategory::attention) {
+        double part = 0.0;
+        const double sop = paper_attention(l, x.S, x.T, c.basis, notes, part);
+        c.sop = sop;
+        c.input_rate = l.input_rate(x.S, x.T);
+        c.count[kAc] = sop * x.Sd;
+        pp.sop += sop;
+        pp.attention_ac += part;
+        return;
     }
-    bool encoding_seen = false;  // paper mode: the first connection layer was handled
+    if (!is_connection(l)) {
+        c.basis = "paper: not a conv/linear/attention layer";
+        return;
+    }
+    c.input_rate = l.input_rate(x.S, x.T);
+    if (!x.encoding_seen && !l.input_ternary) {
+        const double m = flops * (o.encoding_mac_times_T ? x.Td : 1.0);
+        c.count[kMac] = m * x.Sd;
+        c.sop = m;
+        pp.encoding_mac = m;
+        pp.encoding_layer = l.name;
+        c.basis = o.encoding_mac_times_T ? "paper: encoding layer, MAC x FLOPs x T"
+                                         : "paper: encoding layer, MAC x FLOPs";
+    } else {
+        const double sop = c.input_rate * x.Td * flops;
+        c.sop = sop;
+        c.count[kAc] = sop * x.Sd;
+        pp.sop += sop;
+        c.basis = "paper: SOP = fr_in*T*FLOPs, fr_in=" + fmt(c.input_rate);
+        if (!l.input_ternary)
+            notes.push_back("layer '" + l.name +
+                            "' has analog input but is not the encoding layer; billed as AC per "
+                            "the papers' convention");
+    }
+    x.encoding_seen = true;
+}
 
-    for (const LayerRecord& l : run.layers) {
-        LayerCost c;
-        c.name = l.name;
-        c.type = l.type;
-        int k = 0;
-        l.ops.for_each(
-            [&](std::string_view, std::uint64_t v) { c.count[k++] = static_cast<double>(v); });
-        const double ac = c.count[kAc], mac = c.count[kMac];
-
-        switch (o.mode) {
-            case CountMode::exact:
-                c.basis = "exact";
-                break;
-            case CountMode::neurobench: {
-                auto& nb = *r.neurobench;
-                nb.dense += static_cast<double>(l.dense_synops_per_step) * Td;  // x S / S
-                c.count[kAc] = c.count[kMac] = 0.0;
-                if (l.category == NodeCategory::attention) {
-                    // All the node's products are priced, but reported apart: NeuroBench does not
-                    // hook plain matmuls. The projections inside the node are Linear layers for
-                    // NeuroBench: one op per (non-zero input, non-zero weight) pair, ACs at steps
-                    // whose input is all in {-1,0,1}, else MACs.
-                    const double pac = static_cast<double>(l.synapses.pairs_ternary);
-                    const double pmac = static_cast<double>(l.synapses.pairs_other);
-                    const double mac_ac =
-                        std::max(0.0, ac - static_cast<double>(l.attention.proj_ac));
-                    const double mat_mac =
-                        std::max(0.0, mac - static_cast<double>(l.attention.proj_mac));
-                    c.count[kAc] = ac;
-                    c.count[kMac] = mac;
-                    c.attention_matmul = true;
-                    nb.effective_acs += pac * invS;
-                    nb.effective_macs += pmac * invS;
-                    nb.attention_matmul_ac += mac_ac * invS;
-                    nb.attention_matmul_mac += mat_mac * invS;
-                    nb.attention_matmul_pj += (unit[kAc] * mac_ac + unit[kMac] * mat_mac) * invS;
-                    c.basis = "neurobench: attention matmul line (not a NeuroBench synop)";
-                } else if (is_connection(l)) {
-                    // One op per (non-zero input, non-zero weight) pair, an AC at steps whose
-                    // input was all in {-1,0,1}, else a MAC (an input of 2 is one MAC).
-                    c.count[kAc] = static_cast<double>(l.synapses.pairs_ternary);
-                    c.count[kMac] = static_cast<double>(l.synapses.pairs_other);
-                    nb.effective_acs += c.count[kAc] * invS;
-                    nb.effective_macs += c.count[kMac] * invS;
-                    c.basis = "neurobench: Effective_ACs / Effective_MACs (per-step input test)";
-                } else {
-                    c.basis = (ac + mac > 0)
-                                  ? "neurobench: ac/mac not counted (not a connection layer)"
-                                  : "neurobench: no synaptic ops";
-                }
-                break;
-            }
-            case CountMode::syops: {
-                const auto [sac, smac] = syops_layer(l, S, T, c.basis, c.syops_rate);
-                c.count[kAc] = sac;
-                c.count[kMac] = smac;
-                r.syops->ac += sac * invS;
-                r.syops->mac += smac * invS;
-                break;
-            }
-            case CountMode::paper: {
-                auto& pp = *r.paper;
-                c.count[kAc] = c.count[kMac] = 0.0;
-                const double flops = static_cast<double>(l.dense_macs_per_step);
-                if (l.category == NodeCategory::attention) {
-                    double part = 0.0;
-                    const double sop = paper_attention(l, S, T, c.basis, r.notes, part);
-                    c.sop = sop;
-                    c.input_rate = l.input_rate(S, T);
-                    c.count[kAc] = sop * Sd;
-                    pp.sop += sop;
-                    pp.attention_ac += part;
-                } else if (is_connection(l)) {
-                    c.input_rate = l.input_rate(S, T);
-                    if (!encoding_seen && !l.input_ternary) {
-                        const double m = flops * (o.encoding_mac_times_T ? Td : 1.0);
-                        c.count[kMac] = m * Sd;
-                        c.sop = m;
-                        pp.encoding_mac = m;
-                        pp.encoding_layer = l.name;
-                        c.basis = o.encoding_mac_times_T ? "paper: encoding layer, MAC x FLOPs x T"
-                                                         : "paper: encoding layer, MAC x FLOPs";
-                    } else {
-                        const double sop = c.input_rate * Td * flops;
-                        c.sop = sop;
-                        c.count[kAc] = sop * Sd;
-                        pp.sop += sop;
-                        c.basis = "paper: SOP = fr_in*T*FLOPs, fr_in=" + fmt(c.input_rate);
-                        if (!l.input_ternary)
-                            r.notes.push_back("layer '" + l.name +
-                                              "' has analog input but is not the encoding layer; "
-                                              "billed as AC per the papers' convention");
-                    }
-                    encoding_seen = true;
-                } else {
-                    c.basis = "paper: not a conv/linear/attention layer";
-                }
-                break;
-            }
+// One layer's counts in the report's convention, priced, with its ANN equivalent.
+LayerCost price_layer(const LayerRecord& l, CostReport& r, PriceContext& x, const PriceOptions& o) {
+    LayerCost c;
+    c.name = l.name;
+    c.type = l.type;
+    int k = 0;
+    l.ops.for_each(
+        [&](std::string_view, std::uint64_t v) { c.count[k++] = static_cast<double>(v); });
+    switch (o.mode) {
+        case CountMode::exact:
+            c.basis = "exact";
+            break;
+        case CountMode::neurobench:
+            count_neurobench(l, c, x, *r.neurobench);
+            break;
+        case CountMode::syops: {
+            const auto [sac, smac] = syops_layer(l, x.S, x.T, c.basis, c.syops_rate);
+            c.count[kAc] = sac;
+            c.count[kMac] = smac;
+            r.syops->ac += sac * x.invS;
+            r.syops->mac += smac * x.invS;
+            break;
         }
+        case CountMode::paper:
+            count_paper(l, c, x, o, *r.paper, r.notes);
+            break;
+    }
+    for (int i = 0; i < kKinds; ++i) {
+        c.energy_pj[i] = x.unit[i] * c.count[i];
+        c.energy_total_pj += c.energy_pj[i];
+    }
+    // The same graph run as an ANN for the same T steps: every synaptic op a dense MAC.
+    c.ann_macs = static_cast<double>(l.dense_macs_per_step) * x.Td;
+    c.ann_pj = x.unit[kMac] * c.ann_macs;
+    return c;
+}
 
-        for (int i = 0; i < kKinds; ++i) {
-            c.energy_pj[i] = unit[i] * c.count[i];
-            c.energy_total_pj += c.energy_pj[i];
-            r.total_count[i] += c.count[i];
-        }
-        // The same graph run as an ANN for the same T steps: every synaptic op a dense MAC.
-        c.ann_macs =
-            static_cast<double>(l.dense_macs_per_step) * static_cast<double>(run.timesteps);
-        c.ann_pj = e_mac * c.ann_macs;
+// Totals, per-inference figures and which kinds the profile left unpriced.
+void add_totals(CostReport& r, const Profile& p, const PriceContext& x) {
+    for (const LayerCost& c : r.layers) {
+        for (int i = 0; i < kKinds; ++i) r.total_count[i] += c.count[i];
         r.ann_macs_per_inference += c.ann_macs;
         r.ann_pj_per_inference += c.ann_pj;
-        r.layers.push_back(std::move(c));
     }
-
     for (int i = 0; i < kKinds; ++i) {
-        r.total_energy_pj[i] = unit[i] * r.total_count[i];
+        r.total_energy_pj[i] = x.unit[i] * r.total_count[i];
         r.total_pj += r.total_energy_pj[i];
-        r.per_inference_count[i] = S > 0 ? r.total_count[i] / Sd : 0.0;
-        r.per_inference_energy_pj[i] = unit[i] * r.per_inference_count[i];
+        r.per_inference_count[i] = x.S > 0 ? r.total_count[i] / x.Sd : 0.0;
+        r.per_inference_energy_pj[i] = x.unit[i] * r.per_inference_count[i];
         r.per_inference_pj += r.per_inference_energy_pj[i];
         if (r.total_count[i] > 0) {
-            if (!priced[i])
+            if (!x.priced[i])
                 r.unpriced.emplace_back(kind_names()[i]);
             else if (!p.price_verified(i))
                 r.profile_verified = false;
         }
     }
+}
+
+void add_notes(CostReport& r, const Profile& p) {
     if (!r.unpriced.empty()) {
         std::string list;
         for (const auto& u : r.unpriced) list += (list.empty() ? "" : ", ") + u;
@@ -392,9 +395,12 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
             "spiking run alone, so the SNN/ANN ratio is pessimistic for the SNN");
     if (!r.profile_verified)
         r.notes.push_back("some figures of profile '" + p.name + "' are marked unverified");
+}
 
-    if (p.clock_hz && T > 0) {
-        r.latency_s = Td / p.clock_hz->value;
+// Latency, static energy and average power, where the profile gives a clock.
+void add_timing(CostReport& r, const Profile& p, const PriceContext& x) {
+    if (p.clock_hz && x.T > 0) {
+        r.latency_s = x.Td / p.clock_hz->value;
         const double stat = p.static_power_w ? p.static_power_w->value * *r.latency_s * 1e12 : 0.0;
         if (p.static_power_w) r.static_energy_pj = stat;
         r.average_power_w = (r.per_inference_pj + stat) * 1e-12 / *r.latency_s;
@@ -403,6 +409,35 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
             "profile gives static power but no clock_hz: no latency, static energy "
             "not computed");
     }
+}
+
+}  // namespace
+
+CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) {
+    CostReport r;
+    r.profile_name = p.name;
+    r.profile_description = p.description;
+    r.profile_path = p.path;
+    r.mode = o.mode;
+    r.options = o;
+    r.samples = run.samples;
+    r.timesteps = run.timesteps;
+    PriceContext x = price_context(run, p);
+    if (o.mode == CountMode::neurobench) {
+        r.neurobench.emplace();
+        neurobench_sparsity(run, *r.neurobench);
+    }
+    if (o.mode == CountMode::paper) r.paper.emplace();
+    if (o.mode == CountMode::syops) {
+        r.syops.emplace();
+        if (!run.syops_tallies)
+            throw std::invalid_argument(
+                "syops counting needs a run with RunConfig::syops_tallies set");
+    }
+    for (const LayerRecord& l : run.layers) r.layers.push_back(price_layer(l, r, x, o));
+    add_totals(r, p, x);
+    add_notes(r, p);
+    add_timing(r, p, x);
     return r;
 }
 

@@ -237,6 +237,31 @@ def start_ranks(k, steps, tr, env=ENV):
     return p, victim
 
 
+def hit_rank(p, victim, sig, tr, limit_s, what):
+    """Sends `sig` to rank 1 mid-run: the job must end within limit_s, non-zero, leaving the
+    older trace at `tr` and no temporary file. Returns the job's standard error."""
+    assert p.poll() is None, f"the run ended before rank 1 was {what}: make it longer"
+    t0 = time.time()
+    os.kill(victim, sig)
+    try:
+        _, err = p.communicate(timeout=limit_s)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        raise AssertionError(f"the job did not end within {limit_s} s of rank 1 being {what}")
+    finally:
+        try:
+            os.kill(victim, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    assert p.returncode != 0
+    assert open(tr, "rb").read() == b"older trace"
+    prefix = "." + os.path.basename(tr) + ".tmp"
+    leftovers = [f for f in os.listdir(os.path.dirname(tr)) if f.startswith(prefix)]
+    assert not leftovers, leftovers
+    print(f"     rank 1 {what}: job ended {time.time() - t0:.1f} s later")
+    return err
+
+
 @test
 def killed_rank_stops_the_job_and_leaves_no_trace():
     # Long enough to be killed mid-run on any machine: a million steps per sample.
@@ -246,19 +271,7 @@ def killed_rank_stops_the_job_and_leaves_no_trace():
         f.write(b"older trace")
     p, victim = start_ranks(2, 1000000, tr)
     time.sleep(1.0)
-    assert p.poll() is None, "the run ended before rank 1 was killed: make it longer"
-    t0 = time.time()
-    os.kill(victim, signal.SIGKILL)
-    try:
-        p.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        raise AssertionError("the other rank did not stop within 60 s")
-    assert p.returncode != 0
-    assert open(tr, "rb").read() == b"older trace"
-    leftovers = [f for f in os.listdir(os.path.dirname(tr)) if f.startswith(".kept.h5.tmp")]
-    assert not leftovers, leftovers
-    print(f"     rank 1 killed: job ended {time.time() - t0:.1f} s later")
+    hit_rank(p, victim, signal.SIGKILL, tr, 60, "killed")
 
 
 @test
@@ -271,24 +284,8 @@ def hung_rank_is_timed_out():
         f.write(b"older trace")
     p, victim = start_ranks(2, 200000, tr, env=dict(ENV, TERNION_MPI_TIMEOUT="2"))
     time.sleep(0.5)
-    assert p.poll() is None, "the run ended before rank 1 was stopped: make it longer"
-    t0 = time.time()
-    os.kill(victim, signal.SIGSTOP)
-    try:
-        _, err = p.communicate(timeout=120)
-    except subprocess.TimeoutExpired:
-        os.kill(victim, signal.SIGKILL)
-        p.kill()
-        raise AssertionError("the job did not end within 120 s of rank 1 hanging")
-    finally:
-        try:
-            os.kill(victim, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    assert p.returncode != 0
+    err = hit_rank(p, victim, signal.SIGSTOP, tr, 120, "stopped")
     assert "did not answer within" in err and "TERNION_MPI_TIMEOUT" in err, err
-    assert open(tr, "rb").read() == b"older trace"
-    print(f"     rank 1 stopped: job ended {time.time() - t0:.1f} s later")
 
 
 finish()

@@ -133,7 +133,10 @@ std::string ops_str(const OpCounts& o) {
 void check_same(const Outcome& a, const Outcome& b, std::int64_t first, std::int64_t count,
                 const std::string& what) {
     INFO(what);
-    for (const auto& [key, v] : a.cap.values) {
+    for (const auto& kv : a.cap.values) {
+        // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+        const auto& key = kv.first;
+        const auto& v = kv.second;
         const auto s = std::get<0>(key);
         if (s < first || s >= first + count) continue;
         INFO("sample " << s << " step " << std::get<1>(key) << " node " << std::get<2>(key));
@@ -205,7 +208,10 @@ void check_attention_recount(const Case& c, const MapParams& params, const Graph
         });
     CHECK_MESSAGE(r.margin > 1e-5, "the reference is ambiguous: a membrane lies within "
                                        << r.margin << " of its threshold");
-    for (const auto& [key, spikes] : r.out) {
+    for (const auto& kv : r.out) {
+        // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+        const auto& key = kv.first;
+        const auto& spikes = kv.second;
         INFO("sample " << key.first << " step " << key.second);
         CHECK_MESSAGE(same_bits(spikes, output(o, c.node, key.first, key.second)),
                       "the reference's output spikes differ from the node's");
@@ -438,7 +444,9 @@ void run_case(Case& c) {
 TEST_CASE("conformance: every registered node type has an example") {
     const auto types = default_factory().types();
     CHECK(types.size() >= 37);
-    for (const auto& [type, desc] : types) {
+    for (const auto& entry : types) {
+        // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+        const std::string& type = entry.first;
         INFO(type);
         CHECK(default_factory().example(type).has_value());
     }
@@ -470,7 +478,10 @@ TEST_CASE("conformance: spiking attention counts in every form") {
         {"ternion.SDSA", {"form", "kv"}},
         {"ternion.BSA", {"", ""}},  // analog input: the projection books MACs
     };
-    for (const auto& [type, param] : forms) {
+    for (const auto& form : forms) {
+        // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+        const auto& type = form.first;
+        const auto& param = form.second;
         INFO(type << " " << param.first << " = " << param.second);
         Case c{type, *default_factory().example(type)};
         if (!param.first.empty()) c.ex.params.set(param.first, param.second);

@@ -20,7 +20,9 @@ TEST_CASE("collect_nonzero lists the non-zeros and tells ternary ranges from oth
         for (auto [b0, b1] : {std::pair<std::int64_t, std::int64_t>{0, n}, {3, 997}, {64, 128}})
             for (float odd : {0.0f, 2.0f, 0.5f, -3.0f, NAN, -0.0f}) {
                 CAPTURE(density);
-                CAPTURE(b0);
+                // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+                const std::int64_t begin = b0;
+                CAPTURE(begin);
                 CAPTURE(odd);
                 std::vector<float> v(static_cast<std::size_t>(n), 0.0f);
                 for (auto& x : v)

@@ -265,7 +265,9 @@ TEST_CASE("unread index lists are skipped without changing a count or a spike") 
                          std::pair{big.path(), bigin.path()}})
         for (Engine e : {Engine::event, Engine::dense})
             for (int th : {1, 2}) {
-                CAPTURE(m);
+                // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+                const std::string& model = m;
+                CAPTURE(model);
                 CAPTURE(th);
                 auto seen = run_file(m, in, e, th, 0, lo);
                 auto unseen = run_file(m, in, e, th, 0, lo, Encoding::direct, 0, false);
@@ -305,7 +307,9 @@ TEST_CASE("each sample starts from fresh state, whatever ran before it on the sa
     for (auto [m, in] : {std::pair{mlp.path(), in1.path()}, std::pair{tok.path(), in3.path()},
                          std::pair{bundled + "ssa_digits.h5", digits},
                          std::pair{bundled + "bsa_digits.h5", digits}}) {
-        CAPTURE(m);
+        // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+        const std::string& model = m;
+        CAPTURE(model);
         const std::int64_t T = in == digits ? 4 : 0;  // analog digits: direct encoding, 4 steps
         std::int64_t S = 0;
         auto all = std::make_unique<Outcome>();

@@ -118,7 +118,10 @@ std::unique_ptr<Run> simulate(const Pipeline& p, int threads, std::int64_t first
 // Every (sample, step, node) b captured (samples by their index in the input) equals a's.
 void check_same(const Graph& g, const Run& a, const Run& b, const std::string& what) {
     INFO(what);
-    for (const auto& [key, v] : b.capture.values) {
+    for (const auto& kv : b.capture.values) {
+        // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+        const auto& key = kv.first;
+        const auto& v = kv.second;
         INFO("sample " << std::get<0>(key) << " step " << std::get<1>(key) << " node "
                        << g.node(std::get<2>(key)).name());
         const auto it = a.capture.values.find(key);
@@ -146,7 +149,9 @@ TEST_CASE("a model loaded once gives the same spikes and counts on 1 and 3 threa
     for (auto [model, input] :
          {std::pair{one_token.path(), in1.path()}, std::pair{tokens.path(), in2.path()}})
         for (Engine engine : {Engine::event, Engine::dense}) {
-            CAPTURE(model);
+            // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)
+            const std::string& model_path = model;
+            CAPTURE(model_path);
             CAPTURE(engine == Engine::event);
             RunRequest q;
             q.model = model;

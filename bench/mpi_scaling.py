@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Benchmark: one `ternion run` split across MPI processes against threads in one process.
 
-Runs the bundled test set (the default run: the BSA Transformer on 360 digits) as
+Runs the bundled Fashion-MNIST BSA model on Debian's Fashion-MNIST test images (named explicitly,
+so no twin model runs beside it; arguments after `--` replace model and input) as
   serial 1t   ternion run --threads 1
   mpi 1x1     mpirun -n 1 ternion run --threads 1
   mpi 2x1     mpirun -n 2 ternion run --threads 1      (one rank per core)
@@ -13,21 +14,28 @@ alternating the configurations run by run, --repeats times each, and prints the 
   wall s      the whole command as a user waits for it (process start, MPI start, load, report)
 Also checks that every run printed the same predictions. Prints a table and a JSON line.
 
-  /usr/bin/python3 bench/mpi_scaling.py --ternion build/ternion --repeats 5
+  /usr/bin/python3 bench/mpi_scaling.py --ternion build/ternion --repeats 5 [-- MODEL --input FILE ...]
 """
 import argparse
 import json
 import os
 import statistics
 import subprocess
+import sys
 import time
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--ternion", default="build/ternion")
 ap.add_argument("--mpirun", default="mpirun")
 ap.add_argument("--repeats", type=int, default=5)
-ap.add_argument("--extra", nargs="*", default=[], help="more `ternion run` arguments (model, --input ...)")
-args = ap.parse_args()
+BUNDLED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "models", "bundled")
+DEFAULT = [os.path.join(BUNDLED, "bsa_fmnist.h5"), "--input",
+           "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"]
+# `ternion run` arguments follow `--`: model, --input ... (default: the Fashion-MNIST model).
+argv = sys.argv[1:]
+cut = argv.index("--") if "--" in argv else len(argv)
+args = ap.parse_args(argv[:cut])
+args.extra = argv[cut + 1:] or DEFAULT
 
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_btl_vader_single_copy_mechanism="none")

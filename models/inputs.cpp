@@ -286,6 +286,12 @@ Shard held_samples(const InputOptions& o, std::int64_t file_samples) {
     return shard_of(first, n, o.part, o.parts);
 }
 
+// The engine asks only for samples of the run, which a process holds: anything else is a bug.
+void check_held(const Shard& held, std::int64_t s) {
+    if (s < held.first || s >= held.first + held.count)
+        throw InternalError("input sample " + std::to_string(s) + " is not held");
+}
+
 // Spike tensors, kept as per-(sample, step) event lists so replay costs O(events). Only the
 // held samples (held_samples) are read and checked.
 class SpikeInput final : public InputSource {
@@ -309,8 +315,7 @@ class SpikeInput final : public InputSource {
     std::int64_t fixed_timesteps() const override { return T_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t, Activity& out,
               OpCounts&) const override {
-        if (s < held_.first || s >= held_.first + held_.count)
-            throw InternalError("input sample " + std::to_string(s) + " is not held");
+        check_held(held_, s);
         const auto k = static_cast<std::size_t>((s - held_.first) * T_ + t);
         for (auto e = offsets_[k]; e < offsets_[k + 1]; ++e) {
             out.values[idx_[e]] = static_cast<float>(val_[e]);
@@ -464,8 +469,7 @@ class AnalogInput final : public InputSource {
     Shape sample_shape() const override { return shape_; }
     void fill(std::int64_t s, std::int64_t t, std::uint64_t seed, Activity& out,
               OpCounts& ops) const override {
-        if (s < held_.first || s >= held_.first + held_.count)
-            throw InternalError("input sample " + std::to_string(s) + " is not held");
+        check_held(held_, s);
         const float* x = data_ + (s - held_.first) * n_;
         out.ternary = true;
         for (std::int64_t i = 0; i < n_; ++i) {
@@ -728,16 +732,17 @@ std::int64_t resolve_timesteps(const InputSource& src, std::optional<std::int64_
 bool looks_like_idx(const std::string& path) {
     std::ifstream f(path, std::ios::binary);
     unsigned char m[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
-    const bool read8 = static_cast<bool>(f.read(reinterpret_cast<char*>(m), 8));
+    f.read(reinterpret_cast<char*>(m), 8);
+    const auto got = f.gcount();
     // An HDF5 or .npy signature wins over the name.
-    if (read8 && std::memcmp(m, "\x89HDF\r\n\x1a\n", 8) == 0) return false;
-    if (read8 && std::memcmp(m, "\x93NUMPY", 6) == 0) return false;
+    if (got == 8 && std::memcmp(m, "\x89HDF\r\n\x1a\n", 8) == 0) return false;
+    if (got >= 6 && std::memcmp(m, "\x93NUMPY", 6) == 0) return false;
     // By name ("...-idx3-ubyte", "x.idx"): then a damaged header is reported as IDX's.
     std::string name = std::filesystem::path(path).filename().string();
     for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     if (name.find("idx") != std::string::npos || name.find("ubyte") != std::string::npos)
         return true;
-    if (f.gcount() < 4 && !read8) return false;
+    if (got < 4) return false;
     if (m[0] == 0x1F && m[1] == 0x8B) return true;  // gzip
     const bool type_ok = m[2] == 0x08 || m[2] == 0x09 || (m[2] >= 0x0B && m[2] <= 0x0E);
     return m[0] == 0 && m[1] == 0 && type_ok && m[3] >= 1 && m[3] <= 4;

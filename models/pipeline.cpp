@@ -118,13 +118,10 @@ std::shared_ptr<const LoadedModel> load_model_file(const std::string& path,
 
 std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std::string name,
                                                const LoadOptions& used) {
-    if (!graph) throw InternalError("adopt_model: no graph");
-    auto m = std::make_shared<LoadedModel>();
-    m->path = std::move(name);
-    m->graph = std::move(graph);
-    m->report.used = used;
-    m->report.dt_source = m->report.discretization_source = m->report.reset_source = "caller";
-    return m;
+    LoadReport report;
+    report.used = used;
+    report.dt_source = report.discretization_source = report.reset_source = "caller";
+    return adopt_model(std::move(graph), std::move(name), std::move(report), 0, "");
 }
 
 std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std::string name,

@@ -222,6 +222,10 @@ def slow_network():
 
 
 def start_ranks(k, steps, tr, env=ENV):
+    """The slow network on k ranks, tracing to `tr`, which holds an older trace first."""
+    slow_network()
+    with open(tr, "wb") as f:
+        f.write(b"older trace")
     cmd = [MPIEXEC, "-n", str(k), "--bind-to", "none", TERNION, "run", path("slow.h5"), "--input",
            path("slow_in.h5"), "--timesteps", str(steps), "--encoding", "poisson", "--threads",
            "1", "--no-progress", "--trace", tr, "--record", "ops", "--record-nodes", "output",
@@ -265,10 +269,7 @@ def hit_rank(p, victim, sig, tr, limit_s, what):
 @test
 def killed_rank_stops_the_job_and_leaves_no_trace():
     # Long enough to be killed mid-run on any machine: a million steps per sample.
-    slow_network()
     tr = path("kept.h5")
-    with open(tr, "wb") as f:
-        f.write(b"older trace")
     p, victim = start_ranks(2, 1000000, tr)
     time.sleep(1.0)
     hit_rank(p, victim, signal.SIGKILL, tr, 60, "killed")
@@ -278,10 +279,7 @@ def killed_rank_stops_the_job_and_leaves_no_trace():
 def hung_rank_is_timed_out():
     # Rank 1 stopped (SIGSTOP) mid-run: rank 0 finishes its share, waits at the next agreement
     # TERNION_MPI_TIMEOUT (2 s) plus twice its own time, then ends the job.
-    slow_network()
     tr = path("kept_hung.h5")
-    with open(tr, "wb") as f:
-        f.write(b"older trace")
     p, victim = start_ranks(2, 200000, tr, env=dict(ENV, TERNION_MPI_TIMEOUT="2"))
     time.sleep(0.5)
     err = hit_rank(p, victim, signal.SIGSTOP, tr, 120, "stopped")

@@ -265,6 +265,7 @@ RunConfig Pipeline::config() const {
     cfg.num_samples = samples_;
     cfg.progress = req_.progress;
     cfg.count_ops = req_.count_ops;
+    cfg.time_nodes = req_.time_nodes;
     cfg.syops_tallies = req_.pricing.mode == hw::CountMode::syops;
     cfg.membrane_tallies = req_.pricing.mode == hw::CountMode::neurobench;
     cfg.observer = recorder_.get();
@@ -291,6 +292,7 @@ RunReport Pipeline::finish(RunResult result) const {
     r.load.notes.insert(r.load.notes.end(), input_notes_.begin(), input_notes_.end());
     r.load_s = model_->load_s + open_s_;
     r.record = make_run_record(graph(), result);
+    r.record.node_times = req_.time_nodes;
     r.result = std::move(result);
     const auto& labels = src_->labels();
     if (!labels.empty()) {

@@ -67,6 +67,7 @@ struct RunRequest {
     std::int64_t samples = -1;  // -1: from first_sample to the end
     bool progress = false;
     bool count_ops = true;
+    bool time_nodes = false;  // measure each node's share of the simulation (--node-times)
     std::string profile = hw::kDefaultProfile;  // a profile name or a JSON file
     hw::PriceOptions pricing;
     std::optional<TraceOptions> record;  // observables kept in memory (and traced)

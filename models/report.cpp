@@ -1,5 +1,6 @@
 // The run report in its two forms: the JSON document of `ternion run --json` (and of the
 // bindings' `Result.json()`) and the text tables.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -31,6 +32,12 @@ nlohmann::json layer_json(const LayerRecord& l, std::int64_t samples, std::int64
     return lj;
 }
 
+double node_seconds_total(const RunRecord& rec) {
+    double total = 0.0;
+    for (const auto& l : rec.layers) total += l.seconds;
+    return total;
+}
+
 nlohmann::json timing_json(const RunReport& r) {
     const double S = static_cast<double>(r.result.samples), sim = r.result.simulate_s;
     nlohmann::json t = {{"load_s", r.load_s},
@@ -42,6 +49,14 @@ nlohmann::json timing_json(const RunReport& r) {
     if (!r.result.sample_s.empty()) {
         const auto s = spread(r.result.sample_s);
         t["sample_ms"] = {{"median", 1e3 * s.median}, {"min", 1e3 * s.min}, {"max", 1e3 * s.max}};
+    }
+    if (r.record.node_times) {
+        const double total = node_seconds_total(r.record);
+        for (const auto& l : r.record.layers)
+            t["nodes"].push_back({{"name", l.name},
+                                  {"type", l.type},
+                                  {"s", l.seconds},
+                                  {"share", total > 0 ? l.seconds / total : 0.0}});
     }
     return t;
 }
@@ -109,6 +124,23 @@ nlohmann::json report_json(const RunReport& r) {
     return j;
 }
 
+// Nodes by their share of the simulation's thread time, largest first.
+void print_node_times(std::string& out, const RunReport& r) {
+    std::vector<const LayerRecord*> by_time;
+    for (const auto& l : r.record.layers) by_time.push_back(&l);
+    std::stable_sort(
+        by_time.begin(), by_time.end(),
+        [](const LayerRecord* a, const LayerRecord* b) { return a->seconds > b->seconds; });
+    const double total = node_seconds_total(r.record);
+    const double S = std::max(1.0, static_cast<double>(r.result.samples));
+    out += printf_string("\n%-22s %-18s %12s %12s %7s\n", "node (by time)", "type", "thread s",
+                         "us/sample", "share");
+    for (const LayerRecord* l : by_time)
+        out += printf_string("%-22s %-18s %12.4f %12.2f %6.1f%%\n", l->name.substr(0, 22).c_str(),
+                             l->type.substr(0, 18).c_str(), l->seconds, 1e6 * l->seconds / S,
+                             total > 0 ? 100.0 * l->seconds / total : 0.0);
+}
+
 std::string report_text(const RunReport& r) {
     const double S = static_cast<double>(r.result.samples);
     const LoadReport& lr = r.load;
@@ -136,6 +168,7 @@ std::string report_text(const RunReport& r) {
     const double sim = r.result.simulate_s;
     out += printf_string("time: load %.3f s, simulate %.3f s (%.1f samples/s)\n", r.load_s, sim,
                          sim > 0 ? S / sim : 0.0);
+    if (r.record.node_times) print_node_times(out, r);
     if (!r.trace_path.empty()) out += "trace: " + r.trace_path + "\n";
     return out;
 }

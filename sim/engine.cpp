@@ -289,6 +289,13 @@ void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
         cfg.observer->on_step(ctx.sample, ctx.step, u, nd, out, ws.states[k].get(), step_ops);
 }
 
+void timed_step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
+    const auto t0 = std::chrono::steady_clock::now();
+    step_node(r, ws, ctx, u);
+    ws.stats[static_cast<std::size_t>(u)].seconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 // The sources of delayed edges: this step's output is what those edges carry next step.
 void keep_delayed_outputs(const Graph& g, Workspace& ws) {
     for (int u : g.delayed_sources()) {
@@ -335,7 +342,10 @@ std::vector<NodeStats> run_sample(const RunShared& r, Workspace& ws, std::int64_
     std::vector<float> acc(static_cast<std::size_t>(g.node(r.out_node).out_size()), 0.0f);
     for (std::int64_t t = 0; t < r.T; ++t) {
         ctx.step = t;
-        for (int u : g.order()) step_node(r, ws, ctx, u);
+        if (r.cfg.time_nodes)
+            for (int u : g.order()) timed_step_node(r, ws, ctx, u);
+        else
+            for (int u : g.order()) step_node(r, ws, ctx, u);
         for (auto i : output.active) acc[i] += output.values[i];
         keep_delayed_outputs(g, ws);
     }
@@ -440,6 +450,7 @@ void accumulate(NodeStats& d, const NodeStats& s) {
     d.binary_in_steps += s.binary_in_steps;
     d.binary_in_sum += s.binary_in_sum;
     d.membrane_updates += s.membrane_updates;
+    d.seconds += s.seconds;
 }
 
 }  // namespace ternion

@@ -65,6 +65,9 @@ struct RunConfig {
     // Keep each sample's NodeStats::binary_in_sum (RunResult::sample_binary_in_sum), so that
     // runs of parts of a sample range can be merged into the sum the whole run would make.
     bool keep_sample_sums = false;
+    // Time each node's steps (NodeStats::seconds): two clock reads per node and step, so it is
+    // asked for (`ternion run --node-times`).
+    bool time_nodes = false;
 };
 
 struct NodeStats {
@@ -83,6 +86,9 @@ struct NodeStats {
     // Neuron nodes: membranes that changed from one step to the next, plus every membrane at
     // the first step (NeuroBench's MembraneUpdates).
     std::uint64_t membrane_updates = 0;
+    // With RunConfig::time_nodes: seconds spent in this node's steps (input gathering, step,
+    // tallies), summed over samples and threads.
+    double seconds = 0.0;
 };
 
 struct RunResult {

@@ -29,6 +29,7 @@ struct LayerRecord {
     std::uint64_t binary_in_steps = 0;  // see NodeStats
     double binary_in_sum = 0.0;
     std::uint64_t membrane_updates = 0;                      // see NodeStats
+    double seconds = 0.0;                                    // see NodeStats (--node-times)
     ModuleShape modules;                                     // Node::module_shape()
     std::optional<AttentionShape> attention_shape;           // set for attention nodes
     std::vector<std::pair<std::string, double>> attributes;  // Node::attributes()
@@ -47,6 +48,7 @@ struct RunRecord {
     std::int64_t samples = 0, timesteps = 0;
     bool syops_tallies = false;       // LayerRecord::binary_in_* were collected
     bool membrane_tallies = false;    // LayerRecord::membrane_updates were collected
+    bool node_times = false;          // LayerRecord::seconds were measured
     std::vector<LayerRecord> layers;  // in evaluation order, Input/Output included
 };
 
@@ -83,6 +85,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.binary_in_steps = s.binary_in_steps;
         l.binary_in_sum = s.binary_in_sum;
         l.membrane_updates = s.membrane_updates;
+        l.seconds = s.seconds;
         l.modules = n.module_shape();
         l.attention_shape = n.attention_shape();
         rec.layers.push_back(std::move(l));

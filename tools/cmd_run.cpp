@@ -73,6 +73,7 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
         q.samples = std::max<std::int64_t>(0, vm["samples"].as<std::int64_t>());
     q.progress = !vm.count("no-progress");
     q.count_ops = !vm.count("no-op-counts");
+    q.time_nodes = vm.count("node-times") > 0;
     if (vm.count("trace")) {
         q.trace_path = vm["trace"].as<std::string>();
         q.record = record_options(vm);
@@ -150,7 +151,8 @@ int cmd_run(const Args& args) {
         "counting convention: exact | neurobench | paper | syops")(
         "paper-encoding-once", "paper mode: bill the encoding layer's MACs once, not every step")(
         "no-progress", "no progress bar")(
-        "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting");
+        "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting")(
+        "node-times", "measure where the simulation's time goes, node by node (thread seconds)");
     add_model_options(d);
     add_input_options(d);
     po::positional_options_description pos;

@@ -208,6 +208,7 @@ Output run_pipeline(const Model& m, const std::string& input, std::optional<py::
         q.record = to;
         q.trace_path = trace;
     }
+    q.time_nodes = o["node_times"].cast<bool>();
     q.command_line = "python: ternion.run";
     py::gil_scoped_release nogil;
     Output out;

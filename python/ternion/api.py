@@ -96,6 +96,7 @@ class Result:
     accuracy        fraction correct (None without labels)
     counts          {"layers": {name: {kind: count}}, "totals": ..., "per_inference": ...}
     energy          {"per_inference_pj", "layers": {name: pJ}, "by_kind_pj", "ann_pj", ...}
+    node_seconds    {node: thread seconds of its steps} (with node_times=True, else None)
     report          the document `ternion run --json` prints, as a dict
     text            the report `ternion run` prints
     """
@@ -113,6 +114,8 @@ class Result:
         self.accuracy = self.report["accuracy"]
         self.samples = self.report["samples"]
         self.timesteps = self.report["timesteps"]
+        timed = self.report["timing"].get("nodes")
+        self.node_seconds = None if timed is None else {n["name"]: n["s"] for n in timed}
         layers = self.report["layers"]
         self.counts = {
             "layers": {l["name"]: dict(l["ops"], spikes=l["spikes"]) for l in layers},
@@ -142,7 +145,8 @@ class Result:
 def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
         engine="event", threads=None, profile=None, count="exact", encoding=None, seed=0,
         first=0, samples=None, record=("spikes",), record_nodes=None, trace=None,
-        spike_format="events", max_record_bytes=2 << 30, paper_encoding_once=False):
+        spike_format="events", max_record_bytes=2 << 30, paper_encoding_once=False,
+        node_times=False):
     """Runs `model` (from `load`, `load_bundled`, or a path) on `x` and prices it.
 
     x: None (a bundled model's test set), an input file path, or an array: int8/bool spikes
@@ -152,6 +156,7 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
     record: observables kept in memory (spikes, membrane; also ops, energy, attention for
        `trace`); record_nodes limits them to these nodes. trace: also write them to this HDF5
        file (NIR's NIRGraphData layout, as `ternion run --trace`).
+    node_times: measure each node's thread seconds (Result.node_seconds).
     The other options mean what `ternion run`'s options of the same names mean.
     """
     if isinstance(model, str):
@@ -168,7 +173,7 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
                 paper_encoding_once=paper_encoding_once, record=list(record or []),
                 record_nodes=None if record_nodes is None else list(record_nodes),
                 trace=None if trace is None else str(trace), spike_format=spike_format,
-                max_record_bytes=int(max_record_bytes))
+                max_record_bytes=int(max_record_bytes), node_times=bool(node_times))
     return Result(_core.run(model, path, arr, lab, opts))
 
 

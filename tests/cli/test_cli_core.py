@@ -294,4 +294,22 @@ def json_report_has_the_documented_keys():
     assert abs(pi["energy_pj"] - (0.9 * pi["ops"]["ac"] + 4.6 * pi["ops"]["mac"])) < 1e-6 * pi["energy_pj"]
 
 
+@test
+def node_times_cover_every_node_and_leave_the_results_alone():
+    base = run_json("run", path("mlp.h5"), "--input", path("mlp_in.h5"), "--dt", DT)
+    j = run_json("run", path("mlp.h5"), "--input", path("mlp_in.h5"), "--dt", DT, "--node-times")
+    assert "nodes" not in base["timing"]
+    nodes = j["timing"]["nodes"]
+    assert [n["name"] for n in nodes] == [l["name"] for l in j["layers"]]
+    assert all(n["s"] >= 0 for n in nodes)
+    assert abs(sum(n["share"] for n in nodes) - 1.0) < 1e-9
+    # thread seconds of the nodes' steps fit in the run's wall time (one thread by default)
+    assert sum(n["s"] for n in nodes) <= j["timing"]["simulate_s"] * j["threads"] + 1e-3
+    for k in ("layers", "predictions", "per_inference"):
+        assert j[k] == base[k], k
+    text = run("run", path("mlp.h5"), "--input", path("mlp_in.h5"), "--dt", DT, "--node-times",
+               "--no-progress").stdout
+    assert "node (by time)" in text
+
+
 finish()

@@ -134,6 +134,9 @@ def test_nir_lif_arrays_equal_reference_and_cli(core, ternion_bin, lif_net):
     r3 = core.run(m, lif_net["input"], threads=2)
     assert np.array_equal(r3.spikes["lif"], lif_net["ref"])
     assert r3.counts == r.counts
+    assert r3.node_seconds is None
+    r4 = core.run(m, lif_net["input"], threads=2, node_times=True)
+    assert r4.counts == r.counts and set(r4.node_seconds) == set(r.counts["layers"])
 
 
 def test_model_built_in_python_equals_the_file(core, lif_net):

@@ -1,5 +1,7 @@
 // Conv1d and Conv2d: event-driven scatter of each non-zero input into the outputs it reaches,
-// against the dense gather; both sum in the same order.
+// against the dense gather; both sum in the same order. The scatter adds one contiguous row of
+// output channels per kernel tap into a channels-last buffer, transposed to [C, H, W] at the
+// end: each output still receives its inputs in ascending input order, as the gather sums them.
 #include <algorithm>
 
 #include "synaptic.hpp"
@@ -10,6 +12,22 @@ namespace ternion::synaptic {
 namespace {
 
 // ------------------------------------------------------------------ Conv1d / Conv2d
+
+// The event path's channels-last sums [OH*OW, Cout], rebuilt every step.
+struct ConvScratch : NodeState {
+    std::vector<float> acc;
+};
+
+// acc[c] += w[c], acc[c] -= w[c], acc[c] += x w[c]: one tap's row of output channels.
+void add_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {
+    for (std::int64_t c = 0; c < n; ++c) acc[c] += w[c];
+}
+void sub_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {
+    for (std::int64_t c = 0; c < n; ++c) acc[c] -= w[c];
+}
+void axpy_row(float* __restrict acc, float x, const float* __restrict w, std::int64_t n) {
+    for (std::int64_t c = 0; c < n; ++c) acc[c] += x * w[c];
+}
 
 class ConvNode final : public Node {
   public:
@@ -119,7 +137,39 @@ class ConvNode final : public Node {
                     ++taps;
                 });
         dense_taps_ = taps * static_cast<std::uint64_t>(cin_ * cout_g);
+        build_scatter_tables();
     }
+    // Per input position, the (kernel tap, output position) pairs it reaches, and the weights
+    // as [Cin][tap][Cout/groups], so that one tap's output channels are contiguous.
+    void build_scatter_tables() {
+        const std::int64_t taps = kh_ * kw_, cout_g = cout_ / groups_;
+        tap_start_.assign(static_cast<std::size_t>(H_ * W_ + 1), 0);
+        tap_k_.clear();
+        tap_out_.clear();
+        for (std::int64_t iy = 0; iy < H_; ++iy)
+            for (std::int64_t ix = 0; ix < W_; ++ix) {
+                for_targets(
+                    iy, ix,
+                    [&](std::int64_t ky, std::int64_t kx, std::int64_t oy, std::int64_t ox) {
+                        tap_k_.push_back(static_cast<std::uint32_t>(ky * kw_ + kx));
+                        tap_out_.push_back(static_cast<std::uint32_t>(oy * OW_ + ox));
+                    });
+                tap_start_[static_cast<std::size_t>(iy * W_ + ix + 1)] =
+                    static_cast<std::uint32_t>(tap_k_.size());
+            }
+        wt_.assign(w_.size(), 0.0f);
+        for (std::int64_t co = 0; co < cout_; ++co) {
+            const std::int64_t g = co / cout_g, col = co % cout_g;
+            for (std::int64_t cl = 0; cl < cin_g_; ++cl)
+                for (std::int64_t k = 0; k < taps; ++k)
+                    wt_[static_cast<std::size_t>(((g * cin_g_ + cl) * taps + k) * cout_g + col)] =
+                        w_[widx(co, cl, k / kw_, k % kw_)];
+        }
+    }
+    std::unique_ptr<NodeState> make_state() const override {
+        return std::make_unique<ConvScratch>();
+    }
+    bool reset_state(NodeState*) const override { return true; }  // scratch only
     template <class F>
     void for_targets(std::int64_t iy, std::int64_t ix, F&& f) const {
         for (std::int64_t ky = 0; ky < kh_; ++ky) {
@@ -139,63 +189,75 @@ class ConvNode final : public Node {
     std::size_t widx(std::int64_t co, std::int64_t cl, std::int64_t ky, std::int64_t kx) const {
         return static_cast<std::size_t>(((co * cin_g_ + cl) * kh_ + ky) * kw_ + kx);
     }
-    void step(const Activity& in, NodeState*, Activity& out,
+    void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override {
-        float* y = out.values.data();
-        std::fill(out.values.begin(), out.values.end(), 0.0f);
-        const std::int64_t cout_g = cout_ / groups_;
-        if (ctx.engine == Engine::dense) {
-            for (std::int64_t co = 0; co < cout_; ++co) {
-                const std::int64_t g = co / cout_g;
-                for (std::int64_t oy = 0; oy < OH_; ++oy)
-                    for (std::int64_t ox = 0; ox < OW_; ++ox) {
-                        float acc = 0.0f;
-                        for (std::int64_t cl = 0; cl < cin_g_; ++cl) {
-                            const std::int64_t ci = g * cin_g_ + cl;
-                            for (std::int64_t ky = 0; ky < kh_; ++ky) {
-                                std::int64_t iy = oy * sh_ - ph_ + ky * dh_;
-                                if (iy < 0 || iy >= H_) continue;
-                                for (std::int64_t kx = 0; kx < kw_; ++kx) {
-                                    std::int64_t ix = ox * sw_ - pw_ + kx * dw_;
-                                    if (ix < 0 || ix >= W_) continue;
-                                    acc += w_[widx(co, cl, ky, kx)] *
-                                           in.values[static_cast<std::size_t>((ci * H_ + iy) * W_ +
-                                                                              ix)];
-                                }
-                            }
-                        }
-                        y[(co * OH_ + oy) * OW_ + ox] = acc;
-                    }
-            }
-        } else {
-            const bool unit = in.ternary;
-            for (auto idx : in.active) {
-                const std::int64_t ci = idx / (H_ * W_), rem = idx % (H_ * W_);
-                const std::int64_t iy = rem / W_, ix = rem % W_;
-                const std::int64_t g = ci / cin_g_, cl = ci % cin_g_;
-                const float x = in.values[idx];
-                for (std::int64_t co = g * cout_g; co < (g + 1) * cout_g; ++co) {
-                    float* yc = y + co * OH_ * OW_;
-                    for_targets(
-                        iy, ix,
-                        [&](std::int64_t ky, std::int64_t kx, std::int64_t oy, std::int64_t ox) {
-                            const float wv = w_[widx(co, cl, ky, kx)];
-                            if (unit)
-                                yc[oy * OW_ + ox] += x > 0 ? wv : -wv;
-                            else
-                                yc[oy * OW_ + ox] += x * wv;
-                        });
-                }
-            }
-        }
+        if (ctx.engine == Engine::dense)
+            gather(in, out.values.data());
+        else
+            scatter(in, static_cast<ConvScratch&>(*state).acc, out.values.data());
         // Both engines book the event engine's count: padding taps are not synaptic events.
         count_events(
             in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float), ctx);
-        if (!bias_.empty())
-            for (std::int64_t co = 0; co < cout_; ++co)
-                for (std::int64_t k = 0; k < OH_ * OW_; ++k)
-                    y[co * OH_ * OW_ + k] += bias_[static_cast<std::size_t>(co)];
+        add_bias(out.values.data());
         out.scan();
+    }
+    // Dense engine: each output sums its window in (input channel, row, column) order.
+    void gather(const Activity& in, float* y) const {
+        const std::int64_t cout_g = cout_ / groups_;
+        for (std::int64_t co = 0; co < cout_; ++co) {
+            const std::int64_t g = co / cout_g;
+            for (std::int64_t oy = 0; oy < OH_; ++oy)
+                for (std::int64_t ox = 0; ox < OW_; ++ox) {
+                    float acc = 0.0f;
+                    for (std::int64_t cl = 0; cl < cin_g_; ++cl) {
+                        const std::int64_t ci = g * cin_g_ + cl;
+                        for (std::int64_t ky = 0; ky < kh_; ++ky) {
+                            std::int64_t iy = oy * sh_ - ph_ + ky * dh_;
+                            if (iy < 0 || iy >= H_) continue;
+                            for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                                std::int64_t ix = ox * sw_ - pw_ + kx * dw_;
+                                if (ix < 0 || ix >= W_) continue;
+                                acc +=
+                                    w_[widx(co, cl, ky, kx)] *
+                                    in.values[static_cast<std::size_t>((ci * H_ + iy) * W_ + ix)];
+                            }
+                        }
+                    }
+                    y[(co * OH_ + oy) * OW_ + ox] = acc;
+                }
+        }
+    }
+    // Event engine: each non-zero input (ascending) adds its taps' channel rows.
+    void scatter(const Activity& in, std::vector<float>& acc, float* y) const {
+        const std::int64_t taps = kh_ * kw_, cout_g = cout_ / groups_, plane = OH_ * OW_;
+        acc.assign(static_cast<std::size_t>(plane * cout_), 0.0f);
+        const bool unit = in.ternary;
+        for (auto idx : in.active) {
+            const std::int64_t ci = idx / (H_ * W_), pos = idx % (H_ * W_);
+            const float x = in.values[idx];
+            const float* wc = wt_.data() + ci * taps * cout_g;
+            float* ag = acc.data() + (ci / cin_g_) * cout_g;
+            for (auto t = tap_start_[static_cast<std::size_t>(pos)];
+                 t < tap_start_[static_cast<std::size_t>(pos + 1)]; ++t) {
+                float* a = ag + tap_out_[t] * cout_;
+                const float* w = wc + tap_k_[t] * cout_g;
+                if (!unit)
+                    axpy_row(a, x, w, cout_g);
+                else if (x > 0)
+                    add_row(a, w, cout_g);
+                else
+                    sub_row(a, w, cout_g);
+            }
+        }
+        for (std::int64_t p = 0; p < plane; ++p)
+            for (std::int64_t co = 0; co < cout_; ++co)
+                y[co * plane + p] = acc[static_cast<std::size_t>(p * cout_ + co)];
+    }
+    void add_bias(float* y) const {
+        if (bias_.empty()) return;
+        for (std::int64_t co = 0; co < cout_; ++co)
+            for (std::int64_t k = 0; k < OH_ * OW_; ++k)
+                y[co * OH_ * OW_ + k] += bias_[static_cast<std::size_t>(co)];
     }
     // The papers' FLOPs (k^2 Cin Cout H_out W_out, padding taps included).
     std::uint64_t dense_macs_per_step() const override {
@@ -234,6 +296,8 @@ class ConvNode final : public Node {
     std::string pad_mode_;
     Shape declared_spatial_;
     std::vector<std::uint32_t> fanout_;
+    std::vector<std::uint32_t> tap_start_, tap_k_, tap_out_;  // see build_scatter_tables
+    std::vector<float> wt_;                                   // [Cin][tap][Cout/groups]
     std::uint64_t dense_taps_ = 0;
     bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN
 };

@@ -562,6 +562,70 @@ TEST_CASE("Conv1d with stride and dilation by hand") {
     }
 }
 
+TEST_CASE(
+    "Conv2d with groups, stride, dilation and a non-square kernel: both engines equal a "
+    "direct sum in (channel, row, column) order") {
+    // 4 input channels in 2 groups, 6 outputs, kernel 3x2, stride (2, 1), dilation (1, 2),
+    // padding (1, 2) on a 7x6 input; analog inputs (half of them zero) and +-1 spikes.
+    const std::int64_t C = 4, H = 7, W = 6, CO = 6, KH = 3, KW = 2, G = 2;
+    const std::int64_t SH = 2, SW = 1, DH = 1, DW = 2, PH = 1, PW = 2;
+    const std::int64_t OH = (H + 2 * PH - DH * (KH - 1) - 1) / SH + 1;
+    const std::int64_t OW = (W + 2 * PW - DW * (KW - 1) - 1) / SW + 1;
+    std::mt19937_64 rng(5);
+    auto w = random_weights(rng, CO * (C / G) * KH * KW, 0.8, 1.0);
+    TempFile model, analog, spikes;
+    ModelFile()
+        .node("input", "Input", {{"shape", P({double(C), double(H), double(W)})}})
+        .node("conv", "Conv2d",
+              {{"weight", P(w, {CO, C / G, KH, KW})},
+               {"groups", P(double(G))},
+               {"stride", P({double(SH), double(SW)})},
+               {"dilation", P({double(DH), double(DW)})},
+               {"padding", P({double(PH), double(PW)})}})
+        .node("output", "Output")
+        .edge("input", "conv")
+        .edge("conv", "output")
+        .write(model.path());
+    std::vector<float> a(static_cast<std::size_t>(C * H * W));
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (auto& x : a) x = u(rng) < 0.0f ? u(rng) : 0.0f;
+    write_data(analog.path(), a, {1, C, H, W});
+    auto sp = random_spikes(rng, C * H * W, 0.3, true);
+    write_spikes(spikes.path(), sp, {1, 1, C, H, W});
+    auto direct = [&](auto x) {  // x(ci, iy, ix) -> float
+        std::vector<float> y(static_cast<std::size_t>(CO * OH * OW), 0.0f);
+        for (std::int64_t co = 0; co < CO; ++co)
+            for (std::int64_t oy = 0; oy < OH; ++oy)
+                for (std::int64_t ox = 0; ox < OW; ++ox) {
+                    float acc = 0.0f;
+                    for (std::int64_t cl = 0; cl < C / G; ++cl)
+                        for (std::int64_t ky = 0; ky < KH; ++ky)
+                            for (std::int64_t kx = 0; kx < KW; ++kx) {
+                                const std::int64_t iy = oy * SH - PH + ky * DH;
+                                const std::int64_t ix = ox * SW - PW + kx * DW;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                const std::int64_t ci = co / (CO / G) * (C / G) + cl;
+                                acc += float(w[static_cast<std::size_t>(
+                                           ((co * (C / G) + cl) * KH + ky) * KW + kx)]) *
+                                       x(ci, iy, ix);
+                            }
+                    y[static_cast<std::size_t>((co * OH + oy) * OW + ox)] = acc;
+                }
+        return y;
+    };
+    const auto ya = direct([&](std::int64_t c, std::int64_t y, std::int64_t x) {
+        return a[static_cast<std::size_t>((c * H + y) * W + x)];
+    });
+    const auto ys = direct([&](std::int64_t c, std::int64_t y, std::int64_t x) {
+        return float(sp[static_cast<std::size_t>((c * H + y) * W + x)]);
+    });
+    for (auto eng : {Engine::event, Engine::dense}) {
+        CAPTURE(engine_name(eng));
+        CHECK(output_of(*run_file(model.path(), analog.path(), eng, 1, 2), "conv", 0, 1) == ya);
+        CHECK(output_of(*run_file(model.path(), spikes.path(), eng), "conv", 0, 0) == ys);
+    }
+}
+
 TEST_CASE("multi-token Linear on dense weights: register kernel equals the dense engine") {
     // Sizes exercise every path of the kernel: 200 inputs span several 64-channel chunks,
     // 150 outputs are two full 64-row groups and a partial one; inputs arrive as +-1 spikes,

@@ -2,7 +2,9 @@
 // out = TSN(Shiftmax(Q K^T) |> V), per head. Shiftmax weights are powers of two, so the
 // product with V is shift-and-add (docs/bsa.md gives the counts).
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"
@@ -15,13 +17,26 @@ using spiking_detail::sz;
 
 namespace {
 
+// 2^-e exactly, as std::ldexp(1.0f, -e) gives it (e >= 0): the bit pattern where the result is
+// a normal float, the library below that.
+float pow2_neg(std::int32_t e) {
+    if (e <= 126) return std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
+    return std::ldexp(1.0f, -e);
+}
+
+// s = TSN(h, x) over n neurons: no overlap and a copy of the parameters, so that it vectorises.
+void tsn_row(const float* __restrict x, float* __restrict h, float* __restrict s, std::int64_t n,
+             TsnParams p) {
+    for (std::int64_t c = 0; c < n; ++c) s[c] = spiking::tsn_step(h[c], x[c], p);
+}
+
 // row = sum over keys j, ascending, of 2^-e[j] V_j (V_j: dh channels at v + j * D). Its own
 // function so that the compiler knows row and V do not overlap and vectorises over channels.
 void mix_row(const std::int32_t* e, const float* __restrict v, std::int64_t N, std::int64_t D,
              std::int64_t dh, float* __restrict row) {
     std::fill(row, row + dh, 0.0f);
     for (std::int64_t j = 0; j < N; ++j) {
-        const float w = std::ldexp(1.0f, -e[j]);
+        const float w = pow2_neg(e[j]);
         const float* vj = v + j * D;
         for (std::int64_t c = 0; c < dh; ++c) row[c] += w * vj[c];
     }
@@ -34,9 +49,10 @@ struct BsaNode::State : NodeState {
     std::vector<float> hq, hk, hout;  // TSN states of Q, K and the output (V has no neuron)
     std::vector<std::int32_t> s;      // [N][N] integer scores of one head
     std::vector<std::int32_t> expo;   // [N][N] Shiftmax exponents of one head
-    // Per channel lists of the tokens with a non-zero query / key, CSR: qstart [dh + 1],
-    // kstart [dh + 1], qtok [N * dh], ktok [N * dh].
-    std::vector<std::uint32_t> csr;
+    // One head's channels as bits, per token (`words` 64-bit words each): non-zero query,
+    // negative query, non-zero key, negative key; then the non-zero counts per channel.
+    std::vector<std::uint64_t> qz, qs, kz, ks;
+    std::vector<std::uint32_t> nq, nk;
     std::vector<float> row;  // [dh] one output row of the value mixing
     KeptMaps maps;
 };
@@ -54,7 +70,10 @@ std::unique_ptr<NodeState> BsaNode::make_state() const {
     for (auto* h : {&s->hq, &s->hk, &s->hout}) h->assign(sz(tokens_ * dim_), 0.0f);
     s->s.assign(sz(tokens_ * tokens_), 0);
     s->expo.assign(sz(tokens_ * tokens_), 0);
-    s->csr.assign(sz(tokens_ * head_dim_ * 2 + head_dim_ * 2 + 2), 0);
+    const std::int64_t words = (head_dim_ + 63) / 64;
+    for (auto* m : {&s->qz, &s->qs, &s->kz, &s->ks}) m->assign(sz(tokens_ * words), 0);
+    s->nq.assign(sz(head_dim_), 0);
+    s->nk.assign(sz(head_dim_), 0);
     s->row.assign(sz(head_dim_), 0.0f);
     return s;
 }
@@ -103,15 +122,16 @@ void BsaNode::fire_qk(State& s, const StepContext& ctx) const {
     std::uint64_t nq = 0, nk = 0, nqn = 0, nkn = 0;
     for (std::int64_t n = 0; n < N; ++n) {
         const float* p = b.proj.data() + n * 3 * D;
+        float *q = b.q.data() + n * D, *k = b.k.data() + n * D;
+        float *hq = s.hq.data() + n * D, *hk = s.hk.data() + n * D;
+        tsn_row(p, hq, q, D, qk_);
+        tsn_row(p + D, hk, k, D, qk_);
+        std::copy(p + 2 * D, p + 3 * D, b.v.data() + n * D);  // V stays a membrane potential
         for (std::int64_t c = 0; c < D; ++c) {
-            const auto i = sz(n * D + c);
-            b.q[i] = spiking::tsn_step(s.hq[i], p[c], qk_);
-            b.k[i] = spiking::tsn_step(s.hk[i], p[D + c], qk_);
-            b.v[i] = p[2 * D + c];  // V stays a membrane potential
-            nq += b.q[i] != 0.0f;
-            nk += b.k[i] != 0.0f;
-            nqn += b.q[i] < 0.0f;
-            nkn += b.k[i] < 0.0f;
+            nq += q[c] != 0.0f;
+            nk += k[c] != 0.0f;
+            nqn += q[c] < 0.0f;
+            nkn += k[c] < 0.0f;
         }
     }
     book_neurons(ctx, 2 * sz(N * D));
@@ -123,13 +143,12 @@ void BsaNode::fire_qk(State& s, const StepContext& ctx) const {
 }
 
 std::uint64_t BsaNode::score_head(State& s, std::int64_t h, Engine engine) const {
-    // Accumulates: one per (non-zero query, non-zero key) pair of a channel, in both engines.
     const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
     const std::vector<float>&q = s.b.q, &k = s.b.k;
     std::int32_t* S = s.s.data();
     std::fill(S, S + N * N, 0);
-    std::uint64_t acs = 0;
     if (engine == Engine::dense) {
+        std::uint64_t acs = 0;
         spiking_detail::dense_scores(q.data(), k.data(), N, D, c0, dh, S);
         for (std::int64_t c = 0; c < dh; ++c) {
             std::uint64_t a = 0, b = 0;
@@ -141,36 +160,58 @@ std::uint64_t BsaNode::score_head(State& s, std::int64_t h, Engine engine) const
         }
         return acs;
     }
-    std::uint32_t* qstart = s.csr.data();
-    std::uint32_t* kstart = qstart + dh + 1;
-    std::uint32_t* qtok = kstart + dh + 1;
-    std::uint32_t* ktok = qtok + N * dh;
-    std::uint32_t fq = 0, fk = 0;
-    for (std::int64_t c = 0; c < dh; ++c) {
-        qstart[c] = fq;
-        kstart[c] = fk;
-        for (std::int64_t n = 0; n < N; ++n) {
-            if (q[sz(n * D + c0 + c)] != 0.0f) qtok[fq++] = static_cast<std::uint32_t>(n);
-            if (k[sz(n * D + c0 + c)] != 0.0f) ktok[fk++] = static_cast<std::uint32_t>(n);
+    const std::uint64_t pairs = head_masks(s, h);
+    score_pairs(s, S);
+    return pairs;
+}
+
+std::uint64_t BsaNode::head_masks(State& s, std::int64_t h) const {
+    const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh, words = (dh + 63) / 64;
+    std::fill(s.nq.begin(), s.nq.end(), 0);
+    std::fill(s.nk.begin(), s.nk.end(), 0);
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* qn = s.b.q.data() + n * D + c0;
+        const float* kn = s.b.k.data() + n * D + c0;
+        for (std::int64_t c = 0; c < dh; ++c) {  // branch-free: spikes are unpredictable
+            s.nq[sz(c)] += qn[c] != 0.0f;
+            s.nk[sz(c)] += kn[c] != 0.0f;
         }
-    }
-    qstart[dh] = fq;
-    kstart[dh] = fk;
-    // Ternary product: a (+-1, +-1) pair adds or subtracts one; zeros never reach here.
-    for (std::int64_t c = 0; c < dh; ++c) {
-        acs += std::uint64_t{qstart[c + 1] - qstart[c]} * (kstart[c + 1] - kstart[c]);
-        for (std::uint32_t a = qstart[c]; a < qstart[c + 1]; ++a) {
-            const std::int64_t i = qtok[a];
-            const bool qpos = q[sz(i * D + c0 + c)] > 0.0f;
-            std::int32_t* Si = S + i * N;
-            for (std::uint32_t b = kstart[c]; b < kstart[c + 1]; ++b) {
-                const std::int64_t j = ktok[b];
-                const bool kpos = k[sz(j * D + c0 + c)] > 0.0f;
-                Si[j] += qpos == kpos ? 1 : -1;
+        for (std::int64_t w = 0; w < words; ++w) {
+            std::uint64_t qz = 0, qs = 0, kz = 0, ks = 0;
+            for (std::int64_t b = 0, c = 64 * w; b < 64 && c < dh; ++b, ++c) {
+                qz |= std::uint64_t{qn[c] != 0.0f} << b;
+                qs |= std::uint64_t{qn[c] < 0.0f} << b;
+                kz |= std::uint64_t{kn[c] != 0.0f} << b;
+                ks |= std::uint64_t{kn[c] < 0.0f} << b;
             }
+            const auto at = sz(n * words + w);
+            s.qz[at] = qz;
+            s.qs[at] = qs;
+            s.kz[at] = kz;
+            s.ks[at] = ks;
         }
     }
+    // Accumulates: one per (non-zero query, non-zero key) pair of a channel, in both engines.
+    std::uint64_t acs = 0;
+    for (std::int64_t c = 0; c < dh; ++c) acs += std::uint64_t{s.nq[sz(c)]} * s.nk[sz(c)];
     return acs;
+}
+
+// S_ij = (pairs of equal sign) - (pairs of opposite sign) over the channels where both the
+// query i and the key j are non-zero: integers, so any order gives the same sums.
+void BsaNode::score_pairs(State& s, std::int32_t* S) const {
+    const std::int64_t N = tokens_, words = (head_dim_ + 63) / 64;
+    for (std::int64_t i = 0; i < N; ++i)
+        for (std::int64_t j = 0; j < N; ++j) {
+            std::int32_t v = 0;
+            for (std::int64_t w = 0; w < words; ++w) {
+                const std::uint64_t both = s.qz[sz(i * words + w)] & s.kz[sz(j * words + w)];
+                const std::uint64_t opposite =
+                    both & (s.qs[sz(i * words + w)] ^ s.ks[sz(j * words + w)]);
+                v += std::popcount(both) - 2 * std::popcount(opposite);
+            }
+            S[i * N + j] = v;
+        }
 }
 
 void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {

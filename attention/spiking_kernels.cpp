@@ -4,6 +4,7 @@
 #include "sim/token_kernel.hpp"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <stdexcept>
@@ -75,7 +76,15 @@ int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_ou
     // below 0 are summed with binary carries from the lowest one upwards, `sticky` records
     // whether any fractional bit is left.
     const std::int64_t span = m - lo;  // exponents 0, -1, ..., -span
-    std::vector<std::uint64_t> count(static_cast<std::size_t>(span + 1), 0);
+    // Scores of d channels span at most 2d + 1 values: on the stack for heads up to 128 wide.
+    std::array<std::uint64_t, 257> small;
+    std::vector<std::uint64_t> large;
+    std::uint64_t* count = small.data();
+    if (span + 1 > static_cast<std::int64_t>(small.size())) {
+        large.resize(static_cast<std::size_t>(span + 1));
+        count = large.data();
+    }
+    std::fill_n(count, span + 1, std::uint64_t{0});
     for (std::int64_t j = 0; j < n; ++j) ++count[static_cast<std::size_t>(m - x[j])];
     std::uint64_t carry = 0;
     bool sticky = false;

@@ -30,17 +30,11 @@ inline float sj_keep(double tau) {
 // H = 0 after either spike, else decay * U. `fires` is the threshold comparison (>= in BSA).
 template <class Fires>
 inline float tsn_update(float& h, float x, float decay, float th, Fires fires) {
+    // Selects, not branches: spikes are unpredictable, and loops over neurons vectorise.
     const float u = h + x;
-    if (fires(u, th)) {
-        h = 0.0f;
-        return 1.0f;
-    }
-    if (fires(-u, th)) {
-        h = 0.0f;
-        return -1.0f;
-    }
-    h = decay * u;
-    return 0.0f;
+    const bool pos = fires(u, th), neg = fires(-u, th);
+    h = (pos | neg) ? 0.0f : decay * u;
+    return pos ? 1.0f : (neg ? -1.0f : 0.0f);
 }
 
 inline constexpr auto fires_at_or_above = [](float u, float th) { return u >= th; };

@@ -41,39 +41,63 @@ class PoolNode final : public Node {
     }
     void step(const Activity& in, NodeState*, Activity& out,
               const StepContext& ctx) const override {
-        std::uint64_t adds = 0, cmps = 0;
-        for (std::int64_t c = 0; c < C_; ++c)
-            for (std::int64_t oy = 0; oy < OH_; ++oy)
-                for (std::int64_t ox = 0; ox < OW_; ++ox) {
-                    float acc = mode_ == Mode::max ? -std::numeric_limits<float>::infinity() : 0.0f;
-                    std::int64_t valid = 0;
-                    for (std::int64_t ky = 0; ky < kh_; ++ky) {
-                        std::int64_t iy = oy * sh_ - ph_ + ky;
-                        if (iy < 0 || iy >= H_) continue;
-                        for (std::int64_t kx = 0; kx < kw_; ++kx) {
-                            std::int64_t ix = ox * sw_ - pw_ + kx;
-                            if (ix < 0 || ix >= W_) continue;
-                            float v = in.values[static_cast<std::size_t>((c * H_ + iy) * W_ + ix)];
-                            ++valid;
-                            if (mode_ == Mode::max)
-                                acc = std::max(acc, v);
-                            else {
-                                acc += v;
-                                adds += v != 0.0f;  // both engines: non-zero terms
-                            }
-                        }
-                    }
-                    if (mode_ == Mode::max)
-                        cmps += valid > 0 ? static_cast<std::uint64_t>(valid - 1) : 0;
-                    if (mode_ == Mode::max && valid == 0) acc = 0.0f;
-                    // AvgPool divides by the full window (PyTorch's count_include_pad).
-                    if (mode_ == Mode::avg) acc = acc / static_cast<float>(kh_ * kw_);
-                    out.values[static_cast<std::size_t>((c * OH_ + oy) * OW_ + ox)] = acc;
-                }
+        Tally t;
+        switch (mode_) {
+            case Mode::max:
+                pool<Mode::max>(in.values.data(), out.values.data(), t);
+                break;
+            case Mode::avg:
+                pool<Mode::avg>(in.values.data(), out.values.data(), t);
+                break;
+            case Mode::sum:
+                pool<Mode::sum>(in.values.data(), out.values.data(), t);
+                break;
+        }
         out.scan();
-        ctx.ops->ac += adds;
-        ctx.ops->cmp += cmps;
+        ctx.ops->ac += t.adds;
+        ctx.ops->cmp += t.cmps;
         if (mode_ == Mode::avg) ctx.ops->div += out.active.size();
+    }
+    struct Tally {
+        std::uint64_t adds = 0, cmps = 0;
+    };
+    // Each window's valid part (padding reads nothing), in row-major order.
+    template <Mode M>
+    void pool(const float* x, float* y, Tally& t) const {
+        for (std::int64_t c = 0; c < C_; ++c)
+            for (std::int64_t oy = 0; oy < OH_; ++oy) {
+                const std::int64_t y0 = oy * sh_ - ph_;
+                const std::int64_t ylo = std::max<std::int64_t>(y0, 0),
+                                   yhi = std::min(y0 + kh_, H_);
+                for (std::int64_t ox = 0; ox < OW_; ++ox) {
+                    const std::int64_t x0 = ox * sw_ - pw_;
+                    const std::int64_t xlo = std::max<std::int64_t>(x0, 0),
+                                       xhi = std::min(x0 + kw_, W_);
+                    y[(c * OH_ + oy) * OW_ + ox] =
+                        window<M>(x + c * H_ * W_, ylo, yhi, xlo, xhi, t);
+                }
+            }
+    }
+    template <Mode M>
+    float window(const float* plane, std::int64_t ylo, std::int64_t yhi, std::int64_t xlo,
+                 std::int64_t xhi, Tally& t) const {
+        if (ylo >= yhi || xlo >= xhi) return 0.0f;  // a window entirely over padding
+        float acc = M == Mode::max ? -std::numeric_limits<float>::infinity() : 0.0f;
+        for (std::int64_t iy = ylo; iy < yhi; ++iy)
+            for (std::int64_t ix = xlo; ix < xhi; ++ix) {
+                const float v = plane[iy * W_ + ix];
+                if constexpr (M == Mode::max) {
+                    acc = std::max(acc, v);
+                } else {
+                    acc += v;
+                    t.adds += v != 0.0f;  // both engines: non-zero terms
+                }
+            }
+        if constexpr (M == Mode::max)
+            t.cmps += static_cast<std::uint64_t>((yhi - ylo) * (xhi - xlo) - 1);
+        // AvgPool divides by the full window (PyTorch's count_include_pad).
+        if constexpr (M == Mode::avg) acc = acc / static_cast<float>(kh_ * kw_);
+        return acc;
     }
     std::vector<std::pair<std::string, std::string>> summary() const override {
         return {{"kernel", std::to_string(kh_) + "x" + std::to_string(kw_)},

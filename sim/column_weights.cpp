@@ -211,9 +211,13 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, con
     }
     // The synapses of rows [r0, r1) lie together: one delivery loop however many blocks a
     // thread runs, or one per storage block they cross (layers of more than kMaxBlock rows).
+    const bool one = stride_ == 2;
+    if (one && s.nblocks == 1) {  // one block over one stored run: the stored offsets
+        deliver_run(colptr_[run_at(c, 0)], colptr_[run_at(c, 1)], y, x, unit);
+        return;
+    }
     const std::uint32_t* bd = s.bounds.data() + c * (s.nblocks + 1);
     const std::uint64_t k0 = bd[b0], k1 = bd[b1];
-    const bool one = stride_ == 2;
     const std::int64_t sb0 = one ? 0 : r0 / block_, sb1 = one ? 1 : (r1 - 1) / block_ + 1;
     for (std::int64_t sb = sb0; sb < sb1; ++sb)
         deliver_run(one ? k0 : std::max<std::uint64_t>(k0, colptr_[run_at(c, sb)]),

@@ -92,7 +92,11 @@ class ColumnWeights {
             if (stage == 1) __builtin_prefetch(dense_.data() + c * out_ + s.row_begin(b0));
             return;
         }
-        const std::uint32_t* bd = s.bounds.data() + c * (s.nblocks + 1);
+        // One block over one stored run (one thread, a layer of at most kMaxBlock rows): the
+        // stored offsets, as add_column reads them; else the split's bounds.
+        const bool whole = s.nblocks == 1 && stride_ == 2;
+        const std::uint32_t* bd =
+            whole ? colptr_.data() + run_at(c, 0) : s.bounds.data() + c * (s.nblocks + 1);
         if (stage == 0) {
             __builtin_prefetch(bd + b0);
         } else {

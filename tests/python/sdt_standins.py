@@ -13,7 +13,6 @@ convolution and BatchNorm acts on the T*B frames.
 
 Modules the official code builds but never calls (attn_lif, talking_heads, rpe_lif, the unused
 max-pools) are present too, so the exporter must ignore them."""
-import torch
 import torch.nn as nn
 
 from sj_standins import MultiStepLIFNode

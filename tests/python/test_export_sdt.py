@@ -144,3 +144,7 @@ def test_sdt_refusals_name_the_module(tmp_path):
     with pytest.raises(ternion.ExportError) as e:
         ternion.export(net, x, tmp_path / "c.h5")
     assert "block.0.mlp.fc1_conv" in str(e.value) and "1x1" in str(e.value)
+    with pytest.raises(ternion.ExportError) as e:  # [B, T, C, H, W] sequences
+        ternion.export(build(1, embed_dims=16, num_heads=2, depths=1, T=2)[0],
+                       x.unsqueeze(1).repeat(1, 2, 1, 1, 1), tmp_path / "d.h5")
+    assert "images [B, C, H, W]" in str(e.value)

@@ -109,8 +109,8 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
       * [T, B, ...] for multi-step networks (SpikingJelly step_mode 'm', MultiStep* neurons,
         SeqToANNContainer): T becomes the file's `timesteps`;
       * [B, ...] for models that repeat their input over time themselves (Spikformer,
-        Spike-driven Transformer, DigitsSpikformer: T from the model, direct encoding) or single-step networks (then pass
-        `timesteps`).
+        Spike-driven Transformer, DigitsSpikformer: T from the model, direct encoding) or
+        single-step networks (then pass `timesteps`).
     time_first overrides that choice. Only its shape is used. The file describes the module in
     eval mode: BatchNorm is folded with its running statistics."""
     ex = Exporter()

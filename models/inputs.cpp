@@ -504,6 +504,7 @@ class AnalogInput final : public InputSource {
     }
     const std::vector<std::int64_t>& labels() const override { return labels_; }
     std::string describe() const override { return path_; }
+    bool same_every_step() const override { return enc_ == Encoding::direct; }
 
   private:
     std::string path_;

@@ -51,6 +51,10 @@ struct Workspace {
     std::vector<NodeStats> stats;
     std::vector<std::vector<float>> membrane_prev;  // membrane tallies: the previous step's
     std::vector<float> membrane_now;
+    // Constant nodes (RunShared::constant): the counts of their first step, booked again at
+    // every later step of the sample.
+    std::vector<OpCounts> first_ops;
+    std::vector<SynapseCounts> first_synapses;
     bool ready = false;
 };
 
@@ -192,8 +196,29 @@ struct RunShared {
     std::int64_t first = 0, T = 0;
     int in_node = -1, out_node = -1;
     std::vector<char> list_out;
+    std::vector<char> constant;  // output the same at every step of a sample (constant_nodes)
     ThreadTeam* team = nullptr;
 };
+
+// Nodes whose output cannot change within a sample: the Input node when its source gives the
+// same activity at every step, then every pure node fed only by constant nodes without delay.
+std::vector<char> constant_nodes(const Graph& g, const InputSource& input, const RunConfig& cfg,
+                                 int in_node) {
+    std::vector<char> c(static_cast<std::size_t>(g.size()), 0);
+    if (!cfg.reuse_constant || !input.same_every_step()) return c;
+    c[static_cast<std::size_t>(in_node)] = 1;
+    for (int u : g.order()) {
+        const auto& ins = g.in_edges(u);
+        if (u == in_node || ins.empty() || !g.node(u).pure()) continue;
+        bool all = true;
+        for (int ei : ins) {
+            const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
+            all = all && !e.delayed && c[static_cast<std::size_t>(e.src)];
+        }
+        c[static_cast<std::size_t>(u)] = all;
+    }
+    return c;
+}
 
 // Outputs, states and stats of every node, fresh for a new sample (states reset in place).
 void start_sample(const Graph& g, Workspace& ws) {
@@ -203,6 +228,8 @@ void start_sample(const Graph& g, Workspace& ws) {
         ws.prev.resize(static_cast<std::size_t>(n));
         ws.states.resize(static_cast<std::size_t>(n));
         ws.membrane_prev.resize(static_cast<std::size_t>(n));
+        ws.first_ops.resize(static_cast<std::size_t>(n));
+        ws.first_synapses.resize(static_cast<std::size_t>(n));
         ws.ready = true;
     }
     ws.stats.assign(static_cast<std::size_t>(n), {});
@@ -253,6 +280,24 @@ void tally_output(const Node& nd, const Activity& out, NodeStats& st) {
     st.nonzero_out += out.nonzero();
 }
 
+// A constant node: stepped at the first step of the sample, its output kept after that; its
+// counts (inputs joined included: they are constant too) are those of the first step.
+void step_constant(const Node& nd, const Activity& in, Workspace& ws, StepContext& ctx,
+                   std::size_t k, OpCounts& step_ops, NodeStats& st) {
+    if (ctx.step > 0) {
+        step_ops = ws.first_ops[k];
+        st.synapses += ws.first_synapses[k];
+        return;
+    }
+    SynapseCounts first;
+    ctx.synapses = &first;
+    nd.step(in, ws.states[k].get(), ws.out[k], ctx);
+    ctx.synapses = &st.synapses;
+    st.synapses += first;
+    ws.first_ops[k] = step_ops;
+    ws.first_synapses[k] = first;
+}
+
 // Node u's step t: its input gathered (or filled, for the Input node), stepped, tallied and
 // shown to the observer.
 void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
@@ -278,7 +323,10 @@ void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
         st.nonzero_in += in.nonzero();
         if (!in.ternary) st.input_ternary = false;
         if (cfg.syops_tallies) tally_binary_input(in, st);
-        nd.step(in, ws.states[k].get(), out, ctx);
+        if (r.constant[k])
+            step_constant(nd, in, ws, ctx, k, step_ops, st);
+        else
+            nd.step(in, ws.states[k].get(), out, ctx);
         if (cfg.membrane_tallies && nd.category() == NodeCategory::neuron)
             tally_membrane(nd, ws.states[k].get(), ctx.step, ws.membrane_prev[k], ws.membrane_now,
                            st);
@@ -359,7 +407,7 @@ RunShared plan_run(const Graph& g, const InputSource& input, const RunConfig& cf
     if (g.inputs().size() != 1)
         throw InputError(g.origin(), "nodes", "exactly one Input node is supported");
     if (cfg.threads < 1) throw OptionError("threads", "must be at least 1");
-    RunShared r{g, input, cfg, 0, 0, -1, -1, {}, nullptr};
+    RunShared r{g, input, cfg, 0, 0, -1, -1, {}, {}, nullptr};
     r.in_node = g.inputs()[0];
     r.out_node = g.outputs()[0];
     if (numel(input.sample_shape()) != g.node(r.in_node).out_size())
@@ -387,6 +435,7 @@ RunShared plan_run(const Graph& g, const InputSource& input, const RunConfig& cf
     res.output_sum.assign(static_cast<std::size_t>(count), {});
     res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
     r.list_out = listed_outputs(g, cfg, r.out_node);
+    r.constant = constant_nodes(g, input, cfg, r.in_node);
     return r;
 }
 

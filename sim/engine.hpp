@@ -21,6 +21,8 @@ class InputSource {
     virtual Shape sample_shape() const = 0;
     // Steps the data itself fixes (spike tensors), or 0 when any T works (analog data).
     virtual std::int64_t fixed_timesteps() const { return 0; }
+    // Whether fill() gives the same activity at every step of a sample (direct encoding).
+    virtual bool same_every_step() const { return false; }
     // Fills `out` (pre-sized) for sample s at step t; counts what encoding costs into `ops`.
     virtual void fill(std::int64_t sample, std::int64_t step, std::uint64_t seed, Activity& out,
                       OpCounts& ops) const = 0;
@@ -68,6 +70,11 @@ struct RunConfig {
     // Time each node's steps (NodeStats::seconds): two clock reads per node and step, so it is
     // asked for (`ternion run --node-times`).
     bool time_nodes = false;
+    // Nodes whose output is a function of their input alone (Node::pure) and whose inputs are
+    // the same at every step of a sample (a direct-encoded image and what only such nodes
+    // compute from it) are computed at the first step and kept; their counts are booked every
+    // step as computed. Off only to check that this changes nothing.
+    bool reuse_constant = true;
 };
 
 struct NodeStats {

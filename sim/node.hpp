@@ -239,6 +239,10 @@ class Node {
     // True when step() reads its input through `values` only, never `active` (elementwise
     // neurons): its producer then need not list its non-zeros (StepContext::list_output).
     virtual bool reads_values_only() const { return false; }
+    // Whether each step's output (and counts) depends on that step's input alone: no state,
+    // no random numbers, no step index. The engine may then keep an output whose inputs have
+    // not changed (RunConfig::reuse_constant).
+    virtual bool pure() const { return false; }
 
     // Fixes the input shape (the summed incoming edges) and derives the output shape.
     // Throws InputError naming the field when they do not fit. Input nodes get an empty shape.

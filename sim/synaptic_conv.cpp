@@ -81,6 +81,7 @@ class ConvNode final : public Node {
         }
     }
     NodeCategory category() const override { return NodeCategory::synaptic; }
+    bool pure() const override { return true; }
     Shape declared_in_shape() const override {
         if (declared_spatial_.empty()) return {};
         Shape r{cin_g_ * groups_};

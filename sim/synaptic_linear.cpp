@@ -94,6 +94,7 @@ class LinearNode final : public Node {
         weights_.build_csr(indptr, indices, data, out_, in_);
     }
     NodeCategory category() const override { return NodeCategory::synaptic; }
+    bool pure() const override { return true; }
     Shape declared_in_shape() const override { return {in_}; }
     void bind(const Shape& in) override {
         in_shape_ = in;

@@ -26,6 +26,7 @@ class PoolNode final : public Node {
         pw_ = p[1];
     }
     NodeCategory category() const override { return NodeCategory::synaptic; }
+    bool pure() const override { return true; }
     void bind(const Shape& in) override {
         if (in.size() != 3)
             fail("kernel_size", "expects input [C, H, W], receives " + shape_str(in));

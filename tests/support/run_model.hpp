@@ -42,7 +42,7 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
                                          Engine engine = Engine::event, int threads = 1,
                                          std::int64_t T = 0, UserLoadOptions lo = {},
                                          Encoding enc = Encoding::direct, std::uint64_t seed = 0,
-                                         bool observe = true) {
+                                         bool observe = true, bool reuse_constant = true) {
     auto o = std::make_unique<Outcome>();
     RunRequest q;
     q.model = model;
@@ -58,6 +58,7 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
     // Split every node, however small, so that determinism across thread counts is tested on
     // the split paths too (by default small layers stay on one thread).
     cfg.parallel_work = 0;
+    cfg.reuse_constant = reuse_constant;
     // Unobserved runs let producers skip index lists no consumer reads (list_output).
     cfg.observer = observe ? &o->capture : nullptr;
     o->result = p.simulate(cfg);

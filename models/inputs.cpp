@@ -84,34 +84,37 @@ class RowSource {
     virtual std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
                                       std::int64_t count1) const = 0;
     [[noreturn]] virtual void fail(const std::string& what) const = 0;
+    virtual std::string dataset() const = 0;  // what errors name: "/spikes", or "" (.npy)
 };
 
 class H5Rows final : public RowSource {
   public:
-    explicit H5Rows(const h5::Reader& r) : r_(r) {
-        auto inf = r.info("/spikes");
+    H5Rows(const h5::Reader& r, std::string ds) : r_(r), ds_(std::move(ds)) {
+        auto inf = r.info(ds_);
         if (inf.kind != h5::Kind::integer && inf.kind != h5::Kind::floating && !inf.is_enum)
-            r.fail("/spikes", "expected a numeric or bool dataset");
-        r.check_storage("/spikes");
+            r.fail(ds_, "expected a numeric or bool dataset");
+        r.check_storage(ds_);
         dims_ = inf.dims;
     }
     Shape dims() const override { return dims_; }
     std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
                               std::int64_t count1) const override {
-        return r_.read_double_block("/spikes", start, count, start1, count1);
+        return r_.read_double_block(ds_, start, count, start1, count1);
     }
-    [[noreturn]] void fail(const std::string& what) const override { r_.fail("/spikes", what); }
+    [[noreturn]] void fail(const std::string& what) const override { r_.fail(ds_, what); }
+    std::string dataset() const override { return ds_; }
 
   private:
     const h5::Reader& r_;
+    std::string ds_;
     Shape dims_;
 };
 
 // The caller's int8 array [samples, T, ...] (make_spike_input).
 class ArrayRows final : public RowSource {
   public:
-    ArrayRows(const std::int8_t* data, Shape dims, std::string name)
-        : data_(data), dims_(std::move(dims)), name_(std::move(name)) {}
+    ArrayRows(const std::int8_t* data, Shape dims, std::string name, std::string field)
+        : data_(data), dims_(std::move(dims)), name_(std::move(name)), field_(std::move(field)) {}
     Shape dims() const override { return dims_; }
     std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
                               std::int64_t count1) const override {
@@ -125,13 +128,14 @@ class ArrayRows final : public RowSource {
         return v;
     }
     [[noreturn]] void fail(const std::string& what) const override {
-        throw InputError(name_, "/spikes", what);
+        throw InputError(name_, field_, what);
     }
+    std::string dataset() const override { return field_; }
 
   private:
     const std::int8_t* data_;
     Shape dims_;
-    std::string name_;
+    std::string name_, field_;
 };
 
 // NumPy's .npy format (numpy.lib.format): magic, version, a little-endian header length, a
@@ -217,6 +221,7 @@ class NpyRows final : public RowSource {
     [[noreturn]] void fail(const std::string& what) const override {
         throw InputError(path_, "", what);
     }
+    std::string dataset() const override { return ""; }
 
   private:
     // The value of `key` in the header dict: a quoted string, or the text up to the next ','
@@ -296,7 +301,8 @@ void check_held(const Shard& held, std::int64_t s) {
 // held samples (held_samples) are read and checked.
 class SpikeInput final : public InputSource {
   public:
-    SpikeInput(const RowSource& src, const std::string& path, const InputOptions& o) : path_(path) {
+    SpikeInput(const RowSource& src, const std::string& path, const InputOptions& o)
+        : path_(path), dataset_(src.dataset()) {
         const Shape dims = src.dims();
         check_shape(src, dims);
         time_first_ = choose_layout(src, dims, o) == Layout::time_first;
@@ -325,6 +331,7 @@ class SpikeInput final : public InputSource {
     }
     const std::vector<std::int64_t>& labels() const override { return labels_; }
     std::string describe() const override { return path_; }
+    std::string dataset() const override { return dataset_; }
 
   private:
     // Events in file order, keyed by (held sample, step).
@@ -406,12 +413,17 @@ class SpikeInput final : public InputSource {
             ++ev.count[kk + 1];
         }
     }
+    // Where the analog twin of spike dataset `ds` goes: /data, or /inputs/<node>/data.
+    static std::string analog_of(const std::string& ds) {
+        return ds.empty() || ds == "/spikes" ? "/data" : ds.substr(0, ds.rfind('/')) + "/data";
+    }
     static void fail_value(const RowSource& src, const BadValue& b) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "%g", b.v);
         src.fail(std::string("value ") + buf + " at sample " + std::to_string(b.s) + ", step " +
                  std::to_string(b.t) + ", element " + std::to_string(b.i) +
-                 " is not -1, 0 or 1 (spikes; analog data goes in /data)");
+                 " is not -1, 0 or 1 (spikes; analog data goes in " + analog_of(src.dataset()) +
+                 ")");
     }
     // Counting sort by (sample, step); events of one step keep their element order.
     void sort_events(const Events& ev) {
@@ -428,7 +440,7 @@ class SpikeInput final : public InputSource {
         }
     }
 
-    std::string path_;
+    std::string path_, dataset_;
     bool time_first_ = false;
     Shard held_;
     std::int64_t samples_ = 0, T_ = 0, n_ = 0;
@@ -444,14 +456,18 @@ class AnalogInput final : public InputSource {
     // `dims` is the whole input's [samples, ...shape]; `data` holds the values of samples
     // [held.first, held.first + held.count) (by default all), kept alive by `owner` (zero-copy
     // for the caller's arrays; `owner` may be null when the caller guarantees the lifetime).
-    AnalogInput(std::string name, const Shape& dims, const float* data,
+    // `field` names the dataset in errors ("/data", "/inputs/<node>/data"; "data" for IDX).
+    AnalogInput(std::string name, std::string field, const Shape& dims, const float* data,
                 std::shared_ptr<const void> owner, const InputOptions& o,
                 std::optional<Shard> held = std::nullopt)
-        : path_(std::move(name)), enc_(o.encoding), T_(o.timesteps), owner_(std::move(owner)) {
+        : path_(std::move(name)),
+          field_(std::move(field)),
+          enc_(o.encoding),
+          T_(o.timesteps),
+          owner_(std::move(owner)) {
         if (dims.size() < 2)
-            throw InputError(path_, "/data",
-                             "expected [samples, ...shape], got " + shape_str(dims));
-        check_dims(path_, "/data", dims, 4);
+            throw InputError(path_, field_, "expected [samples, ...shape], got " + shape_str(dims));
+        check_dims(path_, field_.c_str(), dims, 4);
         samples_ = dims[0];
         shape_.assign(dims.begin() + 1, dims.end());
         n_ = numel(shape_);
@@ -460,7 +476,7 @@ class AnalogInput final : public InputSource {
         const std::int64_t total = held_.count * n_;
         for (std::int64_t k = 0; k < total; ++k)
             if (!std::isfinite(data_[k]))
-                throw InputError(path_, "/data",
+                throw InputError(path_, field_,
                                  "NaN or Inf at sample " + std::to_string(held_.first + k / n_) +
                                      ", element " + std::to_string(k % n_));
     }
@@ -505,9 +521,10 @@ class AnalogInput final : public InputSource {
     const std::vector<std::int64_t>& labels() const override { return labels_; }
     std::string describe() const override { return path_; }
     bool same_every_step() const override { return enc_ == Encoding::direct; }
+    std::string dataset() const override { return field_; }
 
   private:
-    std::string path_;
+    std::string path_, field_;
     Encoding enc_;
     std::int64_t T_, samples_ = 0, n_ = 0;
     Shard held_;
@@ -517,31 +534,48 @@ class AnalogInput final : public InputSource {
     std::vector<std::int64_t> labels_;
 };
 
-std::unique_ptr<InputSource> open_spikes(const h5::Reader& r, const InputOptions& o) {
-    H5Rows rows(r);
-    auto src = std::make_unique<SpikeInput>(rows, r.path(), o);
-    src->set_labels(read_labels(r, src->num_samples()));
-    return src;
+std::unique_ptr<SpikeInput> open_spikes(const h5::Reader& r, const InputOptions& o,
+                                        const std::string& ds) {
+    H5Rows rows(r, ds);
+    return std::make_unique<SpikeInput>(rows, r.path(), o);
 }
 
 bool ends_with(const std::string& s, const std::string& e) {
     return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
 }
 
-std::unique_ptr<InputSource> open_analog(const h5::Reader& r, const InputOptions& o) {
-    auto inf = r.info("/data");
+std::unique_ptr<AnalogInput> open_analog(const h5::Reader& r, const InputOptions& o,
+                                         const std::string& ds) {
+    auto inf = r.info(ds);
     if (inf.kind != h5::Kind::floating && inf.kind != h5::Kind::integer)
-        r.fail("/data", "expected a numeric (float32) dataset");
-    if (inf.dims.size() < 2)
-        r.fail("/data", "expected [samples, ...shape], got " + shape_str(inf.dims));
-    check_dims(r.path(), "/data", inf.dims, 4);
-    r.check_storage("/data");
+        r.fail(ds, "expected a numeric (float32) dataset");
+    if (inf.dims.size() < 2) r.fail(ds, "expected [samples, ...shape], got " + shape_str(inf.dims));
+    check_dims(r.path(), ds.c_str(), inf.dims, 4);
+    r.check_storage(ds);
     const Shard held = held_samples(o, inf.dims[0]);
-    auto data =
-        std::make_shared<std::vector<float>>(r.read_float_rows("/data", held.first, held.count));
-    auto src = std::make_unique<AnalogInput>(r.path(), inf.dims, data->data(), data, o, held);
-    src->set_labels(read_labels(r, src->num_samples()));
-    return src;
+    auto data = std::make_shared<std::vector<float>>(r.read_float_rows(ds, held.first, held.count));
+    return std::make_unique<AnalogInput>(r.path(), ds, inf.dims, data->data(), data, o, held);
+}
+
+// One Input node's dataset, `group`/spikes or `group`/data ("" for the single-input /spikes
+// and /data), with the file's labels.
+std::unique_ptr<InputSource> open_h5_input(const h5::Reader& r, const InputOptions& o,
+                                           const std::string& group,
+                                           const std::vector<std::int64_t>* labels = nullptr) {
+    const std::string sp = group + "/spikes", an = group + "/data";
+    const bool has_sp = r.exists(sp), has_an = r.exists(an);
+    if (has_sp && has_an) r.fail(group, "has both " + sp + " and " + an + ": keep one");
+    auto labelled = [&](auto src) -> std::unique_ptr<InputSource> {
+        src->set_labels(labels ? *labels : read_labels(r, src->num_samples()));
+        return src;
+    };
+    if (has_sp) return labelled(open_spikes(r, o, sp));
+    if (has_an) return labelled(open_analog(r, o, an));
+    if (group.empty()) r.fail("", "no /spikes or /data dataset");
+    const bool flat = r.exists("/spikes") || r.exists("/data");
+    r.fail(sp, "missing: a model with several Input nodes reads " + sp + " or " + an +
+                   " for its Input node '" + group.substr(group.rfind('/') + 1) + "'" +
+                   (flat ? " (/spikes and /data serve a model with one Input node)" : ""));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -684,7 +718,7 @@ std::unique_ptr<InputSource> open_idx(const std::string& path, const InputOption
     }
     Shape full{samples};
     full.insert(full.end(), shape.begin(), shape.end());
-    auto src = std::make_unique<AnalogInput>(path, full, data->data(), data, o, held);
+    auto src = std::make_unique<AnalogInput>(path, "/data", full, data->data(), data, o, held);
     src->set_labels(std::move(labels));
     return src;
 }
@@ -704,10 +738,39 @@ std::string input_label(const InputSource& src, Encoding analog_encoding) {
     return std::string(encoding_name(analog_encoding)) + " encoding";
 }
 
-std::int64_t resolve_timesteps(const InputSource& src, std::optional<std::int64_t> option,
-                               std::int64_t model_T, const std::string& input,
-                               std::vector<std::string>& notes) {
-    const std::int64_t fixed = src.fixed_timesteps();
+namespace {
+
+// The spike sources' fewest steps (0: none), refused when they differ and no --timesteps
+// chooses the steps every one of them holds.
+std::int64_t fewest_fixed_steps(const std::vector<const InputSource*>& srcs, bool chosen,
+                                const std::string& input, std::string& holder) {
+    std::int64_t fixed = 0;
+    const InputSource* fewest = nullptr;
+    for (const auto* s : srcs) {
+        const std::int64_t t = s->fixed_timesteps();
+        if (t <= 0) continue;
+        if (fewest && t != fixed && !chosen)
+            throw InputError(input, s->dataset(),
+                             "holds " + std::to_string(t) + " steps, " + fewest->dataset() +
+                                 " holds " + std::to_string(fixed) +
+                                 ": pass --timesteps (at most the fewer) to run the first steps "
+                                 "of both");
+        if (!fewest || t < fixed) {
+            fixed = t;
+            fewest = s;
+        }
+    }
+    holder = srcs.size() > 1 && fewest ? input + ": " + fewest->dataset() : input;
+    return fixed;
+}
+
+}  // namespace
+
+std::int64_t resolve_timesteps(const std::vector<const InputSource*>& srcs,
+                               std::optional<std::int64_t> option, std::int64_t model_T,
+                               const std::string& input, std::vector<std::string>& notes) {
+    std::string of;  // what holds the steps: the file, or the file and dataset
+    const std::int64_t fixed = fewest_fixed_steps(srcs, option.has_value(), input, of);
     if (fixed > 0) {
         if (!option) {
             if (model_T > 0 && model_T != fixed)
@@ -718,11 +781,11 @@ std::int64_t resolve_timesteps(const InputSource& src, std::optional<std::int64_
         }
         if (*option > fixed)
             throw OptionError("timesteps", std::to_string(*option) + " is more than the " +
-                                               std::to_string(fixed) + " steps of " + input);
+                                               std::to_string(fixed) + " steps of " + of);
         if (*option < fixed)
             notes.push_back("warning: --timesteps " + std::to_string(*option) +
                             " runs only the first " + std::to_string(*option) + " of the " +
-                            std::to_string(fixed) + " steps of " + input);
+                            std::to_string(fixed) + " steps of " + of);
         return *option;
     }
     if (option) return *option;
@@ -783,15 +846,50 @@ std::unique_ptr<InputSource> open_input(const std::string& path, const InputOpti
     h5::Reader r(path);
     const bool sp = r.exists("/spikes"), an = r.exists("/data");
     if (sp && an) r.fail("", "has both /spikes and /data: keep one");
-    if (sp) return open_spikes(r, o);
-    if (an) return open_analog(r, o);
-    r.fail("", "no /spikes or /data dataset");
+    return open_h5_input(r, o, "");
+}
+
+std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
+                                                      const std::vector<std::string>& nodes,
+                                                      const InputOptions& o) {
+    std::vector<std::unique_ptr<InputSource>> v;
+    const bool hdf5 = !looks_like_idx(path) && !ends_with(path, ".npy");
+    if (nodes.size() <= 1) {
+        // One Input node: /spikes or /data, or else its own /inputs/<node> group.
+        std::optional<h5::Reader> r;
+        if (hdf5 && nodes.size() == 1) r.emplace(path);
+        if (!r || r->exists("/spikes") || r->exists("/data") || !r->exists("/inputs")) {
+            v.push_back(open_input(path, o));
+        } else {
+            if (!o.labels.empty())
+                throw OptionError("labels", "applies to IDX images; an HDF5 input carries /labels");
+            v.push_back(open_h5_input(*r, o, "/inputs/" + nodes[0]));
+        }
+        return v;
+    }
+    std::string names;
+    for (const auto& n : nodes) names += (names.empty() ? "" : ", ") + n;
+    const std::string need = "the model has " + std::to_string(nodes.size()) + " Input nodes (" +
+                             names +
+                             "), each read from /inputs/<node>/spikes or /data of an HDF5 file";
+    if (!hdf5) throw InputError(path, "", "holds one array: " + need);
+    if (!o.labels.empty())
+        throw OptionError("labels", "applies to IDX images; an HDF5 input carries /labels");
+    h5::Reader r(path);
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+        v.push_back(open_h5_input(r, o, "/inputs/" + nodes[k], k ? &v[0]->labels() : nullptr));
+        if (v[k]->num_samples() != v[0]->num_samples())
+            r.fail(v[k]->dataset(), "has " + std::to_string(v[k]->num_samples()) + " samples, " +
+                                        v[0]->dataset() + " has " +
+                                        std::to_string(v[0]->num_samples()));
+    }
+    return v;
 }
 
 std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Shape& dims,
                                               std::vector<std::int64_t> labels,
-                                              const std::string& name) {
-    ArrayRows rows(data, dims, name);
+                                              const std::string& name, const std::string& field) {
+    ArrayRows rows(data, dims, name, field);
     InputOptions o;
     o.layout = Layout::samples_first;
     auto src = std::make_unique<SpikeInput>(rows, name, o);
@@ -804,8 +902,9 @@ std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Sha
 std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& dims,
                                                std::shared_ptr<const void> owner,
                                                std::vector<std::int64_t> labels,
-                                               const InputOptions& o, const std::string& name) {
-    auto src = std::make_unique<AnalogInput>(name, dims, data, std::move(owner), o);
+                                               const InputOptions& o, const std::string& name,
+                                               const std::string& field) {
+    auto src = std::make_unique<AnalogInput>(name, field, dims, data, std::move(owner), o);
     if (!labels.empty())
         check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
     src->set_labels(std::move(labels));

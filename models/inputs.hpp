@@ -52,29 +52,43 @@ std::string idx_sibling_labels(const std::string& images_path);
 
 std::unique_ptr<InputSource> open_input(const std::string& path, const InputOptions& opts);
 
+// The sources of a model's Input nodes `nodes` (in the graph's order), read from one file. One
+// node: open_input, or, when the HDF5 file has neither /spikes nor /data, its
+// /inputs/<node>/spikes or /data. Several: an HDF5 file with /inputs/<node>/spikes or
+// /inputs/<node>/data for each node, every one with the same samples, and /labels as for one.
+// Errors name the file and the missing or mismatched dataset.
+std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
+                                                      const std::vector<std::string>& nodes,
+                                                      const InputOptions& opts);
+
 // How the run header names the input: "replayed spikes (samples-first)", or the encoding of
 // analog data ("direct", "poisson", "latency").
 std::string input_label(const InputSource& src, Encoding analog_encoding);
 
 // The number of steps to run. A spike input runs its own T, or the `option` (--timesteps) when
 // given, which may only shorten it (a note says so; more steps than the file holds are
-// refused). Analog input runs `option`, else the model's metadata/timesteps. Notes for the
-// user are appended to `notes`; throws OptionError("timesteps") when no T can be found.
-std::int64_t resolve_timesteps(const InputSource& src, std::optional<std::int64_t> option,
-                               std::int64_t model_timesteps, const std::string& input,
-                               std::vector<std::string>& notes);
+// refused). Analog input runs `option`, else the model's metadata/timesteps. Several sources
+// (one per Input node): spike sources of different T need `option`, at most the fewest; analog
+// ones run what the spike ones fix. Notes for the user are appended to `notes`; throws
+// OptionError("timesteps") when no T can be found.
+std::int64_t resolve_timesteps(const std::vector<const InputSource*>& srcs,
+                               std::optional<std::int64_t> option, std::int64_t model_timesteps,
+                               const std::string& input, std::vector<std::string>& notes);
 
 // The caller's arrays as an input (the C++ API, the Python bindings), checked as a file would be;
 // errors name `name` as the file. Spikes: int8 [samples, T, ...shape] in {-1, 0, 1}, copied
 // into event lists. Analog: float32 [samples, ...shape], read in place while `owner` lives.
-// `labels`: empty, or one class per sample.
+// `labels`: empty, or one class per sample. `field` is the dataset errors name (for one of
+// several Input nodes: "/inputs/<node>/spikes" or "/inputs/<node>/data", as in a file).
 std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Shape& dims,
                                               std::vector<std::int64_t> labels,
-                                              const std::string& name);
+                                              const std::string& name,
+                                              const std::string& field = "/spikes");
 std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& dims,
                                                std::shared_ptr<const void> owner,
                                                std::vector<std::int64_t> labels,
-                                               const InputOptions& opts, const std::string& name);
+                                               const InputOptions& opts, const std::string& name,
+                                               const std::string& field = "/data");
 
 // The Fashion-MNIST test images of Debian's dataset-fashion-mnist
 // (/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz); throws InputError when absent.

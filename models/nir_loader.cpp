@@ -304,16 +304,7 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
     LoadOptions o = resolve_load_options(user, file, path, rep);
     auto g = std::make_unique<Graph>();
     g->set_origin(path);
-    GraphIO top = load_graph(r, "/node", "", true, *g, o, 0);
-    if (top.inputs.size() > 1) {
-        std::string names;
-        for (const auto& n : top.inputs) names += (names.empty() ? "" : ", ") + n;
-        throw InputError(path, "nodes",
-                         "the graph has " + std::to_string(top.inputs.size()) + " Input nodes (" +
-                             names +
-                             "); ternion runs graphs with one Input: concatenate the inputs into "
-                             "one Input and route its parts with Linear nodes");
-    }
+    load_graph(r, "/node", "", true, *g, o, 0);
     g->finalize();
     if (o.dialect == "nir" && rep.dialect_source == "default") {
         const std::string w = guess_writer(r, "/node", 0);

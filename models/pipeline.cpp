@@ -2,6 +2,7 @@
 
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -63,24 +64,88 @@ std::string file_sha256(const std::string& path) {
     return r;
 }
 
-// The input's sample shape against the model's Input node, and its labels against the classes
-// of the model's output (argmax over its first output node), before anything is sized by them.
-void check_input_fits(const Graph& g, const InputSource& src, const std::string& input) {
-    const char* ds = src.fixed_timesteps() > 0 ? "/spikes" : "/data";
-    if (g.inputs().size() == 1 && numel(src.sample_shape()) != g.node(g.inputs()[0]).out_size())
-        throw InputError(input, ds,
-                         "sample shape " + shape_str(src.sample_shape()) +
-                             " does not match the model's Input shape " +
-                             shape_str(g.node(g.inputs()[0]).out_shape()));
+// Each input's sample shape against its Input node (several: with the same samples), and the
+// labels against the classes of the model's output (argmax over its first output node), before
+// anything is sized by them.
+void check_input_fits(const Graph& g, const std::vector<std::shared_ptr<const InputSource>>& srcs) {
+    for (std::size_t k = 0; k < srcs.size(); ++k) {
+        const InputSource& src = *srcs[k];
+        const Node& node = g.node(g.inputs()[k]);
+        const std::string ds = !src.dataset().empty()      ? src.dataset()
+                               : src.fixed_timesteps() > 0 ? "/spikes"
+                                                           : "/data";
+        if (numel(src.sample_shape()) != node.out_size())
+            throw InputError(src.describe(), ds,
+                             "sample shape " + shape_str(src.sample_shape()) +
+                                 " does not match the model's Input shape " +
+                                 shape_str(node.out_shape()) +
+                                 (srcs.size() > 1 ? " of Input node '" + node.name() + "'" : ""));
+        if (src.num_samples() != srcs[0]->num_samples())
+            throw InputError(src.describe(), ds,
+                             "has " + std::to_string(src.num_samples()) + " samples, " +
+                                 srcs[0]->dataset() + " has " +
+                                 std::to_string(srcs[0]->num_samples()));
+    }
+    const InputSource& src = *srcs[0];
     if (src.labels().empty() || g.outputs().empty()) return;
     const std::int64_t classes = numel(g.node(g.outputs()[0]).out_shape());
     const auto& l = src.labels();
     for (std::size_t i = 0; i < l.size(); ++i)
         if (l[i] < 0 || l[i] >= classes)
-            throw InputError(input, "/labels",
+            throw InputError(src.describe(), "/labels",
                              "label " + std::to_string(l[i]) + " at index " + std::to_string(i) +
                                  " is outside [0, " + std::to_string(classes) +
                                  "), the model's output size");
+}
+
+// One of the caller's arrays as a source; `group` is "" for the single /spikes or /data, or
+// "/inputs/<node>" for one of several Input nodes.
+std::unique_ptr<InputSource> open_array(const ArrayInput& a, const InputOptions& io,
+                                        const std::string& group,
+                                        const std::vector<std::int64_t>& labels) {
+    if (a.spikes) return make_spike_input(a.spikes, a.dims, labels, a.name, group + "/spikes");
+    if (!a.data) throw InputError(a.name, group, "no spikes or data array");
+    return make_analog_input(a.data, a.dims, a.owner, labels, io, a.name, group + "/data");
+}
+
+std::string joined(const std::vector<std::string>& names) {
+    std::string r;
+    for (const auto& n : names) r += (r.empty() ? "" : ", ") + n;
+    return r;
+}
+
+// The caller's arrays, one per Input node `names` (in graph order), each naming its node; the
+// labels are the first array's that has any.
+std::vector<std::unique_ptr<InputSource>> open_node_arrays(const std::vector<ArrayInput>& arrays,
+                                                           const std::vector<std::string>& names,
+                                                           const InputOptions& io) {
+    std::vector<std::int64_t> labels;
+    for (const auto& a : arrays) {
+        if (std::count(names.begin(), names.end(), a.node) == 0)
+            throw InputError(a.name, "/inputs/" + a.node,
+                             "names no Input node of the model (" + joined(names) + ")");
+        if (labels.empty()) labels = a.labels;
+    }
+    std::vector<std::unique_ptr<InputSource>> v;
+    const std::vector<std::int64_t> no_labels;
+    for (const auto& n : names) {
+        const auto same = [&](const ArrayInput& a) { return a.node == n; };
+        const auto it = std::find_if(arrays.begin(), arrays.end(), same);
+        if (it == arrays.end())
+            throw InputError(arrays.front().name, "/inputs/" + n,
+                             "missing: no array for the model's Input node '" + n + "'");
+        if (std::count_if(arrays.begin(), arrays.end(), same) > 1)
+            throw InputError(it->name, "/inputs/" + n, "given twice");
+        // The first node's source holds the labels, as a file's first dataset does.
+        v.push_back(open_array(*it, io, "/inputs/" + n, v.empty() ? labels : no_labels));
+    }
+    return v;
+}
+
+std::vector<const InputSource*> raw(const std::vector<std::shared_ptr<const InputSource>>& v) {
+    std::vector<const InputSource*> r;
+    for (const auto& s : v) r.push_back(s.get());
+    return r;
 }
 
 void check_request(const RunRequest& q) {
@@ -93,10 +158,10 @@ void check_request(const RunRequest& q) {
         throw OptionError("timesteps", "must be between 1 and 1000000");
     if (!q.trace_path.empty() && !q.record) throw OptionError("trace", "needs something to record");
     if (q.trace_path.empty()) return;
-    std::vector<NamedPath> inputs{{"model", q.model}, {"input", q.arrays ? "" : q.input}};
+    const bool arrays = q.arrays || !q.node_arrays.empty();
+    std::vector<NamedPath> inputs{{"model", q.model}, {"input", arrays ? "" : q.input}};
     // The labels of IDX images, named or the images' sibling file, are inputs too.
-    const std::string labels =
-        q.labels.empty() && !q.arrays ? idx_sibling_labels(q.input) : q.labels;
+    const std::string labels = q.labels.empty() && !arrays ? idx_sibling_labels(q.input) : q.labels;
     if (!labels.empty()) inputs.push_back({"labels", labels});
     std::error_code ec;
     if (std::filesystem::is_regular_file(q.profile, ec)) inputs.push_back({"profile", q.profile});
@@ -168,7 +233,7 @@ Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
     const auto t0 = Clock::now();
     open_source();
     open_s_ = seconds_since(t0);
-    check_input_fits(graph(), *src_, src_->describe());
+    check_input_fits(graph(), srcs_);
     check_range();
     if (req_.record) {
         TraceOptions to = *req_.record;
@@ -206,27 +271,41 @@ void Pipeline::open_source() {
     io.first_sample = req_.first_sample;
     io.samples = req_.samples;
     io.labels = req_.labels;
-    auto open = [&] {
-        if (!req_.arrays) return open_input(req_.input, io);
-        const ArrayInput& a = *req_.arrays;
-        if (a.spikes) return make_spike_input(a.spikes, a.dims, a.labels, a.name);
-        if (!a.data) throw InputError(a.name, "", "no spikes or data array");
-        return make_analog_input(a.data, a.dims, a.owner, a.labels, io, a.name);
-    };
-    std::unique_ptr<InputSource> src = open();
+    std::vector<std::unique_ptr<InputSource>> srcs = open_sources(io);
+    std::vector<const InputSource*> all;
+    for (const auto& x : srcs) all.push_back(x.get());
     // A spike input runs its own T unless --timesteps shortens it (docs/inputs.md).
-    T_ = resolve_timesteps(*src, req_.timesteps, model_->timesteps, src->describe(), input_notes_);
+    T_ = resolve_timesteps(all, req_.timesteps, model_->timesteps, srcs[0]->describe(),
+                           input_notes_);
     // Latency coding places each spike by T, which is known only now.
     if (encoding_ == Encoding::latency && io.timesteps != T_) {
         io.timesteps = T_;
-        src = open();
+        srcs = open_sources(io);
     }
-    src_ = std::move(src);
+    srcs_.assign(std::make_move_iterator(srcs.begin()), std::make_move_iterator(srcs.end()));
     if (req_.arrays) req_.input = req_.arrays->name;
+    if (!req_.node_arrays.empty()) req_.input = req_.node_arrays.front().name;
+}
+
+// One source per Input node: from the input file, or the caller's arrays.
+std::vector<std::unique_ptr<InputSource>> Pipeline::open_sources(const InputOptions& io) const {
+    std::vector<std::string> names;
+    for (int u : graph().inputs()) names.push_back(graph().node(u).name());
+    if (!req_.node_arrays.empty()) return open_node_arrays(req_.node_arrays, names, io);
+    if (!req_.arrays) return open_inputs(req_.input, names, io);
+    const ArrayInput& a = *req_.arrays;
+    if (names.size() > 1)
+        throw InputError(a.name, "",
+                         "one array for a model with " + std::to_string(names.size()) +
+                             " Input nodes (" + joined(names) +
+                             "): give one array per node (in Python, a dict {node: array})");
+    std::vector<std::unique_ptr<InputSource>> v;
+    v.push_back(open_array(a, io, "", a.labels));
+    return v;
 }
 
 void Pipeline::check_range() {
-    const std::int64_t n = src_->num_samples(), first = req_.first_sample;
+    const std::int64_t n = srcs_[0]->num_samples(), first = req_.first_sample;
     if (first < 0 || first >= n)
         throw OptionError("first", "must lie in [0, " + std::to_string(n) + ")");
     if (req_.samples == 0 || req_.samples < -1 || req_.samples > n - first)
@@ -271,7 +350,7 @@ RunConfig Pipeline::config() const {
 }
 
 RunResult Pipeline::simulate(const RunConfig& cfg) const {
-    return ternion::run(graph(), *src_, cfg);
+    return ternion::run(graph(), raw(srcs_), cfg);
 }
 
 RunReport Pipeline::finish(RunResult result) const {
@@ -285,14 +364,21 @@ RunReport Pipeline::finish(RunResult result) const {
     r.first_sample = req_.first_sample;
     r.seed = req_.seed;
     r.encoding = encoding_;
-    r.input_kind = input_label(*src_, encoding_);
+    r.input_kind = input_label(*srcs_[0], encoding_);
+    if (srcs_.size() > 1) {
+        // Each Input node's kind: "a: replayed spikes (samples-first), b: direct encoding".
+        r.input_kind.clear();
+        for (std::size_t k = 0; k < srcs_.size(); ++k)
+            r.input_kind += (k ? ", " : "") + graph().node(graph().inputs()[k]).name() + ": " +
+                            input_label(*srcs_[k], encoding_);
+    }
     r.load = model_->report;
     r.load.notes.insert(r.load.notes.end(), input_notes_.begin(), input_notes_.end());
     r.load_s = model_->load_s + open_s_;
     r.record = make_run_record(graph(), result);
     r.record.node_times = req_.time_nodes;
     r.result = std::move(result);
-    const auto& labels = src_->labels();
+    const auto& labels = srcs_[0]->labels();
     if (!labels.empty()) {
         for (std::int64_t k = 0; k < r.result.samples; ++k)
             r.correct += r.result.predictions[static_cast<std::size_t>(k)] ==
@@ -333,7 +419,7 @@ void Pipeline::write_trace(const RunReport& r) const {
         {"profile", profile_.name},
         {"count_mode", hw::count_mode_name(req_.pricing.mode)},
         {"model_sha256", std::filesystem::is_regular_file(r.model) ? file_sha256(r.model) : ""},
-        {"input_sha256", req_.arrays ? "" : file_sha256(r.input)},
+        {"input_sha256", req_.arrays || !req_.node_arrays.empty() ? "" : file_sha256(r.input)},
         {"samples", std::to_string(r.result.samples)},
         {"first_sample", std::to_string(r.first_sample)}};
     TraceCost tc;

@@ -49,12 +49,16 @@ struct ArrayInput {
     std::shared_ptr<const void> owner;
     std::vector<std::int64_t> labels;  // empty, or one class per sample
     std::string name = "<arrays>";     // what errors call the input
+    std::string node;                  // RunRequest::node_arrays: the Input node it feeds
 };
 
 struct RunRequest {
     std::string model;                 // model file, unless a LoadedModel is given
     std::string input;                 // input file, unless `arrays` is set
     std::optional<ArrayInput> arrays;  // the caller's arrays instead of a file
+    // Or one array per Input node (each naming its node), for models with several; the labels
+    // are those of the first Input node's array.
+    std::vector<ArrayInput> node_arrays;
     std::string labels;  // IDX images: their labels file (default: the sibling labels file)
     UserLoadOptions load;
     std::optional<Encoding> encoding;       // analog inputs; default: model metadata, else direct
@@ -116,7 +120,9 @@ class Pipeline {
     const Graph& graph() const { return *model_->graph; }
     const std::shared_ptr<const LoadedModel>& model() const { return model_; }
     const RunRequest& request() const { return req_; }
-    const InputSource& source() const { return *src_; }
+    const InputSource& source() const { return *srcs_[0]; }  // the first Input node's
+    // One per Input node, in the graph's order (Graph::inputs).
+    const std::vector<std::shared_ptr<const InputSource>>& sources() const { return srcs_; }
     std::int64_t timesteps() const { return T_; }
     std::int64_t samples() const { return samples_; }  // samples this run covers
     // The engine configuration of the whole run (a distributed run narrows its sample range).
@@ -131,6 +137,7 @@ class Pipeline {
 
   private:
     void open_source();
+    std::vector<std::unique_ptr<InputSource>> open_sources(const InputOptions& io) const;
     void check_range();
     void check_memory() const;
     void check_limit(double estimate, const std::string& what) const;
@@ -138,7 +145,7 @@ class Pipeline {
 
     RunRequest req_;
     std::shared_ptr<const LoadedModel> model_;
-    std::shared_ptr<const InputSource> src_;
+    std::vector<std::shared_ptr<const InputSource>> srcs_;
     hw::Profile profile_;
     std::unique_ptr<TraceRecorder> recorder_;
     Encoding encoding_ = Encoding::direct;

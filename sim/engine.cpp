@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <mutex>
 
+#include "rng.hpp"
+
 namespace ternion {
 
 namespace {
@@ -191,25 +193,29 @@ std::vector<char> listed_outputs(const Graph& g, const RunConfig& cfg, int out_n
 // What every sample of one run shares.
 struct RunShared {
     const Graph& g;
-    const InputSource& input;
     const RunConfig& cfg;
+    std::vector<const InputSource*> inputs;  // inputs[k] feeds g.inputs()[k]
+    std::vector<std::uint64_t> seeds;        // input_seed(cfg.seed, k)
+    std::vector<int> source_of;              // per node: its index in `inputs`, or -1
     std::int64_t first = 0, T = 0;
-    int in_node = -1, out_node = -1;
+    int out_node = -1;
     std::vector<char> list_out;
     std::vector<char> constant;  // output the same at every step of a sample (constant_nodes)
     ThreadTeam* team = nullptr;
 };
 
-// Nodes whose output cannot change within a sample: the Input node when its source gives the
-// same activity at every step, then every pure node fed only by constant nodes without delay.
-std::vector<char> constant_nodes(const Graph& g, const InputSource& input, const RunConfig& cfg,
-                                 int in_node) {
+// Nodes whose output cannot change within a sample: Input nodes whose source gives the same
+// activity at every step, then every pure node fed only by constant nodes without delay.
+std::vector<char> constant_nodes(const Graph& g, const std::vector<const InputSource*>& inputs,
+                                 const RunConfig& cfg) {
     std::vector<char> c(static_cast<std::size_t>(g.size()), 0);
-    if (!cfg.reuse_constant || !input.same_every_step()) return c;
-    c[static_cast<std::size_t>(in_node)] = 1;
+    if (!cfg.reuse_constant) return c;
+    for (std::size_t k = 0; k < inputs.size(); ++k)
+        c[static_cast<std::size_t>(g.inputs()[k])] = inputs[k]->same_every_step();
     for (int u : g.order()) {
         const auto& ins = g.in_edges(u);
-        if (u == in_node || ins.empty() || !g.node(u).pure()) continue;
+        if (g.node(u).category() == NodeCategory::input || ins.empty() || !g.node(u).pure())
+            continue;
         bool all = true;
         for (int ei : ins) {
             const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
@@ -313,9 +319,10 @@ void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
     ctx.synapses = &st.synapses;
     ctx.keep_attention = cfg.observer && cfg.observer->wants_attention(u, ctx.sample, ctx.step);
     ctx.list_output = r.list_out[k] != 0;
-    if (u == r.in_node) {
+    if (const int si = r.source_of[k]; si >= 0) {
         out.clear();
-        r.input.fill(ctx.sample, ctx.step, cfg.seed, out, step_ops);
+        const auto j = static_cast<std::size_t>(si);
+        r.inputs[j]->fill(ctx.sample, ctx.step, r.seeds[j], out, step_ops);
     } else {
         std::uint64_t join_events = 0;
         const Activity& in = gather_input(g, u, ws, join_events);
@@ -402,30 +409,73 @@ std::vector<NodeStats> run_sample(const RunShared& r, Workspace& ws, std::int64_
     return std::move(ws.stats);
 }
 
-// Checks the input against the graph and the options; sets the run's samples and steps.
-RunShared plan_run(const Graph& g, const InputSource& input, const RunConfig& cfg, RunResult& res) {
-    if (g.inputs().size() != 1)
-        throw InputError(g.origin(), "nodes", "exactly one Input node is supported");
+// "<file>: <dataset>" of a source, for errors that name two of them.
+std::string source_name(const InputSource& in) {
+    return in.dataset().empty() ? in.describe() : in.describe() + ": " + in.dataset();
+}
+
+// The sources against the Input nodes: one each, of its size, all with the same samples.
+// Returns the steps they fix (0: none); spike sources that fix different steps need
+// `timesteps` to choose the steps all of them hold.
+std::int64_t check_inputs(const Graph& g, const std::vector<const InputSource*>& inputs,
+                          std::int64_t timesteps) {
+    if (inputs.size() != g.inputs().size())
+        throw InputError(g.origin(), "nodes",
+                         "the model has " + std::to_string(g.inputs().size()) +
+                             " Input nodes, the run was given " + std::to_string(inputs.size()) +
+                             " input sources");
+    std::int64_t fixed = 0;
+    const InputSource* fixer = nullptr;
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        const InputSource& in = *inputs[k];
+        const Node& node = g.node(g.inputs()[k]);
+        if (numel(in.sample_shape()) != node.out_size())
+            throw InputError(in.describe(), in.dataset().empty() ? "shape" : in.dataset(),
+                             "input sample shape " + shape_str(in.sample_shape()) +
+                                 " does not match the shape " + shape_str(node.out_shape()) +
+                                 " of the model's Input node '" + node.name() + "'");
+        if (in.num_samples() != inputs[0]->num_samples())
+            throw InputError(in.describe(), in.dataset(),
+                             "has " + std::to_string(in.num_samples()) + " samples, " +
+                                 source_name(*inputs[0]) + " has " +
+                                 std::to_string(inputs[0]->num_samples()));
+        const std::int64_t t = in.fixed_timesteps();
+        if (t > 0 && fixer && t != fixed && timesteps <= 0)
+            throw InputError(in.describe(), in.dataset(),
+                             "holds " + std::to_string(t) + " steps, " + source_name(*fixer) +
+                                 " holds " + std::to_string(fixed) +
+                                 ": choose the steps to run (timesteps)");
+        if (t > 0 && (!fixer || t < fixed)) {
+            fixed = t;
+            fixer = &in;
+        }
+    }
+    return fixed;
+}
+
+// Checks the inputs against the graph and the options; sets the run's samples and steps.
+RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs,
+                   const RunConfig& cfg, RunResult& res) {
     if (cfg.threads < 1) throw OptionError("threads", "must be at least 1");
-    RunShared r{g, input, cfg, 0, 0, -1, -1, {}, {}, nullptr};
-    r.in_node = g.inputs()[0];
+    const std::int64_t fixed = check_inputs(g, inputs, cfg.timesteps);
+    RunShared r{g, cfg, inputs, {}, {}, 0, 0, -1, {}, {}, nullptr};
+    r.source_of.assign(static_cast<std::size_t>(g.size()), -1);
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+        r.source_of[static_cast<std::size_t>(g.inputs()[k])] = static_cast<int>(k);
+        r.seeds.push_back(input_seed(cfg.seed, k));
+    }
     r.out_node = g.outputs()[0];
-    if (numel(input.sample_shape()) != g.node(r.in_node).out_size())
-        throw InputError(input.describe(), "shape",
-                         "input sample shape " + shape_str(input.sample_shape()) +
-                             " does not match the model's Input shape " +
-                             shape_str(g.node(r.in_node).out_shape()));
-    res.timesteps = cfg.timesteps > 0 ? cfg.timesteps : input.fixed_timesteps();
+    res.timesteps = cfg.timesteps > 0 ? cfg.timesteps : fixed;
     if (res.timesteps <= 0) throw OptionError("timesteps", "must be given for analog inputs");
-    if (input.fixed_timesteps() > 0 && res.timesteps > input.fixed_timesteps())
-        throw OptionError("timesteps", "the spike input has only " +
-                                           std::to_string(input.fixed_timesteps()) + " steps");
+    if (fixed > 0 && res.timesteps > fixed)
+        throw OptionError("timesteps",
+                          "the spike input has only " + std::to_string(fixed) + " steps");
+    const std::int64_t have = inputs[0]->num_samples();
     r.first = cfg.first_sample;
-    const std::int64_t count =
-        cfg.num_samples < 0 ? input.num_samples() - r.first : cfg.num_samples;
-    if (r.first < 0 || count < 0 || r.first + count > input.num_samples())
-        throw OptionError("samples", "range beyond the " + std::to_string(input.num_samples()) +
-                                         " samples of the input");
+    const std::int64_t count = cfg.num_samples < 0 ? have - r.first : cfg.num_samples;
+    if (r.first < 0 || count < 0 || r.first + count > have)
+        throw OptionError("samples",
+                          "range beyond the " + std::to_string(have) + " samples of the input");
     r.T = res.timesteps;
     res.samples = count;
     res.syops_tallies = cfg.syops_tallies;
@@ -435,7 +485,7 @@ RunShared plan_run(const Graph& g, const InputSource& input, const RunConfig& cf
     res.output_sum.assign(static_cast<std::size_t>(count), {});
     res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
     r.list_out = listed_outputs(g, cfg, r.out_node);
-    r.constant = constant_nodes(g, input, cfg, r.in_node);
+    r.constant = constant_nodes(g, inputs, cfg);
     return r;
 }
 
@@ -454,8 +504,12 @@ void merge_samples(std::vector<std::vector<NodeStats>>& per_sample, const RunCon
 }  // namespace
 
 RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
+    return run(g, std::vector<const InputSource*>{&input}, cfg);
+}
+
+RunResult run(const Graph& g, const std::vector<const InputSource*>& inputs, const RunConfig& cfg) {
     RunResult res;
-    RunShared r = plan_run(g, input, cfg, res);
+    RunShared r = plan_run(g, inputs, cfg, res);
     const std::int64_t count = res.samples;
     tbb::global_control gc(tbb::global_control::max_allowed_parallelism,
                            static_cast<std::size_t>(cfg.threads));

@@ -13,7 +13,7 @@
 
 namespace ternion {
 
-// Supplies the activity of the Input node for one sample and step.
+// Supplies the activity of one Input node for one sample and step.
 class InputSource {
   public:
     virtual ~InputSource() = default;
@@ -28,7 +28,10 @@ class InputSource {
                       OpCounts& ops) const = 0;
     // Class labels, or empty.
     virtual const std::vector<std::int64_t>& labels() const = 0;
+    // The file (or array name) errors name; dataset(): the field within it ("/spikes",
+    // "/inputs/<node>/data", ...), empty when the source has none.
     virtual std::string describe() const = 0;
+    virtual std::string dataset() const { return ""; }
 };
 
 // Called from worker threads after each node's step; one sample is only ever on one thread.
@@ -116,5 +119,9 @@ struct RunResult {
 void accumulate(NodeStats& d, const NodeStats& s);
 
 RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg);
+// Several Input nodes: inputs[k] feeds g.inputs()[k]. Every source holds the same samples;
+// the steps are cfg.timesteps, else the spike sources' common T. Source k > 0 draws its random
+// numbers with input_seed(cfg.seed, k) (sim/rng.hpp), so two encoded inputs never share them.
+RunResult run(const Graph& g, const std::vector<const InputSource*>& inputs, const RunConfig& cfg);
 
 }  // namespace ternion

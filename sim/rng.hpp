@@ -2,6 +2,7 @@
 // neuron never depends on which thread computes it or in which order, which is what makes
 // spikes identical for any --threads.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 
 namespace ternion {
@@ -20,6 +21,14 @@ inline std::uint64_t counter_hash(std::uint64_t seed, std::uint64_t sample, std:
     h = mix64(h ^ sample);
     h = mix64(h ^ step);
     return mix64(h ^ index);
+}
+
+// The seed input k of a model with several Input nodes encodes with: the run's own seed for
+// the first (so single-input runs keep their numbers), a mix of (seed, k) for the others, so
+// that the key is in effect (seed, input, sample, step, element).
+inline std::uint64_t input_seed(std::uint64_t seed, std::size_t k) {
+    if (k == 0) return seed;
+    return mix64(mix64(seed ^ 0x696e707574730000ull) ^ static_cast<std::uint64_t>(k));  // "inputs"
 }
 
 // Uniform double in [0, 1) with 53 random bits.

@@ -51,7 +51,8 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
         q.input = fashion_mnist_test_images();
     else
         throw OptionError("input",
-                          "is required with a model (HDF5 with /spikes or /data, or IDX images)");
+                          "is required with a model (HDF5 with /spikes or /data, or "
+                          "/inputs/<node>/... per Input node; or IDX images)");
     if (vm.count("labels")) q.labels = vm["labels"].as<std::string>();
     q.engine = parse_engine(vm["engine"].as<std::string>());
     q.threads = vm["threads"].as<int>();
@@ -110,9 +111,12 @@ int cmd_run(const Args& args) {
                                                 "model file (positional)")(
         "input,i", po::value<std::string>(),
         "input file: /spikes int8 [S,T,...] or /data float32 [S,...] (HDF5), or IDX images "
-        "(.gz or raw)")("labels", po::value<std::string>(),
-                        "IDX labels file for IDX images (default: the images' sibling "
-                        "...-labels-idx1-ubyte[.gz], if present)")(
+        "(.gz or raw), or .npy spikes; a model with several Input nodes reads one HDF5 file "
+        "holding /inputs/<node>/spikes or /inputs/<node>/data per Input node, all with the "
+        "same S (labels in /labels)")(
+        "labels", po::value<std::string>(),
+        "IDX labels file for IDX images (default: the images' sibling "
+        "...-labels-idx1-ubyte[.gz], if present)")(
         "compare", po::value<std::string>(),
         "also run this model on the same samples and report its energy beside (default run: "
         "the bundled SSA twin)")(

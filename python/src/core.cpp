@@ -169,16 +169,32 @@ ArrayInput array_input(py::array x, std::vector<std::int64_t> labels) {
     return a;
 }
 
-Output run_pipeline(const Model& m, const std::string& input, std::optional<py::array> x,
+// The run's input: x an array, or a dict {Input node name: array} (the Python side has made
+// each C-contiguous int8 or float32), else the input file.
+void set_input(RunRequest& q, const Model& m, const std::string& input, const py::object& x,
+               const std::vector<std::int64_t>& labels) {
+    if (py::isinstance<py::dict>(x)) {
+        for (auto [k, v] : x.cast<py::dict>()) {
+            ArrayInput a = array_input(v.cast<py::array>(), labels);
+            a.node = k.cast<std::string>();
+            q.node_arrays.push_back(std::move(a));
+        }
+        if (q.node_arrays.empty()) throw OptionError("x", "is an empty dict");
+    } else if (!x.is_none()) {
+        q.arrays = array_input(x.cast<py::array>(), labels);
+    } else {
+        q.input = input.empty() ? m.default_input : input;
+        if (q.input.empty())
+            throw OptionError("x",
+                              "is required (an array or an input file) for a model not bundled");
+    }
+}
+
+Output run_pipeline(const Model& m, const std::string& input, py::object x,
                     std::vector<std::int64_t> labels, py::dict o) {
     RunRequest q;
     q.model = m.loaded->path;
-    if (x)
-        q.arrays = array_input(*x, std::move(labels));
-    else
-        q.input = input.empty() ? m.default_input : input;
-    if (!x && q.input.empty())
-        throw OptionError("x", "is required (an array or an input file) for a model not bundled");
+    set_input(q, m, input, x, labels);
     q.engine = parse_engine(o["engine"].cast<std::string>());
     q.threads = o["threads"].is_none() ? all_cores() : o["threads"].cast<int>();
     if (!o["timesteps"].is_none()) q.timesteps = o["timesteps"].cast<std::int64_t>();

@@ -53,10 +53,13 @@ def build(nodes, edges, *, name="<python>", dt=None, discretization=None, reset=
                        timesteps, encoding)
 
 
-def _as_input(x, layout, kind):
+def _as_input(x, layout, kind, node=None):
     """The caller's array as C-contiguous int8 spikes [samples, T, ...] or float32 data
     [samples, ...]; `layout` "TS" (time first, as snnTorch, SpikingJelly and Norse produce)
-    is transposed to samples first."""
+    is transposed to samples first. `node`: the Input node it feeds, when x was a dict; errors
+    then name /inputs/<node>/spikes or /data, as in an input file."""
+    spikes = "/spikes" if node is None else f"/inputs/{node}/spikes"
+    data = "x" if node is None else f"/inputs/{node}/data"
     x = np.asarray(x)
     if kind == "auto":
         kind = "spikes" if (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.integer)) else "analog"
@@ -65,22 +68,22 @@ def _as_input(x, layout, kind):
     if layout not in ("ST", "TS"):
         raise Error(f"option --layout: must be ST (samples first) or TS (time first), got {layout!r}")
     if kind == "analog":
-        if layout != "ST":
+        if layout != "ST" and node is None:  # in a dict, layout is the spike arrays'
             raise Error("option --layout: analog data has no time axis; use layout='ST'")
         if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
-            raise Error(f"<array>: x: expected real numbers, got {x.dtype}")
+            raise Error(f"<array>: {data}: expected real numbers, got {x.dtype}")
         return np.ascontiguousarray(x, dtype=np.float32)
     if x.ndim < 3:
-        raise Error(f"<array>: /spikes: expected [samples, T, ...shape], got {x.ndim} dimensions")
+        raise Error(f"<array>: {spikes}: expected [samples, T, ...shape], got {x.ndim} dimensions")
     if layout == "TS":
         x = np.swapaxes(x, 0, 1)
     if x.dtype != np.int8:
         if not (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.number)):
-            raise Error(f"<array>: /spikes: expected spikes, got {x.dtype}")
+            raise Error(f"<array>: {spikes}: expected spikes, got {x.dtype}")
         bad = (x != 0) & (x != 1) & (x != -1)
         if bad.any():
             where = np.argwhere(bad)[0]
-            raise Error(f"<array>: /spikes: value {x[tuple(where)]} at sample {where[0]}, step "
+            raise Error(f"<array>: {spikes}: value {x[tuple(where)]} at sample {where[0]}, step "
                         f"{where[1]} is not -1, 0 or 1")
     return np.ascontiguousarray(x, dtype=np.int8)
 
@@ -150,7 +153,9 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
 
     x: None (a bundled model's test set), an input file path, or an array: int8/bool spikes
        [samples, T, ...] (layout="TS" for time-first tensors) or float data [samples, ...]
-       encoded per step (`encoding`: direct | poisson | latency).
+       encoded per step (`encoding`: direct | poisson | latency). A model with several Input
+       nodes takes a dict {Input node name: array}, every array with the same samples; `kind`
+       may then be a dict too, and `layout` applies to the spike arrays.
     labels: class per sample, for accuracy.
     record: observables kept in memory (spikes, membrane; also ops, energy, attention for
        `trace`); record_nodes limits them to these nodes. trace: also write them to this HDF5
@@ -163,6 +168,10 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
     arr, path = None, ""
     if x is not None and isinstance(x, (str, bytes)) or hasattr(x, "__fspath__"):
         path = str(x)
+    elif isinstance(x, dict):
+        kinds = kind if isinstance(kind, dict) else {}
+        arr = {str(k): _as_input(v, layout, kinds.get(k, "auto" if kinds else kind), str(k))
+               for k, v in x.items()}
     elif x is not None:
         arr = _as_input(x, layout, kind)
     lab = [] if labels is None else [int(v) for v in np.asarray(labels).reshape(-1)]

@@ -505,14 +505,21 @@ def float_bool_uint8_and_npy_spikes():
 
 
 @test
-def two_input_nodes_are_refused_by_name():
+def two_input_nodes_load_and_need_one_dataset_each():
     (Nir().node("left", "Input", shape=np.array([3])).node("right", "Input", shape=np.array([3]))
      .node("if", "IF", r=np.ones(3, f32), v_threshold=np.ones(3, f32))
      .node("output", "Output", shape=np.array([3]))
      .edge("left", "if").edge("right", "if").edge("if", "output").write(path("two.h5")))
+    assert "right" in run("info", path("two.h5")).stdout
     spikes_file(path("two_in.h5"), np.zeros((1, 2, 3), np.int8))
-    for args in (["info", path("two.h5")], ["run", path("two.h5"), "--input", path("two_in.h5")]):
-        expect_error(args, "two.h5", "nodes", "2 Input nodes", "left", "right")
+    expect_error(["run", path("two.h5"), "--input", path("two_in.h5")], "two_in.h5",
+                 "/inputs/left/spikes", "/inputs/left/data")
+    with h5py.File(path("two_in.h5"), "w") as f:  # IF: v += left + right, fires above 1
+        f["inputs/left/spikes"] = np.array([[[1, 0, 1], [1, 0, 0]]], np.int8)
+        f["inputs/right/data"] = np.array([[0.5, 0.25, 0.5]], np.float32)
+    j = run_json("run", path("two.h5"), "--input", path("two_in.h5"))
+    # step 0: v = 1.5, 0.25, 1.5 -> neurons 0, 2 fire; step 1: v = 1.5, 0.5, 0.5 -> neuron 0
+    assert j["timesteps"] == 2 and {l["name"]: l["spikes"] for l in j["layers"]}["if"] == 3
 
 
 finish()

@@ -189,6 +189,46 @@ def errors_reported_once():
                "--samples", "4"], ranks=(2, 3))
 
 
+def two_input_network(name, S=8, T=7, seed=5):
+    """Input a (spikes) and Input b (analog) through Linear -> LIF each, summed into a LIF."""
+    rng = np.random.default_rng(seed)
+
+    def leaky(beta, n=6):
+        tau = np.full(n, DT / (1 - beta), np.float32)
+        return dict(tau=tau, r=(tau / DT).astype(np.float32), v_leak=np.zeros(n, np.float32),
+                    v_threshold=np.full(n, 0.5, np.float32), v_reset=np.zeros(n, np.float32))
+
+    (Nir().node("a", "Input", shape=np.array([10])).node("b", "Input", shape=np.array([5]))
+     .node("fa", "Linear", weight=rng.normal(0, 0.6, (6, 10)).astype(np.float32))
+     .node("fb", "Linear", weight=rng.normal(0, 0.6, (6, 5)).astype(np.float32))
+     .node("la", "LIF", **leaky(0.8)).node("lb", "LIF", **leaky(0.7))
+     .node("join", "ternion.Identity").node("lo", "LIF", **leaky(0.6))
+     .node("output", "Output", shape=np.array([6]))
+     .edge("a", "fa").edge("fa", "la").edge("b", "fb").edge("fb", "lb").edge("la", "join")
+     .edge("lb", "join").edge("join", "lo").edge("lo", "output").write(path(f"{name}.h5")))
+    with __import__("h5py").File(path(f"{name}_in.h5"), "w") as f:
+        f["inputs/a/spikes"] = (rng.random((S, T, 10)) < 0.3).astype(np.int8)
+        f["inputs/b/data"] = rng.random((S, 5)).astype(np.float32)
+        f["labels"] = np.arange(S) % 6
+    with __import__("h5py").File(path(f"{name}_bad.h5"), "w") as f:
+        f["inputs/a/spikes"] = (rng.random((S, T, 10)) < 0.3).astype(np.int8)
+        f["inputs/b/data"] = rng.random((S - 1, 5)).astype(np.float32)
+    return path(f"{name}.h5")
+
+
+@test
+def several_input_nodes():
+    # each rank reads its share of both datasets; Poisson numbers keyed by sample and input
+    model = two_input_network("two")
+    tr = path("two_trace.h5")
+    same_runs([model, "--input", path("two_in.h5"), "--threads", "1", "--trace", tr,
+               "--record", "all"], trace=tr)
+    same_runs([model, "--input", path("two_in.h5"), "--encoding", "poisson", "--threads", "1",
+               "--first", "1", "--samples", "6", "--trace", tr], ranks=(2, 3), trace=tr)
+    msg = expect_same_error([model, "--input", path("two_bad.h5")])
+    assert "/inputs/b/data: has 7 samples, /inputs/a/spikes has 8" in msg, msg
+
+
 def rank_pid(root, rank):
     """The pid of MPI rank `rank` among the children of mpirun (`root`)."""
     for pid in os.listdir("/proc"):

@@ -210,6 +210,91 @@ def test_errors_carry_the_cli_messages(core, ternion_bin, lif_net, tmp_path):
         core.run(m, lif_net["input"], trace=lif_net["input"])
 
 
+@pytest.fixture(scope="module")
+def two_streams(tmp_path_factory):
+    """Input a (spikes) -> Linear -> LIF la, Input b (analog) -> Linear -> LIF lb, la + lb ->
+    LIF lo: spikes from a numpy loop of the documented update, and its input file."""
+    rng = np.random.default_rng(19)
+    S, T, na, nb, nh = 5, 9, 6, 3, 4
+    wa = (rng.integers(-8, 9, (nh, na)) / 4).astype(np.float32)
+    wb = (rng.integers(-8, 9, (nh, nb)) / 4).astype(np.float32)
+    betas = dict(la=0.75, lb=0.5, lo=0.875)
+    d = tmp_path_factory.mktemp("two")
+    n = Nir().node("a", "Input", shape=np.array([na])).node("b", "Input", shape=np.array([nb]))
+    for k, beta in betas.items():
+        n.node(k, "LIF", **leaky(np.full(nh, beta, np.float32), 0.5))
+    (n.node("fa", "Linear", weight=wa).node("fb", "Linear", weight=wb)
+     .node("join", "ternion.Identity").node("output", "Output", shape=np.array([nh]))
+     .edge("a", "fa").edge("fa", "la").edge("b", "fb").edge("fb", "lb").edge("la", "join")
+     .edge("lb", "join").edge("join", "lo").edge("lo", "output").write(str(d / "two.h5")))
+    xa = (rng.random((S, T, na)) < 0.4).astype(np.int8)
+    xb = (rng.integers(-2, 5, (S, nb)) / 8).astype(np.float32)
+    labels = np.arange(S) % nh
+    with h5py.File(d / "in.h5", "w") as f:
+        f["inputs/a/spikes"], f["inputs/b/data"], f["labels"] = xa, xb, labels
+    ref = {k: np.zeros((S, T, nh), np.int8) for k in betas}
+    for s in range(S):
+        mem = {k: np.zeros(nh, np.float32) for k in betas}
+        for t in range(T):
+            drive = dict(la=wa @ xa[s, t].astype(np.float32), lb=wb @ xb[s])
+            drive["lo"] = None
+            for k in ("la", "lb", "lo"):
+                i = drive[k] if k != "lo" else (ref["la"][s, t] + ref["lb"][s, t]).astype(np.float32)
+                mem[k] = (np.float32(betas[k]) * mem[k] + i).astype(np.float32)
+                ref[k][s, t] = mem[k] > 0.5
+                mem[k] = np.where(ref[k][s, t] > 0, np.float32(0), mem[k]).astype(np.float32)
+    assert all(r.sum() > 5 for r in ref.values())
+    return dict(model=str(d / "two.h5"), input=str(d / "in.h5"), xa=xa, xb=xb, labels=labels,
+                ref=ref)
+
+
+def test_two_inputs_as_a_dict_equal_numpy_and_the_cli(core, ternion_bin, two_streams):
+    t = two_streams
+    m = core.load(t["model"], dt=1e-3)
+    r = core.run(m, {"b": t["xb"], "a": t["xa"]}, t["labels"], threads=2)
+    for k, ref in t["ref"].items():
+        assert np.array_equal(r.spikes[k], ref), k
+    cli = cli_json(ternion_bin, t["model"], "--input", t["input"], "--dt", "0.001", "--threads", "1")
+    py_doc, cli_doc = without_timing(r.report), without_timing(cli)
+    for doc in (py_doc, cli_doc):
+        doc.pop("input"), doc.pop("threads")
+    assert py_doc == cli_doc
+    assert r.accuracy == cli["accuracy"]
+    # The file through Python, time-first spikes, bool spikes: the same spikes.
+    for x, kw in [(t["input"], {}),
+                  ({"a": np.swapaxes(t["xa"], 0, 1).copy(), "b": t["xb"]}, dict(layout="TS")),
+                  ({"a": t["xa"].astype(bool), "b": t["xb"].astype(np.float64)}, {}),
+                  ({"a": t["xa"].astype(np.float32), "b": t["xb"]}, dict(kind={"a": "spikes"}))]:
+        r2 = core.run(m, x, t["labels"], **kw)
+        assert np.array_equal(r2.spikes["lo"], t["ref"]["lo"]), kw
+        assert r2.counts == r.counts
+
+
+def test_two_inputs_dict_errors(core, two_streams):
+    t = two_streams
+    m = core.load(t["model"], dt=1e-3)
+    with pytest.raises(core.Error, match=re.escape("<array>: /inputs/b: missing: no array for "
+                                                   "the model's Input node 'b'")):
+        core.run(m, {"a": t["xa"]})
+    with pytest.raises(core.Error, match=re.escape("/inputs/c: names no Input node of the "
+                                                   "model (a, b)")):
+        core.run(m, {"a": t["xa"], "b": t["xb"], "c": t["xb"]})
+    with pytest.raises(core.Error, match=re.escape("<array>: /inputs/b/data: has 4 samples, "
+                                                   "/inputs/a/spikes has 5")):
+        core.run(m, {"a": t["xa"], "b": t["xb"][:4]})
+    with pytest.raises(core.Error, match=re.escape("<array>: /inputs/b/data: sample shape [2] "
+                                                   "does not match the model's Input shape [3] "
+                                                   "of Input node 'b'")):
+        core.run(m, {"a": t["xa"], "b": t["xb"][:, :2]})
+    bad = t["xa"].copy()
+    bad[1, 2, 3] = 2
+    with pytest.raises(core.Error, match=re.escape("<array>: /inputs/a/spikes: value 2 at "
+                                                   "sample 1, step 2")):
+        core.run(m, {"a": bad, "b": t["xb"]})
+    with pytest.raises(core.Error, match=re.escape("one array for a model with 2 Input nodes")):
+        core.run(m, t["xa"])
+
+
 def test_trace_from_python_equals_cli(core, ternion_bin, lif_net, tmp_path):
     m = core.load(lif_net["model"], dt=1e-3)
     core.run(m, lif_net["input"], trace=str(tmp_path / "py.h5"), record=["spikes", "ops"])

@@ -19,7 +19,6 @@ struct UserLoadOptions {
     std::optional<std::string> from;  // the framework that wrote the file (--from), see dialects()
     bool allow_unstable = false;      // --allow-unstable: accept Euler decays outside [0, 1)
     bool weight_codebook = true;
-    int threads = 1;  // unused by loading: weights are stored alike for any thread count
 };
 
 struct LoadReport {

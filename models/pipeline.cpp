@@ -158,12 +158,10 @@ Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
     // Profile and counting mode before any simulation work.
     profile_ = hw::load_profile(req_.profile);
     if (!model_) {
-        UserLoadOptions lo = req_.load;
-        lo.threads = req_.threads;
         // A small file may declare huge arrays: refused before they are read.
         check_limit(static_cast<double>(resident_bytes()) + 2 * declared_bytes(req_.model),
                     "loading the model");
-        model_ = load_model_file(req_.model, lo);
+        model_ = load_model_file(req_.model, req_.load);
     } else {
         req_.model = model_->path;
     }

@@ -383,6 +383,7 @@ void vet_file(const std::string& path, bool remember) {
     const FileId id{st.st_dev, st.st_ino, st.st_size,
                     std::int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
     if (remember && vetted().count(id)) return;
+    check_global_heaps(path);
     const VetLimits lim = vet_limits(static_cast<std::uint64_t>(st.st_size));
     void* mem =
         ::mmap(nullptr, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);

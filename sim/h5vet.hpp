@@ -26,6 +26,12 @@ VetLimits vet_limits(std::uint64_t file_bytes);
 // mtime) is vetted once per process.
 void vet_file(const std::string& path, bool remember = true);
 
+// Walks every global heap collection of `path` (the blocks holding variable-length strings) as
+// libhdf5 would, in this process and without libhdf5; throws InputError naming the collection's
+// byte offset when its objects do not tile it (libhdf5 1.10 loops forever on a zero-sized
+// object). Cheap: one scan of the file for the collections' signature. vet_file calls it.
+void check_global_heaps(const std::string& path);
+
 // Whether h5::Reader vets every file it opens (off by default; the CLI turns it on unless
 // TERNION_TRUST_HDF5=1 is set).
 void set_vetting(bool on);

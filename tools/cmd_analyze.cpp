@@ -81,7 +81,7 @@ std::int64_t pick(const po::variables_map& vm, const char* name, const RecordedA
 
 // ---------------------------------------------------------------- causal
 
-int analyze_causal(const Args& args) {
+po::options_description causal_options() {
     po::options_description d(
         "ternion analyze causal: causal graph over tokens from a recorded attention map (ABCD)");
     d.add_options()("help,h", "show this help")("trace", po::value<std::string>()->required(),
@@ -101,15 +101,11 @@ int analyze_causal(const Args& args) {
         "largest conditioning set (-1: unbounded)")("json", "print JSON instead of text")(
         "json-out", po::value<std::string>(), "also write the JSON to this file")(
         "dot", po::value<std::string>(), "write the graphs as Graphviz DOT to this file");
-    if (wants_help(args)) {
-        std::cout << d << "\n";
-        return 0;
-    }
-    auto vm = parse(args, d);
-    const double alpha = vm["alpha"].as<double>();
-    if (!(alpha > 0 && alpha < 1)) throw OptionError("alpha", "must be in (0, 1)");
-    const int max_cond = vm["max-cond"].as<int>();
-    if (max_cond < -1) throw OptionError("max-cond", "must be >= -1");
+    return d;
+}
+
+// Output files must not be the trace (or each other): checked before anything is read.
+void check_causal_outputs(const po::variables_map& vm) {
     const NamedPath trace_in{"trace", vm["trace"].as<std::string>()};
     if (vm.count("json-out"))
         check_output("json-out", vm["json-out"].as<std::string>(), {trace_in});
@@ -118,9 +114,10 @@ int analyze_causal(const Args& args) {
         if (vm.count("json-out")) ins.push_back({"json-out", vm["json-out"].as<std::string>()});
         check_output("dot", vm["dot"].as<std::string>(), ins);
     }
+}
 
-    const auto a = read_attention(vm["trace"].as<std::string>(), vm["node"].as<std::string>(),
-                                  vm["map"].as<std::string>());
+// The Fisher-z test's records n: --records, else the trace's value width.
+std::int64_t causal_records(const po::variables_map& vm, const RecordedAttention& a) {
     std::int64_t n = a.value_dim;
     if (vm.count("records")) n = vm["records"].as<std::int64_t>();
     if (n <= 0)
@@ -131,13 +128,10 @@ int analyze_causal(const Args& args) {
         throw InputError(a.file, "/nodes/" + a.node + "/observables/attention/" + a.map,
                          "not a self-attention map (" + std::to_string(a.rows) + " x " +
                              std::to_string(a.cols) + ")");
-    const auto s = pick(vm, "sample", a, true);
-    const auto t = pick(vm, "step", a, false);
-    if (!a.has(s, t))
-        throw InputError(a.file, a.group + "/present",
-                         "the node delivered no map at sample " +
-                             std::to_string(a.sample_ids[size_t(s)]) + ", step " +
-                             std::to_string(a.step_ids[size_t(t)]));
+    return n;
+}
+
+std::vector<std::int64_t> causal_heads(const po::variables_map& vm, const RecordedAttention& a) {
     std::vector<std::int64_t> heads;
     if (vm.count("head")) {
         const auto h = vm["head"].as<std::int64_t>();
@@ -148,6 +142,68 @@ int analyze_causal(const Args& args) {
     } else {
         for (std::int64_t h = 0; h < a.heads; ++h) heads.push_back(h);
     }
+    return heads;
+}
+
+// One head's graph as JSON: edges with their marks, separations with their sets and p-values.
+json causal_graph_json(const CausalGraph& g, const std::vector<std::string>& names,
+                       const std::vector<int>& degenerate) {
+    json je = json::array(), js = json::array(), jd = json::array();
+    for (int i = 0; i < g.n; ++i)
+        for (int j = i + 1; j < g.n; ++j) {
+            if (g.adjacent(i, j)) {
+                const bool hi = g.at(j, i) == Mark::arrow, hj = g.at(i, j) == Mark::arrow;
+                std::string from = names[size_t(i)], to = names[size_t(j)], type;
+                if (hi && hj) {
+                    type = "bidirected";
+                } else if (hi || hj) {
+                    type = "directed";
+                    if (hi) std::swap(from, to);
+                } else {
+                    type = "undirected";
+                }
+                je.push_back({{"from", from}, {"to", to}, {"type", type}});
+            } else if (g.separated[size_t(i * g.n + j)]) {
+                std::vector<std::string> given;
+                for (int z : g.sepset[size_t(i * g.n + j)]) given.push_back(names[size_t(z)]);
+                js.push_back({{"x", names[size_t(i)]},
+                              {"y", names[size_t(j)]},
+                              {"given", given},
+                              {"p", g.sep_pvalue[size_t(i * g.n + j)]}});
+            }
+        }
+    for (int i : degenerate) jd.push_back(names[size_t(i)]);
+    return {{"tests", g.tests},
+            {"max_order", g.max_order},
+            {"edges", je},
+            {"separations", js},
+            {"degenerate", jd}};
+}
+
+int analyze_causal(const Args& args) {
+    auto d = causal_options();
+    if (wants_help(args)) {
+        std::cout << d << "\n";
+        return 0;
+    }
+    auto vm = parse(args, d);
+    const double alpha = vm["alpha"].as<double>();
+    if (!(alpha > 0 && alpha < 1)) throw OptionError("alpha", "must be in (0, 1)");
+    const int max_cond = vm["max-cond"].as<int>();
+    if (max_cond < -1) throw OptionError("max-cond", "must be >= -1");
+    check_causal_outputs(vm);
+
+    const auto a = read_attention(vm["trace"].as<std::string>(), vm["node"].as<std::string>(),
+                                  vm["map"].as<std::string>());
+    const std::int64_t n = causal_records(vm, a);
+    const auto s = pick(vm, "sample", a, true);
+    const auto t = pick(vm, "step", a, false);
+    if (!a.has(s, t))
+        throw InputError(a.file, a.group + "/present",
+                         "the node delivered no map at sample " +
+                             std::to_string(a.sample_ids[size_t(s)]) + ", step " +
+                             std::to_string(a.step_ids[size_t(t)]));
+    const auto heads = causal_heads(vm, a);
     std::vector<std::int64_t> tokens;
     if (vm.count("tokens")) {
         tokens = token_range(vm["tokens"].as<std::string>(), a.rows);
@@ -184,35 +240,8 @@ int analyze_causal(const Args& args) {
         const auto g = pc_search(test, int(m), PcOptions{max_cond});
         const auto edges = g.edge_strings(names);
 
-        json jg = {{"head", h}, {"tests", g.tests}, {"max_order", g.max_order}};
-        json je = json::array(), js = json::array(), jd = json::array();
-        for (int i = 0; i < g.n; ++i)
-            for (int j = i + 1; j < g.n; ++j) {
-                if (g.adjacent(i, j)) {
-                    const bool hi = g.at(j, i) == Mark::arrow, hj = g.at(i, j) == Mark::arrow;
-                    std::string from = names[size_t(i)], to = names[size_t(j)], type;
-                    if (hi && hj) {
-                        type = "bidirected";
-                    } else if (hi || hj) {
-                        type = "directed";
-                        if (hi) std::swap(from, to);
-                    } else {
-                        type = "undirected";
-                    }
-                    je.push_back({{"from", from}, {"to", to}, {"type", type}});
-                } else if (g.separated[size_t(i * g.n + j)]) {
-                    std::vector<std::string> given;
-                    for (int z : g.sepset[size_t(i * g.n + j)]) given.push_back(names[size_t(z)]);
-                    js.push_back({{"x", names[size_t(i)]},
-                                  {"y", names[size_t(j)]},
-                                  {"given", given},
-                                  {"p", g.sep_pvalue[size_t(i * g.n + j)]}});
-                }
-            }
-        for (int i : degenerate) jd.push_back(names[size_t(i)]);
-        jg["edges"] = je;
-        jg["separations"] = js;
-        jg["degenerate"] = jd;
+        json jg = causal_graph_json(g, names, degenerate);
+        jg["head"] = h;
         jg["covariance"] = matrix_json(C);
         jg["correlation"] = matrix_json(test.R);
         out["graphs"].push_back(jg);
@@ -326,6 +355,44 @@ int analyze_depth(const Args& args) {
 
 // ---------------------------------------------------------------- imf
 
+// --node: "all" (every attention node of the trace, by name) or a comma-separated list.
+std::vector<std::string> imf_nodes(const std::string& opt, const std::string& file) {
+    std::vector<std::string> nodes;
+    if (opt == "all") {
+        nodes = attention_nodes(file);
+        if (nodes.empty()) throw InputError(file, "/nodes", "no attention maps in this trace");
+        return nodes;
+    }
+    std::stringstream ss(opt);
+    for (std::string n; std::getline(ss, n, ',');)
+        if (!n.empty()) nodes.push_back(n);
+    if (nodes.empty()) throw OptionError("node", "no node named");
+    return nodes;
+}
+
+// Mean flow of head h over the recorded maps that carry attention mass (`counted` of them;
+// NaN when none); maps without mass and sample-steps without maps are tallied.
+double head_flow(const RecordedAttention& a, std::int64_t h, const std::vector<TokenGroup>& groups,
+                 int& counted, std::int64_t& empty, std::int64_t& missing) {
+    double sum = 0;
+    counted = 0;
+    for (std::int64_t s = 0; s < a.samples; ++s)
+        for (std::int64_t t = 0; t < a.steps; ++t) {
+            if (!a.has(s, t)) {
+                ++missing;  // the node delivered no map here
+                continue;
+            }
+            const auto f = inter_modality_flow(a.map_at(s, t, h), a.rows, a.cols, groups);
+            if (std::isnan(f.imf)) {
+                ++empty;  // no attention mass at all (silent step): no flow to share
+                continue;
+            }
+            sum += f.imf;
+            ++counted;
+        }
+    return counted ? sum / counted : std::numeric_limits<double>::quiet_NaN();
+}
+
 int analyze_imf(const Args& args) {
     po::options_description d(
         "ternion analyze imf: inter-modality flow between token groups from recorded attention");
@@ -343,17 +410,7 @@ int analyze_imf(const Args& args) {
     }
     auto vm = parse(args, d);
     const auto file = vm["trace"].as<std::string>();
-    std::vector<std::string> nodes;
-    const auto nodes_opt = vm["node"].as<std::string>();
-    if (nodes_opt == "all") {
-        nodes = attention_nodes(file);
-        if (nodes.empty()) throw InputError(file, "/nodes", "no attention maps in this trace");
-    } else {
-        std::stringstream ss(nodes_opt);
-        for (std::string n; std::getline(ss, n, ',');)
-            if (!n.empty()) nodes.push_back(n);
-        if (nodes.empty()) throw OptionError("node", "no node named");
-    }
+    const auto nodes = imf_nodes(vm["node"].as<std::string>(), file);
     json out = {{"trace", file}, {"layers", json::array()}};
     std::ostringstream o;
     double sum = 0;
@@ -383,23 +440,8 @@ int analyze_imf(const Args& args) {
         std::int64_t empty = 0, missing = 0;
         o << "  " << node << " (" << a.samples << " samples x " << a.steps << " steps):";
         for (std::int64_t h = 0; h < a.heads; ++h) {
-            double hs = 0;
             int hc = 0;
-            for (std::int64_t s = 0; s < a.samples; ++s)
-                for (std::int64_t t = 0; t < a.steps; ++t) {
-                    if (!a.has(s, t)) {
-                        ++missing;  // the node delivered no map here
-                        continue;
-                    }
-                    const auto f = inter_modality_flow(a.map_at(s, t, h), a.rows, a.cols, groups);
-                    if (std::isnan(f.imf)) {
-                        ++empty;  // no attention mass at all (silent step): no flow to share
-                        continue;
-                    }
-                    hs += f.imf;
-                    ++hc;
-                }
-            const double hm = hc ? hs / hc : std::numeric_limits<double>::quiet_NaN();
+            const double hm = head_flow(a, h, groups, hc, empty, missing);
             jh.push_back(hc ? json(hm) : json(nullptr));
             o << " h" << h << " " << fmt(hm);
             if (hc) {

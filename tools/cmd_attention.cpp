@@ -31,9 +31,71 @@ void check_attention_memory(const po::variables_map& vm, const ann::Attention& a
         "the attention");
 }
 
-}  // namespace
+// The input file's /x [batch, N, D] (shape checked against the attention) and, for time kinds,
+// /t [batch, N] (read: it is small).
+struct AttentionInput {
+    std::int64_t batch = 0, n = 0, dim = 0;
+    std::vector<float> t;
+};
+AttentionInput check_attention_input(h5::Reader& xr, const ann::Attention& att,
+                                     const std::string& kind) {
+    if (!xr.is_dataset("/x")) xr.fail("/x", "missing dataset");
+    auto xi = xr.info("/x");
+    if (xi.kind != h5::Kind::floating) xr.fail("/x", "expected float32 values");
+    if (xi.dims.size() != 3)
+        xr.fail("/x", "expected shape [batch, N, D], got " + shape_str(xi.dims));
+    const std::int64_t batch = xi.dims[0], n = xi.dims[1], dim = xi.dims[2];
+    if (batch < 1 || n < 1) xr.fail("/x", "empty: shape " + shape_str(xi.dims));
+    if (dim != att.in_dim())
+        xr.fail("/x", "has D = " + std::to_string(dim) + " but the " + kind +
+                          " weights expect D = " + std::to_string(att.in_dim()));
+    if (declared_numel(xi.dims) > kMaxElements ||
+        declared_numel({batch, n, att.out_dim()}) > kMaxElements)
+        xr.fail("/x", "too large: " + shape_str(xi.dims));
+    if (n > (std::int64_t{1} << 24)) xr.fail("/x", "too many tokens");
+    std::vector<float> t;
+    if (att.needs_time()) {
+        if (!xr.is_dataset("/t")) xr.fail("/t", "missing dataset (time kinds need [batch, N])");
+        auto ti = xr.info("/t");
+        if (ti.dims != Shape{batch, n})
+            xr.fail("/t",
+                    "expected shape " + shape_str({batch, n}) + ", got " + shape_str(ti.dims));
+        t = xr.read_floats("/t");
+        for (float v : t)
+            if (!std::isfinite(v)) xr.fail("/t", "contains NaN or Inf");
+    }
 
-int cmd_attention(const Args& args) {
+    return {batch, n, dim, std::move(t)};
+}
+
+// --json: the ops of the whole batch and of one sample, priced by the profile.
+nlohmann::json attention_json(const std::string& kind, const ann::Attention& att,
+                              std::int64_t batch, std::int64_t n, const OpCounts& ops,
+                              const hw::Profile& profile) {
+    nlohmann::json j;
+    j["kind"] = kind;
+    j["batch"] = batch;
+    j["tokens"] = n;
+    j["dim"] = att.in_dim();
+    j["out_dim"] = att.out_dim();
+    j["heads"] = att.heads();
+    j["params"] = att.param_count();
+    j["ops"] = hw::ops_json(ops);
+    j["ops_per_sample"] = hw::ops_json(att.op_counts(n));
+    const hw::OpsEnergy e = hw::price_ops(ops, profile);
+    nlohmann::json by_kind = nlohmann::json::object();
+    for (const auto& [name, pj] : e.by_kind_pj) by_kind[name] = pj;
+    const double pj = e.total_pj;
+    const nlohmann::json unpriced = e.unpriced;
+    j["energy"] = {{"profile", profile.name},
+                   {"total_pj", pj},
+                   {"per_sample_pj", pj / static_cast<double>(batch)},
+                   {"by_kind_pj", by_kind},
+                   {"unpriced", unpriced}};
+    return j;
+}
+
+po::options_description attention_options() {
     po::options_description d("ternion attention: run an ANN reference attention on HDF5 data");
     std::string list;
     for (auto& k : ann::kinds()) list += (list.empty() ? "" : ", ") + k;
@@ -53,6 +115,13 @@ int cmd_attention(const Args& args) {
         "max-memory", po::value<std::string>(),
         "refuse a batch whose estimated memory is above this many bytes, e.g. 8G (default: 80 % "
         "of physical memory)");
+    return d;
+}
+
+}  // namespace
+
+int cmd_attention(const Args& args) {
+    auto d = attention_options();
     for (auto& a : args)
         if (a == "--help" || a == "-h") {
             std::cout << d << "\n";
@@ -93,31 +162,9 @@ int cmd_attention(const Args& args) {
     auto att = ann::make_attention(kind, w, opt);
 
     h5::Reader xr(in_path);
-    if (!xr.is_dataset("/x")) xr.fail("/x", "missing dataset");
-    auto xi = xr.info("/x");
-    if (xi.kind != h5::Kind::floating) xr.fail("/x", "expected float32 values");
-    if (xi.dims.size() != 3)
-        xr.fail("/x", "expected shape [batch, N, D], got " + shape_str(xi.dims));
-    const std::int64_t batch = xi.dims[0], n = xi.dims[1], dim = xi.dims[2];
-    if (batch < 1 || n < 1) xr.fail("/x", "empty: shape " + shape_str(xi.dims));
-    if (dim != att->in_dim())
-        xr.fail("/x", "has D = " + std::to_string(dim) + " but the " + kind +
-                          " weights expect D = " + std::to_string(att->in_dim()));
-    if (declared_numel(xi.dims) > kMaxElements ||
-        declared_numel({batch, n, att->out_dim()}) > kMaxElements)
-        xr.fail("/x", "too large: " + shape_str(xi.dims));
-    if (n > (std::int64_t{1} << 24)) xr.fail("/x", "too many tokens");
-    std::vector<float> t;
-    if (att->needs_time()) {
-        if (!xr.is_dataset("/t")) xr.fail("/t", "missing dataset (time kinds need [batch, N])");
-        auto ti = xr.info("/t");
-        if (ti.dims != Shape{batch, n})
-            xr.fail("/t",
-                    "expected shape " + shape_str({batch, n}) + ", got " + shape_str(ti.dims));
-        t = xr.read_floats("/t");
-        for (float v : t)
-            if (!std::isfinite(v)) xr.fail("/t", "contains NaN or Inf");
-    }
+    const AttentionInput xin = check_attention_input(xr, *att, kind);
+    const std::int64_t batch = xin.batch, n = xin.n, dim = xin.dim;
+    const std::vector<float>& t = xin.t;
 
     // Load the profile before the work so a bad name fails fast.
     std::optional<hw::Profile> profile;
@@ -145,27 +192,7 @@ int cmd_attention(const Args& args) {
     });
 
     if (vm.count("json")) {
-        nlohmann::json j;
-        j["kind"] = kind;
-        j["batch"] = batch;
-        j["tokens"] = n;
-        j["dim"] = att->in_dim();
-        j["out_dim"] = att->out_dim();
-        j["heads"] = att->heads();
-        j["params"] = att->param_count();
-        j["ops"] = hw::ops_json(ops);
-        j["ops_per_sample"] = hw::ops_json(att->op_counts(n));
-        const hw::OpsEnergy e = hw::price_ops(ops, *profile);
-        nlohmann::json by_kind = nlohmann::json::object();
-        for (const auto& [name, pj] : e.by_kind_pj) by_kind[name] = pj;
-        const double pj = e.total_pj;
-        const nlohmann::json unpriced = e.unpriced;
-        j["energy"] = {{"profile", profile->name},
-                       {"total_pj", pj},
-                       {"per_sample_pj", pj / static_cast<double>(batch)},
-                       {"by_kind_pj", by_kind},
-                       {"unpriced", unpriced}};
-        std::cout << j.dump(2) << "\n";
+        std::cout << attention_json(kind, *att, batch, n, ops, *profile).dump(2) << "\n";
     }
     return 0;
 }

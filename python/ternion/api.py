@@ -16,15 +16,14 @@ Error = _core.Error
 Model = _core.Model
 
 
-def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unstable=False,
-         threads=0):
+def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unstable=False):
     """Loads a model file (NIR HDF5 with ternion's Transformer nodes). `dt`,
     `discretization` ("euler" | "exact"), `reset` ("zero" | "subtract"), `from_` (the framework
     that wrote a NIR file: "snntorch", "norse", "sinabs", "spikingjelly", "nir"; see
     docs/bringing-a-model.md) and `allow_unstable` mean what the command-line options
-    --dt, --discretization, --reset, --from and --allow-unstable mean. `threads` sizes parallel
-    blocks (0: every core); results never depend on it."""
-    return _core.load(str(path), dt, discretization, reset, from_, allow_unstable, threads)
+    --dt, --discretization, --reset, --from and --allow-unstable mean. A model is stored alike
+    for any thread count: `run(threads=...)` chooses them."""
+    return _core.load(str(path), dt, discretization, reset, from_, allow_unstable)
 
 
 def load_bundled(name="bsa_digits"):
@@ -35,7 +34,7 @@ def load_bundled(name="bsa_digits"):
 
 
 def build(nodes, edges, *, name="<python>", dt=None, discretization=None, reset=None,
-          from_=None, allow_unstable=False, timesteps=None, encoding=None, threads=0):
+          from_=None, allow_unstable=False, timesteps=None, encoding=None):
     """A model described in Python instead of a file: `nodes` maps each node's name to a dict
     with its "type" (a NIR or ternion type, as in a model file; `ternion info --types`) and its
     parameters (numpy arrays, numbers or strings, as the file's datasets would hold them), in
@@ -51,7 +50,7 @@ def build(nodes, edges, *, name="<python>", dt=None, discretization=None, reset=
         spec.append((str(node), str(kind), params))
     pairs = [(str(a), str(b)) for a, b in edges]
     return _core.build(spec, pairs, name, dt, discretization, reset, from_, allow_unstable,
-                       timesteps, encoding, threads)
+                       timesteps, encoding)
 
 
 def _as_input(x, layout, kind):

@@ -82,6 +82,60 @@ def compact_layout_checked_in_process_too():
 
 
 @test
+def global_heap_damage_refused_before_libhdf5_reads_it():
+    # Each of these collections' size field was enlarged: the walk of its objects meets a
+    # zero-sized one where libhdf5 would loop forever. Refused in-process, naming the collection.
+    for src in sorted(glob.glob(os.path.join(FUZZ, "regressions", "model", "*heap*"))):
+        renamed = path("in-process-" + os.path.basename(src))
+        shutil.copy(src, renamed)
+        line = refused("model", renamed)
+        assert "global heap at byte 2064: object at byte 6264 has size 0" in line, line
+
+
+@test
+def many_strings_in_several_heap_collections_still_load():
+    # Thousands of variable-length strings (some longer than a collection's 4096 bytes) fill
+    # several global heap collections of different sizes: every one must walk cleanly.
+    import h5py
+    import numpy as np
+    f = path("many-strings.h5")
+    shutil.copy(os.path.join(BUNDLED, "ssa_digits.h5"), f)
+    with h5py.File(f, "a") as h:
+        words = [("w%d-" % i) * (1 + i % 7) for i in range(6000)] + ["x" * 9000, "y" * 5000]
+        h.create_dataset("notes", data=np.array(words, dtype=object),
+                         dtype=h5py.string_dtype())
+    with open(f, "rb") as fh:
+        assert fh.read().count(b"GCOL") >= 3
+    assert run("info", f).stdout == run("info", os.path.join(BUNDLED, "ssa_digits.h5")).stdout \
+        .replace(os.path.join(BUNDLED, "ssa_digits.h5"), f)
+
+
+@test
+def a_short_chunk_among_thousands_is_refused():
+    # 1500 chunks of 256 bytes; one size field in the chunk index (a v1 B-tree key: size,
+    # filter mask, the chunk's offsets) lowered to 128. Beyond 1024 chunks the check is the
+    # index's total against 1500 whole chunks.
+    import struct
+    import h5py
+    import numpy as np
+    x = (np.random.default_rng(0).random((1500, 4, 1, 8, 8)) < 0.2).astype(np.int8)
+    good, bad = path("chunks-good.h5"), path("chunks-bad.h5")
+    with h5py.File(good, "w") as f:
+        f.create_dataset("spikes", data=x, chunks=(1, 4, 1, 8, 8))
+    b = bytearray(open(good, "rb").read())
+    key = struct.pack("<II6Q", 256, 0, 1300, 0, 0, 0, 0, 0)
+    at = b.find(key)
+    assert at > 0 and b.find(key, at + 1) < 0
+    b[at:at + 4] = struct.pack("<I", 128)
+    open(bad, "wb").write(bytes(b))
+    model = os.path.join(BUNDLED, "ssa_digits.h5")
+    assert run("run", model, "--input", good, "--samples", 2, "--no-progress").returncode == 0
+    line = refused("input", bad)
+    assert line.endswith("/spikes: 1500 chunks store 383872 bytes, 1500 unfiltered chunks have "
+                         "384000 (damaged file?)"), line
+
+
+@test
 def seed_models_still_load():
     for f in sorted(glob.glob(os.path.join(FUZZ, "corpus", "model", "*.h5"))):
         assert "parameters:" in run("info", f).stdout, f

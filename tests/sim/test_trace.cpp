@@ -54,9 +54,7 @@ struct Recorded {
 Recorded record(const TernaryModel& m, const TraceOptions& o, const std::string& out, int threads) {
     Recorded r;
     LoadReport rep;
-    UserLoadOptions lo;
-    lo.threads = threads;
-    r.graph = load_model(m.model.path(), lo, rep);
+    r.graph = load_model(m.model.path(), UserLoadOptions{}, rep);
     auto src = open_input(m.input.path(), InputOptions{Encoding::direct, 0});
     TraceRecorder rec(*r.graph, o, 0, m.S, m.T);
     RunConfig cfg;

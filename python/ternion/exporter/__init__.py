@@ -4,7 +4,8 @@ Supported modules (matched by class name and attributes, so SpikingJelly and the
 need not be importable here): SpikingJelly LIFNode/MultiStepLIFNode, ParametricLIFNode,
 IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in, MaxPool2d, AvgPool2d,
 Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
-Spikformer (SPS, SSA blocks, MLP, head) and this repository's DigitsSpikformer; snnTorch Leaky
+Spikformer (SPS, SSA blocks, MLP, head), the official Spike-driven Transformer v1 (sdt.py) and
+this repository's DigitsSpikformer; snnTorch Leaky
 and Synaptic, Norse LIFBoxCell, LIFCell, LIBoxCell and IAFCell, Sinabs IAF, LIF and ExpLeak
 (peers.py: the file then carries that framework's conventions, metadata/from). Anything else
 raises ExportError naming the module path and type. docs/bringing-a-model.md has the table."""
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 
 from . import converters as cv
 from . import peers
+from . import sdt
 from .graph import ExportError, Graph, fold_bn, write_model
 
 __all__ = ["export", "ExportError", "ExportReport", "fold_bn", "write_model"]
@@ -57,6 +59,12 @@ class Exporter:
             return cv.convert_neuron(self, m, path, x)
         if cv.is_digits_spikformer(m):
             return cv.convert_digits_spikformer(self, m, path, x)
+        if sdt.is_sdt(m):
+            return sdt.convert_sdt(self, m, path, x)
+        if sdt.is_ms_sps(m):
+            return sdt.convert_ms_sps(self, m, path, x)
+        if sdt.is_ms_block(m):
+            return sdt.convert_ms_block(self, m, path, x)
         if cv.is_spikformer(m):
             return cv.convert_spikformer(self, m, path, x)
         if cv.is_sps(m):
@@ -101,13 +109,13 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
       * [T, B, ...] for multi-step networks (SpikingJelly step_mode 'm', MultiStep* neurons,
         SeqToANNContainer): T becomes the file's `timesteps`;
       * [B, ...] for models that repeat their input over time themselves (Spikformer,
-        DigitsSpikformer: T from the model, direct encoding) or single-step networks (then pass
-        `timesteps`).
+        Spike-driven Transformer, DigitsSpikformer: T from the model, direct encoding) or
+        single-step networks (then pass `timesteps`).
     time_first overrides that choice. Only its shape is used. The file describes the module in
     eval mode: BatchNorm is folded with its running statistics."""
     ex = Exporter()
     shape = tuple(example_input.shape)
-    whole = cv.is_spikformer(module) or cv.is_digits_spikformer(module)
+    whole = cv.is_spikformer(module) or sdt.is_sdt(module) or cv.is_digits_spikformer(module)
     if time_first is None:
         time_first = not whole and _multi_step(module)
     if time_first:

@@ -28,7 +28,12 @@ Then for each kind:
       - ternion, one sample alone (`simulate_s`, first sample, so it includes allocating the
         per-sample state): with --threads 2 the sample's layers are split between the threads;
       - SpikingJelly, torch.set_num_threads(n), torch.no_grad(), reset_net before every
-        forward: per-sample time of a batch-1 forward and of a batch-16 forward / 16.
+        forward, after a batch-1 warm-up: per-sample time of a batch-1 forward and of a
+        batch-16 forward / 16. Debian's torch runs nn.Linear on a generic BLAS (about 12x
+        slower than oneDNN here), so SpikingJelly is timed with every Linear computed as a 1x1
+        convolution (tools/spikformer_ref.py `linear`, same parameters) each round, and with
+        nn.Linear as the official code has it in the first --official-rounds rounds.
+  The spike totals are compared for both Linear variants.
 Medians over the rounds, the ratios and one JSON line are printed last. `--sweep R ...` also
 times the SSA model calibrated to other rates (1 and 2 threads at batch 16, --sweep-rounds),
 and `--node-times` adds one ternion run per kind with `--node-times` (thread seconds per node).
@@ -36,7 +41,8 @@ and `--node-times` adds one ternion run per kind with `--node-times` (thread sec
 Models, inputs and the calibrated state are cached in --workdir (delete it to rebuild).
 
   PYTHONPATH=/tmp/sj14 nice /usr/bin/python3 bench/spikformer_cifar.py --ternion build/ternion \\
-      [--rounds 5] [--kinds ssa bsa] [--rate 0.1] [--sweep 0.05 0.2] [--node-times]
+      [--rounds 5] [--official-rounds 2] [--kinds ssa bsa] [--rate 0.1] [--sweep 0.05 0.2] \\
+      [--sweep-rounds 3] [--node-times]
 
 SpikingJelly: tag 0.0.0.0.14 on PYTHONPATH (e.g. `git archive 0.0.0.0.14 | tar -x -C /tmp/sj14`);
 torch: Debian's python3-torch.

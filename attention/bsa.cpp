@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"

@@ -213,13 +213,6 @@ void check_whole(const Reader& r, hid_t dset, const std::string& ds, bool compac
 // H5Dget_chunk_info_by_coord) by walking the index from its start, so beyond 1024 stored chunks
 // one walk sums them instead (H5Dget_storage_size): a damaged size shows in the total unless
 // another chunk's damage cancels it.
-void chunk_size_fails(const Reader& r, const std::string& ds, const std::string& which,
-                      hsize_t size, hsize_t chunk_bytes) {
-    r.fail(ds, "chunk " + which + " stores " + std::to_string(size) +
-                   " bytes, an unfiltered chunk has " + std::to_string(chunk_bytes) +
-                   " (damaged file?)");
-}
-
 void check_chunk_sizes(const Reader& r, hid_t dset, const std::string& ds, hsize_t chunk_bytes) {
     Handle space(H5Dget_space(dset), H5Sclose);
     hsize_t n = 0;
@@ -240,7 +233,10 @@ void check_chunk_sizes(const Reader& r, hid_t dset, const std::string& ds, hsize
         hsize_t size = 0;
         if (H5Dget_chunk_info(dset, space.id(), i, offset.data(), &mask, &addr, &size) < 0)
             r.fail(ds, "unreadable chunk index (damaged file?)");
-        if (size != chunk_bytes) chunk_size_fails(r, ds, std::to_string(i), size, chunk_bytes);
+        if (size != chunk_bytes)
+            r.fail(ds, "chunk " + std::to_string(i) + " stores " + std::to_string(size) +
+                           " bytes, an unfiltered chunk has " + std::to_string(chunk_bytes) +
+                           " (damaged file?)");
     }
 }
 

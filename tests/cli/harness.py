@@ -22,6 +22,17 @@ def run(*args, check=True):
     return p
 
 
+def expect_error(args, *parts):
+    """Runs ternion expecting exit 1 and exactly one error line containing every part."""
+    p = run(*args, check=False)
+    assert p.returncode == 1, (p.returncode, p.stdout[-400:], p.stderr)
+    err = p.stderr.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("ternion: error:"), p.stderr
+    for m in parts:
+        assert m in err[0], (m, err[0])
+    return err[0]
+
+
 def run_json(*args):
     return json.loads(run(*args, "--json", "--no-progress").stdout)
 

@@ -22,7 +22,7 @@ exact, not approximate.
 import h5py
 import numpy as np
 
-from harness import finish, path, run, run_json, test
+from harness import expect_error, finish, path, run, run_json, test
 from nirfile import Nir, spikes_file, trace_spikes
 
 rng = np.random.default_rng(19)
@@ -36,16 +36,6 @@ def dyadic(shape, scale=1.0):
 def trace_v(fname, node):
     with h5py.File(fname, "r") as f:
         return f[f"nodes/{node}/observables/v/data"][()]
-
-
-def expect_error(args, *parts):
-    p = run(*args, check=False)
-    assert p.returncode == 1, (p.returncode, p.stdout[-400:], p.stderr)
-    err = p.stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("ternion: error:"), p.stderr
-    for m in parts:
-        assert m in err[0], (m, err[0])
-    return err[0]
 
 
 def mlp(fname, n_in, n_h, n_out, neuron1, neuron2, meta=None):

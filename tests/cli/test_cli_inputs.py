@@ -13,6 +13,7 @@ import json
 import h5py
 import numpy as np
 
+import harness
 from harness import finish, path, run, run_json, test
 from nirfile import Nir, spikes_file, trace_spikes
 
@@ -81,13 +82,7 @@ two_stream_input(path("two_in.h5"), XA, XB, LABELS)
 
 
 def expect_error(args, *parts):
-    p = run(*args, "--dt", DT, check=False)
-    assert p.returncode == 1, (p.returncode, p.stdout[-400:], p.stderr)
-    err = p.stderr.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("ternion: error:"), p.stderr
-    for m in parts:
-        assert m in err[0], (m, err[0])
-    return err[0]
+    return harness.expect_error([*args, "--dt", DT], *parts)
 
 
 @test

@@ -592,6 +592,7 @@ class IdxFile {
         if (std::filesystem::is_directory(path, ec)) throw InputError(path, "", "is a directory");
         gz_ = gzopen(path.c_str(), "rb");
         if (!gz_) throw InputError(path, "", "cannot open");
+        file_bytes_ = static_cast<std::int64_t>(std::filesystem::file_size(path, ec));
     }
     ~IdxFile() {
         if (gz_) gzclose(gz_);
@@ -648,6 +649,18 @@ class IdxFile {
         }
         return dims;
     }
+    // An uncompressed file must hold the values its header declares: checked before anything
+    // is sized from the header, so a 13-byte file cannot ask for gigabytes. (A gzip stream's
+    // length is known only by reading it; its reader grows with what it finds.)
+    void check_raw_size(std::size_t rank, std::int64_t values) {
+        if (gzdirect(gz_) != 1 || file_bytes_ < 0) return;
+        const std::int64_t held = file_bytes_ - 4 - 4 * static_cast<std::int64_t>(rank);
+        if (held < values)
+            throw InputError(path_, "data",
+                             "truncated: the header declares " + std::to_string(values) +
+                                 " values, the file holds " +
+                                 std::to_string(std::max<std::int64_t>(held, 0)));
+    }
     // After the values: nothing may follow.
     void expect_end() {
         unsigned char c = 0;
@@ -676,6 +689,7 @@ class IdxFile {
     }
     std::string path_;
     gzFile gz_ = nullptr;
+    std::int64_t file_bytes_ = -1;
 };
 
 std::unique_ptr<InputSource> open_idx(const std::string& path, const InputOptions& o) {
@@ -685,15 +699,17 @@ std::unique_ptr<InputSource> open_idx(const std::string& path, const InputOption
     Shape shape(dims.begin() + 1, dims.end());
     if (shape.size() == 2) shape.insert(shape.begin(), 1);  // [H, W] images: one channel
     const std::int64_t n = numel(shape);
-    // A compressed stream is read through; only the held samples' pixels are kept.
+    f.check_raw_size(dims.size(), samples * n);
+    // A compressed stream is read through; only the held samples' pixels are kept, and the
+    // buffer grows with the rows actually found.
     const Shard held = held_samples(o, samples);
-    auto data = std::make_shared<std::vector<float>>(static_cast<std::size_t>(held.count * n));
+    auto data = std::make_shared<std::vector<float>>();
+    data->reserve(static_cast<std::size_t>(std::min<std::int64_t>(held.count * n, 1 << 24)));
     std::vector<unsigned char> row(static_cast<std::size_t>(n));
     for (std::int64_t k = 0; k < samples; ++k) {
         f.read(row.data(), row.size(), "data");
         if (k < held.first || k >= held.first + held.count) continue;
-        float* out = data->data() + (k - held.first) * n;
-        for (std::int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(row[i]) / 255.0f;
+        for (const unsigned char v : row) data->push_back(static_cast<float>(v) / 255.0f);
     }
     f.expect_end();
 

@@ -187,6 +187,25 @@ void check_stored(const Reader& r, hid_t dset, const std::string& ds) {
                        " (damaged or hostile file?)");
 }
 
+// The size of the file holding dset (0 when unknown): stored data must lie inside it.
+hsize_t file_bytes(hid_t dset) {
+    Handle file(H5Iget_file_id(dset), H5Fclose);
+    hsize_t size = 0;
+    if (!file || H5Fget_filesize(file.id(), &size) < 0) return 0;
+    return size;
+}
+
+// Data said to be stored beyond the end of the file is a damaged address or size: libhdf5
+// would size its buffers from it and then fail to read (a 4 KB file declaring 1 GiB).
+void check_in_file(const Reader& r, const std::string& ds, haddr_t addr, double bytes,
+                   hsize_t file_size) {
+    if (file_size == 0 || addr == HADDR_UNDEF) return;
+    if (static_cast<double>(addr) + bytes > static_cast<double>(file_size))
+        r.fail(ds, "stored data (" + std::to_string(static_cast<std::uint64_t>(bytes)) +
+                       " bytes at offset " + std::to_string(addr) + ") ends beyond the file's " +
+                       std::to_string(file_size) + " bytes (damaged or truncated file?)");
+}
+
 // libhdf5 1.10 trusts the size a compact layout message gives its data: a damaged layout
 // message (its version byte changed, so a contiguous layout is read as an empty compact one)
 // makes H5Dread copy the dataset's full size out of a smaller buffer (SIGSEGV). A compact
@@ -203,6 +222,8 @@ void check_whole(const Reader& r, hid_t dset, const std::string& ds, bool compac
                        std::to_string(static_cast<std::uint64_t>(stored)) +
                        " bytes, the dataset needs " +
                        std::to_string(static_cast<std::uint64_t>(declared)) + " (damaged file?)");
+    if (!compact && stored != 0)
+        check_in_file(r, ds, H5Dget_offset(dset), declared, file_bytes(dset));
 }
 
 // libhdf5 trusts a chunk layout message: a chunk larger than a fixed-size dataset (one damaged
@@ -227,6 +248,7 @@ void check_chunk_sizes(const Reader& r, hid_t dset, const std::string& ds, hsize
         return;
     }
     std::vector<hsize_t> offset(H5S_MAX_RANK + 1);
+    const hsize_t in_file = file_bytes(dset);
     for (hsize_t i = 0; i < n; ++i) {
         unsigned mask = 0;
         haddr_t addr = 0;
@@ -237,6 +259,7 @@ void check_chunk_sizes(const Reader& r, hid_t dset, const std::string& ds, hsize
             r.fail(ds, "chunk " + std::to_string(i) + " stores " + std::to_string(size) +
                            " bytes, an unfiltered chunk has " + std::to_string(chunk_bytes) +
                            " (damaged file?)");
+        check_in_file(r, ds, addr, static_cast<double>(size), in_file);
     }
 }
 
@@ -297,9 +320,9 @@ std::vector<T> read_numeric(const Reader& r, hid_t file, const std::string& ds, 
         n *= d;
     }
     if (n > kMaxElements) r.fail(ds, "absurd declared size " + shape_str(inf.dims));
-    std::vector<T> v(static_cast<std::size_t>(n));
     Handle d(H5Dopen2(file, ds.c_str(), H5P_DEFAULT), H5Dclose);
-    if (n > 0) check_layout(r, d.id(), ds);
+    if (n > 0) check_layout(r, d.id(), ds);  // before the buffer is sized from the header
+    std::vector<T> v(static_cast<std::size_t>(n));
     if (n > 0 && H5Dread(d.id(), mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, v.data()) < 0)
         r.fail(ds, "read failed (corrupt or truncated data)");
     if (out_info) *out_info = inf;
@@ -362,15 +385,15 @@ std::vector<T> read_rows(const Reader& r, hid_t file, const std::string& ds, Sla
     }
     std::int64_t n = 1;
     for (auto c : cnt) n *= static_cast<std::int64_t>(c);
+    if (out && static_cast<std::size_t>(n) > capacity)
+        r.fail(ds, "rows larger than the buffer given");
+    if (n == 0) return {};
+    check_layout(r, d.id(), ds);  // before a buffer is sized from the header
     std::vector<T> v;
     if (!out) {
         v.resize(static_cast<std::size_t>(n));
         out = v.data();
-    } else if (static_cast<std::size_t>(n) > capacity) {
-        r.fail(ds, "rows larger than the buffer given");
     }
-    if (n == 0) return v;
-    check_layout(r, d.id(), ds);
     H5Sselect_hyperslab(fspace.id(), H5S_SELECT_SET, st.data(), nullptr, cnt.data(), nullptr);
     Handle mspace(H5Screate_simple(static_cast<int>(cnt.size()), cnt.data(), nullptr), H5Sclose);
     if (H5Dread(d.id(), mem_type, mspace.id(), fspace.id(), H5P_DEFAULT, out) < 0)

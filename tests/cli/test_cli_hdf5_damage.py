@@ -136,6 +136,38 @@ def a_short_chunk_among_thousands_is_refused():
 
 
 @test
+def data_beyond_the_end_of_the_file_is_refused_before_any_buffer():
+    # A 3 KB file whose dataspace (dims and max dims) and contiguous layout size were raised so
+    # that /W_K declares 1 GiB at its real offset: refused from the file's size, in-process too,
+    # without a buffer sized from the header.
+    import resource
+    import struct
+    import h5py
+    import numpy as np
+    good, bad = path("beyond-good.h5"), path("beyond-bad.h5")
+    with h5py.File(good, "w") as f:
+        for name, rows in (("W_Q", 8), ("W_K", 13), ("W_V", 8)):
+            f.create_dataset(name, data=np.ones((rows, 8), np.float32))
+        at = f["W_K"].id.get_offset()
+    b = open(good, "rb").read()
+    rows = 33554440  # x 8 float32 = 1073742080 bytes
+    assert b.count(struct.pack("<QQ", 13, 8)) == 2 and b.count(struct.pack("<QQ", at, 416)) == 1
+    b = b.replace(struct.pack("<QQ", 13, 8), struct.pack("<QQ", rows, 8))
+    b = b.replace(struct.pack("<QQ", at, 416), struct.pack("<QQ", at, rows * 32))
+    open(bad, "wb").write(b)
+    want = (f"/W_K: stored data (1073742080 bytes at offset {at}) ends beyond the file's "
+            f"{len(b)} bytes (damaged or truncated file?)")
+    line = refused("weights", bad)
+    assert line.endswith(want), line
+    args = command("weights", bad, path("never.h5"))
+    p = subprocess.run([TERNION, *args], capture_output=True, text=True,
+                       env={**os.environ, "TERNION_TRUST_HDF5": "1"})
+    assert p.returncode == 1 and p.stderr.strip() == f"ternion: error: {bad}: {want}", p.stderr
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mb < 600, f"ternion grew to {peak_mb:.0f} MB on a 3 KB file"
+
+
+@test
 def seed_models_still_load():
     for f in sorted(glob.glob(os.path.join(FUZZ, "corpus", "model", "*.h5"))):
         assert "parameters:" in run("info", f).stdout, f

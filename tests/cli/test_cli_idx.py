@@ -5,18 +5,20 @@
     --labels; `ternion encode` reads IDX too and copies the labels;
   * hostile files (wrong magic, other types, truncated header or values, zero or overflowing
     dimensions, trailing bytes, a damaged gzip stream, labels of another length) are refused with
-    exactly one error line that names the file and the field, exit code 1.
+    exactly one error line that names the file and the field, exit code 1; a header declaring
+    more values than the file holds is refused without sizing memory from it.
 
   /usr/bin/python3 tests/cli/test_cli_idx.py build/ternion
 """
 import gzip
 import os
+import resource
 import struct
 
 import h5py
 import numpy as np
 
-from harness import finish, path, run, run_json, test
+from harness import expect_error, finish, path, run, run_json, test
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "..", "models", "bundled", "bsa_digits.h5")  # input [1, 8, 8]
@@ -132,6 +134,17 @@ def hostile_idx_files():
                 "dims", gz)
         refused(f"labels{s}", good, None, gz, labels=idx_bytes(LABELS[:11]), labels_field="dims")
         refused(f"labelmagic{s}", good, None, gz, labels=idx_bytes(PIXELS), labels_field="magic")
+    # a 13-byte file whose header declares 2050 images of 2 x 98305 pixels (1.6 GB as floats)
+    declared = b"\x00\x00\x08\x03" + struct.pack(">III", 2050, 2, 98305)
+    refused("declared", declared, "data")
+    for gz in (False, True):
+        p = write("declared-images-idx3-ubyte" + (".gz" if gz else ""), declared, gz)
+        err = expect_error(["run", MODEL, "--input", p, "--no-progress"], f"{p}: data: truncated")
+        if not gz:  # sized from the file before anything is allocated
+            assert "declares 403050500 values, the file holds 0" in err, err
+    # the peak resident size of every ternion run so far, this one included
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    assert peak_mb < 600, f"a refused 13-byte IDX file made ternion grow to {peak_mb:.0f} MB"
     # a damaged gzip stream: the deflate data and the CRC
     z = bytearray(gzip.compress(good))
     z[20] ^= 0xFF

@@ -2,6 +2,7 @@
 // paths), and only ternion::Error counts as a clean refusal. Anything else that escapes
 // (InternalError, std::bad_alloc, a crash, a sanitizer report) is a finding.
 #pragma once
+#include <hdf5.h>
 #include <unistd.h>
 
 #include <cstddef>
@@ -29,6 +30,17 @@ inline std::string as_file(const std::uint8_t* data, std::size_t size, const cha
     return p;
 }
 
+// Every HDF5 identifier a reader opened must be closed again, on success and on every error
+// path: a leaked one keeps its file (and libhdf5's caches for it) alive, which a long-lived
+// process (the Python module) would pay for file after file.
+inline void expect_no_open_hdf5_objects() {
+    const ssize_t open = H5Fget_obj_count(H5F_OBJ_ALL, H5F_OBJ_ALL);
+    if (open != 0) {
+        std::fprintf(stderr, "finding: %zd HDF5 identifiers left open\n", open);
+        std::abort();
+    }
+}
+
 // Runs fn; a ternion::Error is the expected answer to a bad file.
 template <class F>
 void expect_clean(F&& fn) {
@@ -49,6 +61,7 @@ void expect_clean_vetted(const std::string& path, F&& fn) {
         if (!raw) ternion::h5::vet_file(path, false);
         fn();
     });
+    expect_no_open_hdf5_objects();
 }
 
 }  // namespace ternion::fuzz

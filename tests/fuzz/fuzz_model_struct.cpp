@@ -258,5 +258,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         ternion::LoadReport rep;
         ternion::load_model(p, {}, rep);
     });
+    ternion::fuzz::expect_no_open_hdf5_objects();
     return 0;
 }

@@ -4,6 +4,7 @@
 // end: each output still receives its inputs in ascending input order, as the gather sums them.
 #include <algorithm>
 
+#include "conv_direct.hpp"
 #include "synaptic.hpp"
 #include "synaptic_internal.hpp"
 
@@ -16,7 +17,14 @@ namespace {
 // The event path's channels-last sums [OH*OW, Cout], rebuilt every step.
 struct ConvScratch : NodeState {
     std::vector<float> acc;
+    std::vector<float> padded;  // the direct path's padded input and tile
 };
+
+// A scatter costs about this many of the direct path's multiply-adds per tap it adds (a row of
+// output channels loaded and stored per tap against register tiles). Measured on Spikformer's
+// stem convolutions (bench/spikformer_cifar.py): the direct path then wins above about 15 %
+// non-zero inputs on 16x16 maps, 20 % on 8x8 ones (more padding per row).
+constexpr std::uint64_t kScatterCost = 8;
 
 // acc[c] += w[c], acc[c] -= w[c], acc[c] += x w[c]: one tap's row of output channels.
 void add_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {
@@ -139,6 +147,9 @@ class ConvNode final : public Node {
                 });
         dense_taps_ = taps * static_cast<std::uint64_t>(cin_ * cout_g);
         build_scatter_tables();
+        direct_ok_ = sh_ == 1 && sw_ == 1 && dh_ == 1 && dw_ == 1;
+        if (direct_ok_)
+            direct_.build({groups_, cin_g_, cout_g, H_, W_, kh_, kw_, ph_, pw_, OH_, OW_}, w_);
     }
     // Per input position, the (kernel tap, output position) pairs it reaches, and the weights
     // as [Cin][tap][Cout/groups], so that one tap's output channels are contiguous.
@@ -192,15 +203,25 @@ class ConvNode final : public Node {
     }
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override {
+        auto& sc = static_cast<ConvScratch&>(*state);
         if (ctx.engine == Engine::dense)
             gather(in, out.values.data());
+        else if (direct_pays(in))
+            direct_.run(in.values.data(), out.values.data(), sc.padded);
         else
-            scatter(in, static_cast<ConvScratch&>(*state).acc, out.values.data());
+            scatter(in, sc.acc, out.values.data());
         // Both engines book the event engine's count: padding taps are not synaptic events.
         count_events(
             in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float), ctx);
         add_bias(out.values.data());
         out.scan();
+    }
+    // The direct path for ternary inputs dense enough that multiplying every tap is cheaper.
+    bool direct_pays(const Activity& in) const {
+        if (!direct_ok_ || !in.ternary) return false;
+        const auto scatter = static_cast<std::uint64_t>(in.nonzero()) *
+                             static_cast<std::uint64_t>(kh_ * kw_ * (cout_ / groups_));
+        return scatter * kScatterCost >= direct_.lanes();
     }
     // Dense engine: each output sums its window in (input channel, row, column) order.
     void gather(const Activity& in, float* y) const {
@@ -300,6 +321,8 @@ class ConvNode final : public Node {
     std::vector<std::uint32_t> tap_start_, tap_k_, tap_out_;  // see build_scatter_tables
     std::vector<float> wt_;                                   // [Cin][tap][Cout/groups]
     std::uint64_t dense_taps_ = 0;
+    DirectConv direct_;  // dense spike maps, stride and dilation 1
+    bool direct_ok_ = false;
     bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN
 };
 

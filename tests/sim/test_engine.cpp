@@ -32,6 +32,39 @@ std::vector<std::int8_t> random_spikes(std::mt19937_64& rng, std::size_t n, doub
     return s;
 }
 
+// A convolution's geometry, for the reference sum below.
+struct ConvGeometry {
+    std::int64_t C, H, W, CO, KH, KW, G, SH, SW, DH, DW, PH, PW;
+    std::int64_t OH() const { return (H + 2 * PH - DH * (KH - 1) - 1) / SH + 1; }
+    std::int64_t OW() const { return (W + 2 * PW - DW * (KW - 1) - 1) / SW + 1; }
+};
+
+// Each output as a direct sum over its window in (channel, row, column) order, as PyTorch's
+// definition reads; x(ci, iy, ix) gives the input.
+template <class X>
+std::vector<float> conv_reference(const ConvGeometry& g, const std::vector<double>& w, X x) {
+    const std::int64_t OH = g.OH(), OW = g.OW(), cin_g = g.C / g.G, cout_g = g.CO / g.G;
+    std::vector<float> y(static_cast<std::size_t>(g.CO * OH * OW), 0.0f);
+    for (std::int64_t co = 0; co < g.CO; ++co)
+        for (std::int64_t oy = 0; oy < OH; ++oy)
+            for (std::int64_t ox = 0; ox < OW; ++ox) {
+                float acc = 0.0f;
+                for (std::int64_t cl = 0; cl < cin_g; ++cl)
+                    for (std::int64_t ky = 0; ky < g.KH; ++ky)
+                        for (std::int64_t kx = 0; kx < g.KW; ++kx) {
+                            const std::int64_t iy = oy * g.SH - g.PH + ky * g.DH;
+                            const std::int64_t ix = ox * g.SW - g.PW + kx * g.DW;
+                            if (iy < 0 || iy >= g.H || ix < 0 || ix >= g.W) continue;
+                            const std::int64_t ci = co / cout_g * cin_g + cl;
+                            acc += float(w[static_cast<std::size_t>(
+                                       ((co * cin_g + cl) * g.KH + ky) * g.KW + kx)]) *
+                                   x(ci, iy, ix);
+                        }
+                y[static_cast<std::size_t>((co * OH + oy) * OW + ox)] = acc;
+            }
+    return y;
+}
+
 // A recurrent MLP: Affine -> LIF (with a sparse recurrent Linear) -> Linear -> CubaLIF.
 void write_mlp(const std::string& path, std::mt19937_64& rng, double density) {
     const std::int64_t hid = 128, out = 10;
@@ -593,10 +626,8 @@ TEST_CASE(
     "direct sum in (channel, row, column) order") {
     // 4 input channels in 2 groups, 6 outputs, kernel 3x2, stride (2, 1), dilation (1, 2),
     // padding (1, 2) on a 7x6 input; analog inputs (half of them zero) and +-1 spikes.
-    const std::int64_t C = 4, H = 7, W = 6, CO = 6, KH = 3, KW = 2, G = 2;
-    const std::int64_t SH = 2, SW = 1, DH = 1, DW = 2, PH = 1, PW = 2;
-    const std::int64_t OH = (H + 2 * PH - DH * (KH - 1) - 1) / SH + 1;
-    const std::int64_t OW = (W + 2 * PW - DW * (KW - 1) - 1) / SW + 1;
+    const ConvGeometry g{4, 7, 6, 6, 3, 2, 2, 2, 1, 1, 2, 1, 2};
+    const std::int64_t C = g.C, H = g.H, W = g.W, CO = g.CO, KH = g.KH, KW = g.KW, G = g.G;
     std::mt19937_64 rng(5);
     auto w = random_weights(rng, CO * (C / G) * KH * KW, 0.8, 1.0);
     TempFile model, analog, spikes;
@@ -605,9 +636,9 @@ TEST_CASE(
         .node("conv", "Conv2d",
               {{"weight", P(w, {CO, C / G, KH, KW})},
                {"groups", P(double(G))},
-               {"stride", P({double(SH), double(SW)})},
-               {"dilation", P({double(DH), double(DW)})},
-               {"padding", P({double(PH), double(PW)})}})
+               {"stride", P({double(g.SH), double(g.SW)})},
+               {"dilation", P({double(g.DH), double(g.DW)})},
+               {"padding", P({double(g.PH), double(g.PW)})}})
         .node("output", "Output")
         .edge("input", "conv")
         .edge("conv", "output")
@@ -618,37 +649,65 @@ TEST_CASE(
     write_data(analog.path(), a, {1, C, H, W});
     auto sp = random_spikes(rng, C * H * W, 0.3, true);
     write_spikes(spikes.path(), sp, {1, 1, C, H, W});
-    auto direct = [&](auto x) {  // x(ci, iy, ix) -> float
-        std::vector<float> y(static_cast<std::size_t>(CO * OH * OW), 0.0f);
-        for (std::int64_t co = 0; co < CO; ++co)
-            for (std::int64_t oy = 0; oy < OH; ++oy)
-                for (std::int64_t ox = 0; ox < OW; ++ox) {
-                    float acc = 0.0f;
-                    for (std::int64_t cl = 0; cl < C / G; ++cl)
-                        for (std::int64_t ky = 0; ky < KH; ++ky)
-                            for (std::int64_t kx = 0; kx < KW; ++kx) {
-                                const std::int64_t iy = oy * SH - PH + ky * DH;
-                                const std::int64_t ix = ox * SW - PW + kx * DW;
-                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
-                                const std::int64_t ci = co / (CO / G) * (C / G) + cl;
-                                acc += float(w[static_cast<std::size_t>(
-                                           ((co * (C / G) + cl) * KH + ky) * KW + kx)]) *
-                                       x(ci, iy, ix);
-                            }
-                    y[static_cast<std::size_t>((co * OH + oy) * OW + ox)] = acc;
-                }
-        return y;
-    };
-    const auto ya = direct([&](std::int64_t c, std::int64_t y, std::int64_t x) {
+    const auto ya = conv_reference(g, w, [&](std::int64_t c, std::int64_t y, std::int64_t x) {
         return a[static_cast<std::size_t>((c * H + y) * W + x)];
     });
-    const auto ys = direct([&](std::int64_t c, std::int64_t y, std::int64_t x) {
+    const auto ys = conv_reference(g, w, [&](std::int64_t c, std::int64_t y, std::int64_t x) {
         return float(sp[static_cast<std::size_t>((c * H + y) * W + x)]);
     });
     for (auto eng : {Engine::event, Engine::dense}) {
         CAPTURE(engine_name(eng));
         CHECK(output_of(*run_file(model.path(), analog.path(), eng, 1, 2), "conv", 0, 1) == ya);
         CHECK(output_of(*run_file(model.path(), spikes.path(), eng), "conv", 0, 0) == ys);
+    }
+}
+
+TEST_CASE(
+    "stride-1 convolutions on dense spike maps (the direct tile path) equal the scatter and a "
+    "direct sum bit for bit") {
+    // Densities below and above the switch to the direct path; output channels not a multiple
+    // of its 8-channel tiles, widths across its 32-position tiles, groups, asymmetric padding
+    // and non-square kernels, and Conv1d (H = 1).
+    const ConvGeometry cases[] = {{3, 9, 37, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+                                  {4, 6, 5, 10, 3, 2, 2, 1, 1, 1, 1, 1, 0},
+                                  {5, 8, 8, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0},
+                                  {2, 5, 11, 9, 2, 4, 1, 1, 1, 1, 1, 0, 3},
+                                  {6, 1, 40, 8, 1, 5, 2, 1, 1, 1, 1, 0, 2}};
+    std::mt19937_64 rng(11);
+    for (const auto& g : cases) {
+        const bool one_d = g.H == 1;
+        CAPTURE(g.C);
+        auto w = random_weights(rng, static_cast<std::size_t>(g.CO * (g.C / g.G) * g.KH * g.KW),
+                                0.8, 1.0);
+        Shape wd = one_d ? Shape{g.CO, g.C / g.G, g.KW} : Shape{g.CO, g.C / g.G, g.KH, g.KW};
+        TempFile model;
+        ModelFile()
+            .node("input", "Input",
+                  {{"shape", one_d ? P({double(g.C), double(g.W)})
+                                   : P({double(g.C), double(g.H), double(g.W)})}})
+            .node("conv", one_d ? "Conv1d" : "Conv2d",
+                  {{"weight", P(w, wd)},
+                   {"groups", P(double(g.G))},
+                   {"padding", one_d ? P({double(g.PW)}) : P({double(g.PH), double(g.PW)})}})
+            .node("output", "Output")
+            .edge("input", "conv")
+            .edge("conv", "output")
+            .write(model.path());
+        for (double rate : {0.03, 0.25, 0.5}) {
+            CAPTURE(rate);
+            TempFile spikes;
+            auto sp = random_spikes(rng, static_cast<std::size_t>(g.C * g.H * g.W), rate, true);
+            Shape sd = one_d ? Shape{1, 1, g.C, g.W} : Shape{1, 1, g.C, g.H, g.W};
+            write_spikes(spikes.path(), sp, sd);
+            const auto want =
+                conv_reference(g, w, [&](std::int64_t c, std::int64_t y, std::int64_t x) {
+                    return float(sp[static_cast<std::size_t>((c * g.H + y) * g.W + x)]);
+                });
+            for (auto eng : {Engine::event, Engine::dense}) {
+                CAPTURE(engine_name(eng));
+                CHECK(output_of(*run_file(model.path(), spikes.path(), eng), "conv", 0, 0) == want);
+            }
+        }
     }
 }
 

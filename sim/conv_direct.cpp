@@ -1,0 +1,105 @@
+#include "sim/conv_direct.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ternion::synaptic {
+
+namespace {
+
+// Sixteen floats: one AVX-512 register, two AVX ones, four SSE ones (GCC's vector extension
+// lowers it to what -march allows).
+using vf = float __attribute__((vector_size(64)));
+constexpr std::int64_t kLanes = 16;
+
+inline vf load(const float* p) {
+    vf v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+}  // namespace
+
+void DirectConv::build(const DirectConvShape& s, const std::vector<float>& w) {
+    s_ = s;
+    // Output (oy, ox) reads padded rows oy .. oy + kh - 1 and columns ox .. ox + kw - 1.
+    Hp_ = std::max(s.H + s.ph, s.OH + s.kh - 1);
+    Wp_ = std::max(s.W + s.pw, s.OW + s.kw - 1);
+    plane_ = Hp_ * Wp_;
+    taps_ = s.kh * s.kw;
+    blocks_ = (s.cout_g + kCo - 1) / kCo;
+    qn_ = (s.OH * Wp_ + kQ - 1) / kQ * kQ;
+    // Channels past cout_g in the last block get zero weights; their outputs are dropped.
+    wp_.assign(static_cast<std::size_t>(s.groups * blocks_ * s.cin_g * taps_ * kCo), 0.0f);
+    for (std::int64_t g = 0; g < s.groups; ++g)
+        for (std::int64_t co = 0; co < s.cout_g; ++co)
+            for (std::int64_t cl = 0; cl < s.cin_g; ++cl)
+                for (std::int64_t t = 0; t < taps_; ++t)
+                    wp_[static_cast<std::size_t>(
+                        (((g * blocks_ + co / kCo) * s.cin_g + cl) * taps_ + t) * kCo + co % kCo)] =
+                        w[static_cast<std::size_t>(((g * s.cout_g + co) * s.cin_g + cl) * taps_ +
+                                                   t)];
+}
+
+void DirectConv::run(const float* x, float* y, std::vector<float>& scratch) const {
+    // The padded input, with room for the last tile's reads past the final plane.
+    const std::int64_t xn = s_.groups * s_.cin_g * plane_ + kQ + s_.kh * Wp_ + s_.kw;
+    scratch.resize(static_cast<std::size_t>(xn + kCo * kQ));
+    float* xp = scratch.data();
+    float* out = xp + xn;
+    pad(x, xp);
+    std::fill(xp + s_.groups * s_.cin_g * plane_, xp + xn, 0.0f);
+    const std::int64_t wblock = s_.cin_g * taps_ * kCo;
+    for (std::int64_t g = 0; g < s_.groups; ++g)
+        for (std::int64_t b = 0; b < blocks_; ++b)
+            for (std::int64_t q0 = 0; q0 < qn_; q0 += kQ) {
+                tile(xp + g * s_.cin_g * plane_, wp_.data() + (g * blocks_ + b) * wblock, q0, out);
+                store(out, g * s_.cout_g + b * kCo,
+                      std::min(kCo, s_.cout_g - b * kCo) + g * s_.cout_g + b * kCo, q0, y);
+            }
+}
+
+// Each channel's rows into the middle of its zeroed padded plane.
+void DirectConv::pad(const float* x, float* xp) const {
+    const std::int64_t cin = s_.groups * s_.cin_g;
+    std::fill(xp, xp + cin * plane_, 0.0f);
+    for (std::int64_t c = 0; c < cin; ++c)
+        for (std::int64_t iy = 0; iy < s_.H; ++iy)
+            std::memcpy(xp + c * plane_ + (iy + s_.ph) * Wp_ + s_.pw, x + (c * s_.H + iy) * s_.W,
+                        static_cast<std::size_t>(s_.W) * sizeof(float));
+}
+
+// kCo channels x kQ padded positions from q0, summed over (channel, row, column) in order.
+void DirectConv::tile(const float* xg, const float* wb, std::int64_t q0, float* out) const {
+    static_assert(kQ == 2 * kLanes, "a tile row is two vectors");
+    vf acc[kCo][2] = {};
+    for (std::int64_t cl = 0; cl < s_.cin_g; ++cl) {
+        const float* xc = xg + cl * plane_ + q0;
+        const float* wc = wb + cl * taps_ * kCo;
+        for (std::int64_t ky = 0; ky < s_.kh; ++ky)
+            for (std::int64_t kx = 0; kx < s_.kw; ++kx) {
+                const float* xr = xc + ky * Wp_ + kx;
+                const vf x0 = load(xr), x1 = load(xr + kLanes);
+                const float* w = wc + (ky * s_.kw + kx) * kCo;
+                for (std::int64_t j = 0; j < kCo; ++j) {
+                    acc[j][0] += x0 * w[j];
+                    acc[j][1] += x1 * w[j];
+                }
+            }
+    }
+    std::memcpy(out, acc, sizeof acc);
+}
+
+// The tile's real outputs (channels [co0, co1), columns < OW, rows < OH) into y.
+void DirectConv::store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t q0,
+                       float* y) const {
+    const std::int64_t plane = s_.OH * s_.OW;
+    for (std::int64_t q = 0; q < kQ; ++q) {
+        const std::int64_t oy = (q0 + q) / Wp_, ox = (q0 + q) % Wp_;
+        if (oy >= s_.OH || ox >= s_.OW) continue;
+        for (std::int64_t co = co0; co < co1; ++co)
+            y[co * plane + oy * s_.OW + ox] = out[(co - co0) * kQ + q];
+    }
+}
+
+}  // namespace ternion::synaptic

@@ -1,0 +1,42 @@
+// Direct convolution for dense spike maps (stride 1, dilation 1, ternary inputs): the output is
+// computed in register tiles of output channels x positions over a zero-padded copy of the
+// input, multiplying every tap instead of scattering each spike. Each output still sums its
+// inputs in (input channel, kernel row, kernel column) order, and with inputs in {-1, 0, 1}
+// every product is exact, so the result equals the event scatter bit for bit: ConvNode picks
+// whichever is cheaper for the step's spike density.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+namespace ternion::synaptic {
+
+struct DirectConvShape {
+    std::int64_t groups = 1, cin_g = 1, cout_g = 1;  // channels per group
+    std::int64_t H = 1, W = 1, kh = 1, kw = 1, ph = 0, pw = 0, OH = 1, OW = 1;
+};
+
+class DirectConv {
+  public:
+    static constexpr std::int64_t kCo = 8;  // output channels per register tile
+    static constexpr std::int64_t kQ = 32;  // padded positions per register tile
+    // w: [groups * cout_g][cin_g][kh][kw], as PyTorch stores it.
+    void build(const DirectConvShape& s, const std::vector<float>& w);
+    // x: [groups * cin_g][H][W] with values in {-1, 0, 1}; y: [groups * cout_g][OH][OW].
+    void run(const float* x, float* y, std::vector<float>& scratch) const;
+    // The multiply-adds of one run (tiles x channels x taps x lanes), to weigh against a scatter.
+    std::uint64_t lanes() const {
+        return static_cast<std::uint64_t>(s_.groups * blocks_ * kCo * s_.cin_g * taps_ * qn_);
+    }
+
+  private:
+    void pad(const float* x, float* xp) const;
+    void tile(const float* xg, const float* wb, std::int64_t q0, float* out) const;
+    void store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t q0,
+               float* y) const;
+
+    DirectConvShape s_;
+    std::int64_t Hp_ = 1, Wp_ = 1, plane_ = 1, blocks_ = 1, qn_ = 0, taps_ = 1;
+    std::vector<float> wp_;  // per group and block of kCo channels: [cin_g][kh][kw][kCo]
+};
+
+}  // namespace ternion::synaptic

@@ -199,6 +199,7 @@ void register_elementwise(NodeFactory& f) {
             set_example(e.params, "weight", {3}, 8);
             set_example(e.params, "bias", {3}, 9);
             e.params.set("axis", -1.0);
+            e.params.set("form", std::string("fma"));
             return e;
         });
     f.add(

@@ -133,8 +133,8 @@ std::vector<std::int32_t> ternary_product(const std::vector<std::int8_t>& q,
 }
 
 Projection::Projection(const std::vector<float>& weight, const std::vector<float>& bias,
-                       std::int64_t out, std::int64_t in)
-    : in_(in), out_(out), wt_(static_cast<std::size_t>(in * out)), bias_(bias) {
+                       std::int64_t out, std::int64_t in, BatchNorm bn)
+    : in_(in), out_(out), wt_(static_cast<std::size_t>(in * out)), bias_(bias), bn_(std::move(bn)) {
     if (static_cast<std::int64_t>(weight.size()) != in * out)
         throw std::invalid_argument("projection weight size");
     if (bias_.empty()) bias_.assign(static_cast<std::size_t>(out), 0.0f);
@@ -163,7 +163,16 @@ Projection Projection::concat(const std::vector<const Projection*>& parts) {
         }
         r.bias_.insert(r.bias_.end(), p->bias_.begin(), p->bias_.end());
         r.nnz_total_ += p->nnz_total_;
+
         off += p->out_;
+    }
+    if (std::any_of(parts.begin(), parts.end(), [](auto* p) { return !p->bn_.empty(); })) {
+        // Parts without an unfolded BatchNorm pass their channels unchanged.
+        std::vector<BatchNorm> all;
+        for (auto* p : parts) all.push_back(p->bn_.empty() ? BatchNorm::identity(p->out_) : p->bn_);
+        std::vector<const BatchNorm*> ptrs;
+        for (auto& b : all) ptrs.push_back(&b);
+        r.bn_ = BatchNorm::concat(ptrs);
     }
     r.panels_.build(r.wt_.data(), r.in_, r.out_);
     return r;
@@ -178,8 +187,9 @@ std::uint64_t Projection::apply_event(const float* x, const IndexList& active, s
     std::uint64_t pairs = 0;
     for (auto c : ev.chan) pairs += row_nnz_[c];
     // acc = bias + the terms in ascending input order, as apply_dense adds them.
-    token_rows(panels_, ev, bias_.data(), BiasOrder::first, ternary, acc, 0, out_, nullptr, nullptr,
-               scratch);
+    token_rows(panels_, ev, bias_.data(), bn_.empty() ? BiasOrder::first : BiasOrder::last, ternary,
+               acc, 0, out_, nullptr, nullptr, scratch);
+    if (!bn_.empty()) bn_.apply_rows(acc, tokens);
     return pairs;
 }
 
@@ -187,7 +197,10 @@ std::uint64_t Projection::apply_dense(const float* x, std::int64_t tokens, float
     std::uint64_t pairs = 0;
     for (std::int64_t n = 0; n < tokens; ++n) {
         float* a = acc + n * out_;
-        std::copy(bias_.begin(), bias_.end(), a);
+        if (bn_.empty())
+            std::copy(bias_.begin(), bias_.end(), a);
+        else
+            std::fill(a, a + out_, 0.0f);
         for (std::int64_t i = 0; i < in_; ++i) {
             const float v = x[n * in_ + i];
             // Multiplying by 1 or -1 and adding is the event form's add/subtract exactly; an
@@ -195,7 +208,10 @@ std::uint64_t Projection::apply_dense(const float* x, std::int64_t tokens, float
             row_axpy(a, v, wt_.data() + i * out_, out_);
             if (v != 0.0f) pairs += row_nnz_[static_cast<std::size_t>(i)];
         }
+        if (!bn_.empty())
+            for (std::int64_t o = 0; o < out_; ++o) a[o] += bias_[static_cast<std::size_t>(o)];
     }
+    if (!bn_.empty()) bn_.apply_rows(acc, tokens);
     return pairs;
 }
 

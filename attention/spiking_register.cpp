@@ -11,7 +11,7 @@ namespace ternion {
 namespace {
 
 // <p>_weight (out, in), optional <p>_bias (out) and optional <p>_bn_{weight,bias,running_mean,
-// running_var,eps}, folded here in double precision.
+// running_var,eps}, folded here in double precision, or kept unfolded in the form <p>_bn_form.
 // `biased` / `normalised` count the projections whose source had a bias / a BatchNorm.
 spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, int& biased,
                                     int& normalised) {
@@ -27,17 +27,15 @@ spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, 
         if (static_cast<std::int64_t>(b.size()) != out)
             spec.fail(p + "_bias", "needs " + std::to_string(out) + " values");
     }
+    const auto form = batchnorm_form(spec, p + "_");
     if (spec.has(p + "_bn_running_mean") || spec.has(p + "_bn_running_var") ||
-        spec.has(p + "_bn_weight") || spec.has(p + "_bn_bias")) {
+        spec.has(p + "_bn_weight") || spec.has(p + "_bn_bias") || form) {
         ++normalised;
-        auto g = spec.per_neuron_or(p + "_bn_weight", out, 1.0f);
-        auto beta = spec.per_neuron_or(p + "_bn_bias", out, 0.0f);
-        auto mean = spec.per_neuron_or(p + "_bn_running_mean", out, 0.0f);
-        auto var = spec.per_neuron_or(p + "_bn_running_var", out, 1.0f);
-        const double eps = spec.scalar_or(p + "_bn_eps", 1e-5);
-        for (float x : var)
-            if (double(x) + eps <= 0.0) spec.fail(p + "_bn_running_var", "must be > -eps");
-        fold_batchnorm(w, b, out, g, beta, mean, var, eps);
+        const auto bn = read_batchnorm(spec, p + "_bn_", out, true);
+        if (form)
+            return spiking::Projection(
+                w, b, out, in, BatchNorm(bn.gamma, bn.beta, bn.mean, bn.var, bn.eps, *form));
+        fold_batchnorm(w, b, out, bn.gamma, bn.beta, bn.mean, bn.var, bn.eps);
     }
     return spiking::Projection(w, b, out, in);
 }
@@ -56,6 +54,11 @@ Qkv read_qkv(const NodeSpec& spec) {
     for (auto* p : {&r.k, &r.v})
         if (p->in() != r.q.in() || p->out() != r.q.out())
             spec.fail(p == &r.k ? "k_weight" : "v_weight", "must have the shape of q_weight");
+    // One bias order for the stacked Q|K|V: folded (bias first) or unfolded (bias last) alike.
+    for (const char* p : {"k", "v"})
+        if (batchnorm_form(spec, std::string(p) + "_").has_value() !=
+            batchnorm_form(spec, "q_").has_value())
+            spec.fail(std::string(p) + "_bn_form", "must be folded or unfolded as q_bn_form is");
     const double h = spec.scalar_or("heads", 1.0);
     if (h < 1 || h != std::floor(h) || static_cast<std::int64_t>(h) > r.q.out() ||
         r.q.out() % static_cast<std::int64_t>(h) != 0)

@@ -149,6 +149,10 @@ std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std:
         basis = "syops: pool, input elements x rate as AC, or as MAC when the input is not spikes";
         return {l.binary_in_sum, n_in * other};
     }
+    if (t == "ternion.BatchNorm") {  // an unfolded BatchNorm: the same hook
+        basis = "syops: BatchNorm, 2 MACs per element";
+        return {0.0, bn};
+    }
     if (l.category == NodeCategory::neuron && l.spiking) {
         basis = "syops: neuron, one AC per input element";
         return {n_in * calls, 0.0};

@@ -27,21 +27,89 @@ void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::i
     }
 }
 
+BatchNormParams read_batchnorm(const NodeSpec& spec, const std::string& p, std::int64_t out,
+                               bool optional_stats) {
+    BatchNormParams r;
+    r.gamma = spec.per_neuron_or(p + "weight", out, 1.0f);
+    r.beta = spec.per_neuron_or(p + "bias", out, 0.0f);
+    r.mean = optional_stats ? spec.per_neuron_or(p + "running_mean", out, 0.0f)
+                            : spec.per_neuron(p + "running_mean", out);
+    r.var = optional_stats ? spec.per_neuron_or(p + "running_var", out, 1.0f)
+                           : spec.per_neuron(p + "running_var", out);
+    r.eps = spec.scalar_or(p + "eps", 1e-5);
+    if (!(r.eps >= 0)) spec.fail(p + "eps", "must be non-negative");
+    for (float v : r.var) {
+        if (v < 0) spec.fail(p + "running_var", "must be non-negative");
+        if (v + r.eps <= 0) spec.fail(p + "running_var", "variance + eps is zero");
+    }
+    return r;
+}
+
 bool fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
                     std::vector<float>& weight, std::vector<float>& bias) {
     if (!spec.has(prefix + "bn_weight") && !spec.has(prefix + "bn_running_mean")) return false;
-    auto gamma = spec.per_neuron_or(prefix + "bn_weight", out, 1.0f);
-    auto beta = spec.per_neuron_or(prefix + "bn_bias", out, 0.0f);
-    auto mean = spec.per_neuron(prefix + "bn_running_mean", out);
-    auto var = spec.per_neuron(prefix + "bn_running_var", out);
-    double eps = spec.scalar_or(prefix + "bn_eps", 1e-5);
-    if (eps < 0) spec.fail(prefix + "bn_eps", "must be non-negative");
-    for (float v : var) {
-        if (v < 0) spec.fail(prefix + "bn_running_var", "must be non-negative");
-        if (v + eps <= 0) spec.fail(prefix + "bn_running_var", "variance + eps is zero");
-    }
-    fold_batchnorm(weight, bias, out, gamma, beta, mean, var, eps);
+    if (batchnorm_form(spec, prefix))
+        spec.fail(prefix + "bn_form",
+                  "only \"fold\" here; an unfolded BatchNorm is a "
+                  "ternion.BatchNorm node after this one");
+    const auto bn = read_batchnorm(spec, prefix + "bn_", out, false);
+    fold_batchnorm(weight, bias, out, bn.gamma, bn.beta, bn.mean, bn.var, bn.eps);
     return true;
+}
+
+std::optional<BatchNorm::Form> batchnorm_form(const NodeSpec& spec, const std::string& prefix) {
+    const auto f = spec.string_opt(prefix + "bn_form");
+    if (!f || *f == "fold") return std::nullopt;
+    if (*f == "normalize") return BatchNorm::Form::normalize;
+    if (*f == "fma") return BatchNorm::Form::fma;
+    spec.fail(prefix + "bn_form",
+              "must be \"fold\", \"normalize\" or \"fma\" (got \"" + *f + "\")");
+}
+
+BatchNorm::BatchNorm(const std::vector<float>& gamma, const std::vector<float>& beta,
+                     const std::vector<float>& mean, const std::vector<float>& var, double eps,
+                     Form form)
+    : mean_(mean), gamma_(gamma), beta_(beta) {
+    const std::size_t n = mean.size();
+    invstd_.resize(n);
+    alpha_.resize(n);
+    shift_.resize(n);
+    fma_.assign(n, form == Form::fma ? 1 : 0);
+    for (std::size_t c = 0; c < n; ++c) {
+        // float32 throughout, as PyTorch computes it (eps rounded to float first).
+        invstd_[c] = 1.0f / std::sqrt(var[c] + static_cast<float>(eps));
+        alpha_[c] = invstd_[c] * gamma[c];
+        shift_[c] = std::fma(-mean[c], alpha_[c], beta[c]);
+    }
+}
+
+BatchNorm BatchNorm::identity(std::int64_t channels) {
+    const std::vector<float> zero(static_cast<std::size_t>(channels), 0.0f),
+        one(static_cast<std::size_t>(channels), 1.0f);
+    // ((y - 0) * 1) * 1 + 0 = y (a zero's sign aside).
+    return BatchNorm(one, zero, zero, one, 0.0, Form::normalize);
+}
+
+BatchNorm BatchNorm::concat(const std::vector<const BatchNorm*>& parts) {
+    BatchNorm r;
+    for (const auto* p : parts)
+        for (auto [dst, src] : {std::pair{&r.mean_, &p->mean_},
+                                {&r.invstd_, &p->invstd_},
+                                {&r.gamma_, &p->gamma_},
+                                {&r.beta_, &p->beta_},
+                                {&r.alpha_, &p->alpha_},
+                                {&r.shift_, &p->shift_}})
+            dst->insert(dst->end(), src->begin(), src->end());
+    for (const auto* p : parts) r.fma_.insert(r.fma_.end(), p->fma_.begin(), p->fma_.end());
+    return r;
+}
+
+void BatchNorm::apply_rows(float* y, std::int64_t rows) const {
+    const auto n = static_cast<std::size_t>(channels());
+    for (std::int64_t t = 0; t < rows; ++t)
+        for (std::size_t c = 0; c < n; ++c)
+            y[t * channels() + static_cast<std::int64_t>(c)] =
+                apply(y[t * channels() + static_cast<std::int64_t>(c)], c);
 }
 
 namespace synaptic {

@@ -4,7 +4,9 @@
 // sum in ascending input order, exactly as the dense steps do, so both engines agree bit for bit.
 #pragma once
 #include <array>
+#include <cmath>
 #include <memory>
+#include <optional>
 
 #include "node_spec.hpp"
 
@@ -16,11 +18,56 @@ namespace ternion {
 void fold_batchnorm(std::vector<float>& weight, std::vector<float>& bias, std::int64_t out,
                     const std::vector<float>& gamma, const std::vector<float>& beta,
                     const std::vector<float>& mean, const std::vector<float>& var, double eps);
+// An eval-mode BatchNorm's parameters: `<p>weight` (gamma) and `<p>bias` (beta), 1 and 0 when
+// absent, `<p>running_mean` and `<p>running_var` (0 and 1 when absent and `optional_stats`),
+// `<p>eps` (1e-5), each per channel or one value; checked (variance and eps non-negative).
+struct BatchNormParams {
+    std::vector<float> gamma, beta, mean, var;
+    double eps = 1e-5;
+};
+BatchNormParams read_batchnorm(const NodeSpec& spec, const std::string& p, std::int64_t out,
+                               bool optional_stats);
 // Reads an eval-mode BatchNorm given as `<prefix>bn_weight`, `bn_bias`, `bn_running_mean`,
 // `bn_running_var`, `bn_eps` and folds it in. Returns false (and changes nothing) when the
 // datasets are absent.
 bool fold_batchnorm(const NodeSpec& spec, const std::string& prefix, std::int64_t out,
                     std::vector<float>& weight, std::vector<float>& bias);
+
+// An eval-mode BatchNorm kept unfolded and applied to a layer's output values, computed in
+// float32 the way PyTorch's CPU kernels compute it, so that a membrane fed by it matches
+// PyTorch's to the last bit (folding it into the weights rounds differently). invstd =
+// 1 / sqrt(var + eps) in float32. Forms, per output channel:
+//   normalize: ((y - mean) * invstd) * gamma + beta, one rounding per operation (PyTorch's
+//              elementwise path, taken when the input is not contiguous, e.g. BatchNorm1d on
+//              transposed tokens);
+//   fma:       fma(y, alpha, fma(-mean, alpha, beta)), alpha = invstd * gamma (its contiguous
+//              kernel, e.g. Conv2d + BatchNorm2d, with fused multiply-adds).
+class BatchNorm {
+  public:
+    enum class Form { normalize, fma };
+    BatchNorm() = default;
+    BatchNorm(const std::vector<float>& gamma, const std::vector<float>& beta,
+              const std::vector<float>& mean, const std::vector<float>& var, double eps, Form form);
+    // Identity channels (y unchanged): for projections stacked beside a normalised one.
+    static BatchNorm identity(std::int64_t channels);
+    // Stacks the channels of several (Q|K|V).
+    static BatchNorm concat(const std::vector<const BatchNorm*>& parts);
+    std::int64_t channels() const { return static_cast<std::int64_t>(mean_.size()); }
+    bool empty() const { return mean_.empty(); }
+    float apply(float y, std::size_t c) const {
+        if (fma_[c]) return std::fma(y, alpha_[c], shift_[c]);
+        return ((y - mean_[c]) * invstd_[c]) * gamma_[c] + beta_[c];
+    }
+    // y [rows][channels], channels last.
+    void apply_rows(float* y, std::int64_t rows) const;
+
+  private:
+    std::vector<float> mean_, invstd_, gamma_, beta_, alpha_, shift_;
+    std::vector<std::uint8_t> fma_;  // per channel: the fma form
+};
+
+// `<prefix>bn_form`: "fold" (absent: folded into the weights) or a BatchNorm::Form's name.
+std::optional<BatchNorm::Form> batchnorm_form(const NodeSpec& spec, const std::string& prefix);
 
 // How one run splits a Linear layer's rows among its threads: blocks of whole 64-row groups, one
 // per thread (row_part_size, as neuron layers split, so each thread reads the rows it wrote), and

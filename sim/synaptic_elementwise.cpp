@@ -1,7 +1,9 @@
-// Elementwise synaptic node types: Scale (y = s x) and Delay (y(t) = x(t - d)).
+// Elementwise synaptic node types: Scale (y = s x), ternion.BatchNorm (an unfolded eval-mode
+// BatchNorm over one axis) and Delay (y(t) = x(t - d)).
 #include <algorithm>
 #include <cmath>
 
+#include "synaptic.hpp"
 #include "synaptic_internal.hpp"
 
 namespace ternion::synaptic {
@@ -44,6 +46,73 @@ class ScaleNode final : public Node {
 
   private:
     std::vector<float> scale_;
+};
+
+// ------------------------------------------------------------------ ternion.BatchNorm
+
+// y = BatchNorm(x) over the channels of axis `axis` (0: [C, ...] as after a convolution; -1:
+// [..., C] as tokens), in the form `form` (sim/synaptic.hpp, BatchNorm). A zero input maps to a
+// value that is generally not zero, so every element is computed.
+class BatchNormNode final : public Node {
+  public:
+    explicit BatchNormNode(const NodeSpec& s) : Node(s.name(), s.type()) {
+        if (!s.has("running_mean")) s.fail("running_mean", "missing parameter");
+        const std::int64_t c = numel(s.dims("running_mean"));
+        if (c < 1) s.fail("running_mean", "needs one value per channel");
+        const auto p = read_batchnorm(s, "", c, false);
+        const auto form = s.string_opt("form").value_or("normalize");
+        if (form != "normalize" && form != "fma")
+            s.fail("form", "must be \"normalize\" or \"fma\" (got \"" + form + "\")");
+        bn_ = BatchNorm(p.gamma, p.beta, p.mean, p.var, p.eps,
+                        form == "fma" ? BatchNorm::Form::fma : BatchNorm::Form::normalize);
+        axis_ = s.integer_or("axis", 0);
+    }
+    NodeCategory category() const override { return NodeCategory::synaptic; }
+    bool pure() const override { return true; }
+    bool reads_values_only() const override { return true; }
+    void bind(const Shape& in) override {
+        const auto nd = static_cast<std::int64_t>(in.size());
+        if (axis_ < -nd || axis_ >= nd)
+            fail("axis", "is " + std::to_string(axis_) + " for input " + shape_str(in));
+        const std::int64_t a = axis_ < 0 ? axis_ + nd : axis_;
+        if (in[static_cast<std::size_t>(a)] != bn_.channels())
+            fail("axis", "selects " + std::to_string(in[static_cast<std::size_t>(a)]) +
+                             " channels of input " + shape_str(in) + ", running_mean has " +
+                             std::to_string(bn_.channels()));
+        inner_ = 1;
+        for (auto d = static_cast<std::size_t>(a) + 1; d < in.size(); ++d) inner_ *= in[d];
+        in_shape_ = out_shape_ = in;
+    }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        const std::int64_t n = in_size(), C = bn_.channels();
+        if (inner_ == 1) {
+            std::copy(in.values.begin(), in.values.end(), out.values.begin());
+            bn_.apply_rows(out.values.data(), n / C);
+        } else {
+            for (std::int64_t i = 0; i < n; ++i) {
+                const auto k = static_cast<std::size_t>(i);
+                out.values[k] = bn_.apply(in.values[k], static_cast<std::size_t>(i / inner_ % C));
+            }
+        }
+        out.scan();
+        ctx.ops->mac += static_cast<std::uint64_t>(n);  // one multiply-add per element
+    }
+    std::uint64_t dense_macs_per_step() const override {
+        return static_cast<std::uint64_t>(in_size());
+    }
+    ModuleShape module_shape() const override {
+        ModuleShape m;
+        m.batchnorm_elems_per_step = static_cast<std::uint64_t>(in_size());
+        return m;
+    }
+    std::uint64_t param_count() const override {
+        return 4 * static_cast<std::uint64_t>(bn_.channels());
+    }
+
+  private:
+    BatchNorm bn_;
+    std::int64_t axis_ = 0, inner_ = 1;  // elements after the channel axis
 };
 
 // ------------------------------------------------------------------ Delay
@@ -117,6 +186,20 @@ void register_elementwise(NodeFactory& f) {
         [] {
             auto e = example_of({6}, In::analog);
             set_example(e.params, "scale", {6}, 5);
+            return e;
+        });
+    f.add(
+        "ternion.BatchNorm", [](const NodeSpec& s) { return std::make_unique<BatchNormNode>(s); },
+        "eval-mode BatchNorm over `axis`, unfolded, as PyTorch rounds it; `running_mean`, "
+        "`running_var`, `weight`, `bias`, `eps`, `form` (normalize | fma)",
+        [] {
+            auto e = example_of({2, 3}, In::analog);
+            set_example(e.params, "running_mean", {3}, 7);
+            e.params.set("running_var", {0.5, 2.0, 1.0}, {3});
+            set_example(e.params, "weight", {3}, 8);
+            set_example(e.params, "bias", {3}, 9);
+            e.params.set("axis", -1.0);
+            e.params.set("form", std::string("fma"));
             return e;
         });
     f.add(

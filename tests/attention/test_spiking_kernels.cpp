@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "attention/spiking_kernels.hpp"
+#include "sim/node.hpp"
 #include "sim/synaptic.hpp"
 
 using namespace ternion::spiking;
@@ -294,4 +295,39 @@ TEST_CASE("BatchNorm folding matches BN(Linear(x))") {
     const double g1 = 0.5 / std::sqrt(1.25);
     CHECK(w[2] == doctest::Approx(3 * g1));
     CHECK(b[1] == doctest::Approx((-1 + 1) * g1 + 0.2));
+}
+
+TEST_CASE("projection with an unfolded BatchNorm: sum, then bias, then each form's float ops") {
+    const std::int64_t in = 5, out = 3, tokens = 2;
+    std::mt19937 rng(4);
+    std::normal_distribution<float> nd(0.0f, 1.0f);
+    std::vector<float> w(in * out), b(out), x(tokens * in);
+    for (auto& e : w) e = nd(rng);
+    for (auto& e : b) e = nd(rng);
+    for (auto& e : x) e = (rng() % 3 == 0) ? 1.0f : 0.0f;
+    x[0] = 1.0f;
+    const std::vector<float> gamma{0.7f, -1.3f, 2.1f}, beta{0.1f, 0.2f, -0.3f},
+        mean{0.3f, -0.6f, 0.05f}, var{0.4f, 1.7f, 0.02f};
+    for (auto form : {ternion::BatchNorm::Form::normalize, ternion::BatchNorm::Form::fma}) {
+        Projection p(w, b, out, in, ternion::BatchNorm(gamma, beta, mean, var, 1e-5, form));
+        std::vector<float> dense(tokens * out), event(tokens * out);
+        p.apply_dense(x.data(), tokens, dense.data());
+        ternion::Activity a;
+        a.values = x;
+        a.scan();
+        p.apply_event(x.data(), a.active, tokens, event.data(), true);
+        CHECK(dense == event);
+        for (std::int64_t n = 0; n < tokens; ++n)
+            for (std::int64_t o = 0; o < out; ++o) {
+                float y = 0.0f;
+                for (std::int64_t i = 0; i < in; ++i) y += x[n * in + i] * w[o * in + i];
+                y += b[o];
+                const float inv = 1.0f / std::sqrt(var[o] + 1e-5f);
+                const float a2 = inv * gamma[o];
+                const float want = form == ternion::BatchNorm::Form::fma
+                                       ? std::fma(y, a2, std::fma(-mean[o], a2, beta[o]))
+                                       : ((y - mean[o]) * inv) * gamma[o] + beta[o];
+                CHECK(dense[n * out + o] == want);
+            }
+    }
 }

@@ -435,6 +435,23 @@ TEST_CASE("event and dense engines: identical spikes, membranes and counts for e
                                                SdsaForm::kv_first));
     nodes.push_back(
         std::make_unique<BsaNode>("b", P(q), P(k), P(v), H, TsnParams{}, TsnParams{0.5f, 0.5f}));
+    // BatchNorm kept unfolded (bias after the sum, then the epilogue), both forms.
+    auto bn = [&](BatchNorm::Form f) {
+        auto g = rand_w(rng, 4, D, 0.5f, 0.0f);  // rows: gamma, beta, mean, var
+        std::vector<float> gam(g.w.begin(), g.w.begin() + D),
+            bet(g.w.begin() + D, g.w.begin() + 2 * D),
+            mean(g.w.begin() + 2 * D, g.w.begin() + 3 * D), var(D);
+        for (std::int64_t c = 0; c < D; ++c) var[c] = 0.1f + std::fabs(g.w[3 * D + c]);
+        for (auto& x : gam) x += 1.0f;
+        return BatchNorm(gam, bet, mean, var, 1e-5, f);
+    };
+    auto PB = [&](const RandW& r, BatchNorm::Form f) {
+        return Projection(r.w, r.b, D, Din, bn(f));
+    };
+    nodes.push_back(std::make_unique<SsaNode>(
+        "sb", PB(q, BatchNorm::Form::normalize), PB(k, BatchNorm::Form::fma),
+        PB(v, BatchNorm::Form::normalize), H, LifParams{}, LifParams{2.0f, true, 0.5f, 0.0f},
+        0.125f, SsaAssociation::automatic));
     for (auto& node : nodes) {
         node->bind({N, Din});
         Stepper ev(*node), de(*node);

@@ -120,7 +120,7 @@ def test_plif_w_gives_torch_factor():
     assert differ > 0  # the case the exporter has to handle does occur
 
 
-def spikformer_case(tmp_path, ternion_bin, seed, **cfg):
+def spikformer_case(tmp_path, ternion_bin, seed, fold_bn=True, **cfg):
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     net = sj.Spikformer(**cfg)
@@ -130,7 +130,7 @@ def spikformer_case(tmp_path, ternion_bin, seed, **cfg):
     x = img(12)
     out, rec = H.torch_spikes(net, x)
     model = tmp_path / "spikformer.h5"
-    rep = ternion.export(net, x, model)
+    rep = ternion.export(net, x, model, fold_bn=fold_bn)
     assert not rep.time_first and rep.timesteps == cfg["T"] and rep.encoding == "direct"
     inp = tmp_path / "in.h5"
     H.write_input(inp, data=x.numpy())

@@ -63,11 +63,11 @@ def expected(net, rec, dim):
     return want, inner
 
 
-def sdt_case(tmp_path, ternion_bin, seed, form=None, **cfg):
+def sdt_case(tmp_path, ternion_bin, seed, form=None, fold_bn=True, **cfg):
     net, x = build(seed, **cfg)
     out, rec = H.torch_spikes(net, x)
     model = tmp_path / "sdt.h5"
-    rep = ternion.export(net, x, model)
+    rep = ternion.export(net, x, model, fold_bn=fold_bn)
     assert not rep.time_first and rep.timesteps == cfg["T"] and rep.encoding == "direct"
     if form is not None:  # the negative control: the same file with another SDSA form
         with h5py.File(model, "r+") as f:
@@ -99,8 +99,10 @@ def check_inner(js, nodes, inner):
     dict(seed=8, embed_dims=16, num_heads=2, depths=1, T=3, mlp_ratios=1, pooling_stat="1100",
          in_channels=2, num_classes=4),
 ], ids=["dim32_2blocks", "dim16_mlp_ratio1"])
-def test_sdt_spike_for_spike(tmp_path, ternion_bin, cfg):
-    net, out, rep, js, tern, nodes, want, inner = sdt_case(tmp_path, ternion_bin, **cfg)
+@pytest.mark.parametrize("fold_bn", [True, False], ids=["folded", "unfolded"])
+def test_sdt_spike_for_spike(tmp_path, ternion_bin, cfg, fold_bn):
+    net, out, rep, js, tern, nodes, want, inner = sdt_case(tmp_path, ternion_bin,
+                                                           fold_bn=fold_bn, **cfg)
     types = [t for t, _ in rep.nodes.values()]
     assert types.count("ternion.SDSA") == cfg["depths"]
     with h5py.File(rep.path, "r") as f:
@@ -108,6 +110,8 @@ def test_sdt_spike_for_spike(tmp_path, ternion_bin, cfg):
             if t == "ternion.SDSA":
                 g = f[f"node/nodes/{name}"]
                 assert g["form"][()].decode() == "kv" and g["attn_v_threshold"][()] == 0.5
+                assert ("q_bn_form" in g) == (not fold_bn)
+    assert ("ternion.BatchNorm" in types) == (not fold_bn)
     check_inner(js, nodes, inner)
     # every neuron module that fires in PyTorch's forward, plus each attention's output
     assert len(want) == 4 + 4 * cfg["depths"] + 1

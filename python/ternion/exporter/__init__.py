@@ -2,8 +2,8 @@
 
 Supported modules (matched by class name and attributes, so SpikingJelly and the Spikformer code
 need not be importable here): SpikingJelly LIFNode/MultiStepLIFNode, ParametricLIFNode,
-IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in, MaxPool2d, AvgPool2d,
-Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
+IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in (or kept: fold_bn=False),
+MaxPool2d, AvgPool2d, Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
 Spikformer (SPS, SSA blocks, MLP, head), the official Spike-driven Transformer v1 (sdt.py) and
 this repository's DigitsSpikformer; snnTorch Leaky
 and Synaptic, Norse LIFBoxCell, LIFCell, LIBoxCell and IAFCell, Sinabs IAF, LIF and ExpLeak
@@ -30,7 +30,8 @@ class ExportReport:
 
 
 class Exporter:
-    def __init__(self):
+    def __init__(self, fold_bn=True):
+        self.fold_bn = fold_bn  # False: BatchNorms become ternion.BatchNorm nodes / bn_form
         self.g = Graph()
         self.timesteps = None
         self.encoding = None
@@ -102,7 +103,8 @@ def _multi_step(module):
     return False
 
 
-def export(module, example_input, path, *, timesteps=None, time_first=None, metadata=None):
+def export(module, example_input, path, *, timesteps=None, time_first=None, metadata=None,
+           fold_bn=True):
     """Writes `module` as a ternion model file at `path` and returns an ExportReport.
 
     example_input: a tensor with the batch axis, shaped like what `module` takes:
@@ -112,8 +114,15 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
         Spike-driven Transformer, DigitsSpikformer: T from the model, direct encoding) or
         single-step networks (then pass `timesteps`).
     time_first overrides that choice. Only its shape is used. The file describes the module in
-    eval mode: BatchNorm is folded with its running statistics."""
-    ex = Exporter()
+    eval mode, BatchNorm with its running statistics:
+      * fold_bn=True (default): folded into the preceding Conv/Linear's weights and bias, as
+        inference hardware runs it (no BatchNorm operations are counted). Float32 rounding then
+        differs from PyTorch's by an ulp or so, which can move a spike whose membrane sits at
+        the threshold.
+      * fold_bn=False: kept unfolded (ternion.BatchNorm nodes; bn_form inside ternion.SSA) and
+        computed as PyTorch's CPU kernels round it, for spike-for-spike comparisons with
+        PyTorch; the BatchNorms then cost one multiply-add per element."""
+    ex = Exporter(fold_bn)
     shape = tuple(example_input.shape)
     whole = cv.is_spikformer(module) or sdt.is_sdt(module) or cv.is_digits_spikformer(module)
     if time_first is None:

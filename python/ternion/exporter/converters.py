@@ -54,6 +54,32 @@ def mro_names(m):
     return {c.__name__ for c in type(m).__mro__}
 
 
+def bn_params(bn, prefix=""):
+    """An eval-mode BatchNorm's datasets, unfolded: `<prefix>running_mean`, `running_var`,
+    `weight`, `bias` (float32, as torch holds them) and `eps`."""
+    c = bn.num_features
+    p = {prefix + "running_mean": f32(bn.running_mean) if bn.running_mean is not None
+         else np.zeros(c, np.float32),
+         prefix + "running_var": f32(bn.running_var) if bn.running_var is not None
+         else np.ones(c, np.float32),
+         prefix + "eps": np.float64(bn.eps)}
+    if getattr(bn, "weight", None) is not None:
+        p[prefix + "weight"] = f32(bn.weight)
+    if getattr(bn, "bias", None) is not None:
+        p[prefix + "bias"] = f32(bn.bias)
+    return p
+
+
+def bn_node(ex, bn, path, x, form, axis):
+    """A ternion.BatchNorm node (the BatchNorm kept unfolded) over `axis` of x's shape. `form`
+    is how PyTorch's CPU kernel rounds it where the BatchNorm sits: "fma" for a contiguous input
+    (after a Conv or a Linear on [batch, features]), "normalize" for a strided one (Spikformer's
+    BatchNorm1d on transposed tokens)."""
+    p = bn_params(bn)
+    p.update(form=form, axis=np.int64(axis))
+    return ex.g.add(ex.name(path), "ternion.BatchNorm", p, [x], ex.g.shapes[x], origin=path)
+
+
 # ----------------------------------------------------------------------------------------------
 # neurons
 
@@ -142,7 +168,7 @@ def lif_for_attention(m, path, prefix):
 # synaptic layers
 
 
-def conv_node(ex, m, path, x, bn=None, name=None):
+def conv_node(ex, m, path, x, bn=None, name=None, bn_path=None):
     import torch
     import torch.nn.functional as F
 
@@ -153,7 +179,7 @@ def conv_node(ex, m, path, x, bn=None, name=None):
     if len(shape) != dims + 1:
         raise ExportError(f"{describe(m, path)}: input shape {shape} is not [C, ...] of "
                           f"{dims} spatial dims")
-    if bn is not None:
+    if bn is not None and ex.fold_bn:
         w, b = fold_bn(m.weight, m.bias, bn)
     else:
         w = f32(m.weight)
@@ -172,24 +198,33 @@ def conv_node(ex, m, path, x, bn=None, name=None):
     with torch.no_grad():
         out = fn(torch.zeros(1, *shape), m.weight.detach().float().cpu(), None, m.stride,
                  m.padding, m.dilation, m.groups).shape[1:]
-    return ex.g.add(name or ex.name(path), f"Conv{dims}d", p, [x], out, origin=path)
+    y = ex.g.add(name or ex.name(path), f"Conv{dims}d", p, [x], out, origin=path)
+    if bn is None or ex.fold_bn:
+        return y
+    return bn_node(ex, bn, bn_path or f"{path}.bn", y, "fma", 0)
 
 
-def linear_node(ex, m, path, x, bn=None, name=None):
+def linear_node(ex, m, path, x, bn=None, name=None, bn_path=None, bn_form="fma"):
+    """Linear (+ BatchNorm over its outputs, folded or, with fold_bn=False, a ternion.BatchNorm
+    of `bn_form` over the last axis)."""
     shape = ex.g.shapes[x]
     out_f, in_f = m.weight.shape
     if shape[-1] != in_f and int(np.prod(shape)) != in_f:
         raise ExportError(f"{describe(m, path)}: expects {in_f} inputs, gets shape {shape}")
     out_shape = shape[:-1] + (out_f,) if shape[-1] == in_f else (out_f,)
-    if bn is not None:
+    if bn is not None and ex.fold_bn:
         w, b = fold_bn(m.weight, m.bias, bn)
         return ex.g.add(name or ex.name(path), "Affine", dict(weight=w, bias=b), [x], out_shape,
                         origin=path)
     if m.bias is None:
-        return ex.g.add(name or ex.name(path), "Linear", dict(weight=f32(m.weight)), [x],
-                        out_shape, origin=path)
-    return ex.g.add(name or ex.name(path), "Affine", dict(weight=f32(m.weight), bias=f32(m.bias)),
-                    [x], out_shape, origin=path)
+        y = ex.g.add(name or ex.name(path), "Linear", dict(weight=f32(m.weight)), [x],
+                     out_shape, origin=path)
+    else:
+        y = ex.g.add(name or ex.name(path), "Affine",
+                     dict(weight=f32(m.weight), bias=f32(m.bias)), [x], out_shape, origin=path)
+    if bn is None:
+        return y
+    return bn_node(ex, bn, bn_path or f"{path}.bn", y, bn_form, -1)
 
 
 def pool_node(ex, m, path, x):
@@ -253,7 +288,8 @@ def convert_sequential(ex, m, path, x):
                 raise ExportError(f"{describe(nxt, cpath)}: BatchNorm after a Linear on "
                                   f"tokens {ex.g.shapes[x]} normalises the wrong axis")
             fn = conv_node if is_conv(child) else linear_node
-            x = fn(ex, child, cpath, x, bn=nxt)
+            x = fn(ex, child, cpath, x, bn=nxt, bn_path=f"{path}.{items[i + 1][0]}" if path
+                   else items[i + 1][0])
             i += 2
             continue
         x = ex.convert(child, cpath, x)
@@ -298,14 +334,14 @@ def convert_sps(ex, m, path, x):
             continue
         found += 1
         x = conv_node(ex, getattr(m, f"proj_conv{s}"), f"{path}.proj_conv{s}", x,
-                      bn=getattr(m, f"proj_bn{s}"))
+                      bn=getattr(m, f"proj_bn{s}"), bn_path=f"{path}.proj_bn{s}")
         x = ex.convert(getattr(m, f"proj_lif{s}"), f"{path}.proj_lif{s}", x)
         if hasattr(m, f"maxpool{s}"):
             x = ex.convert(getattr(m, f"maxpool{s}"), f"{path}.maxpool{s}", x)
     if not found:
         raise ExportError(f"{describe(m, path)}: no proj_conv stage")
     feat = x
-    r = conv_node(ex, m.rpe_conv, f"{path}.rpe_conv", x, bn=m.rpe_bn)
+    r = conv_node(ex, m.rpe_conv, f"{path}.rpe_conv", x, bn=m.rpe_bn, bn_path=f"{path}.rpe_bn")
     r = ex.convert(m.rpe_lif, f"{path}.rpe_lif", r)
     res = ex.g.add(ex.name(f"{path}.rpe_residual"), "ternion.Identity", {}, [feat, r],
                    ex.g.shapes[feat], origin=path)
@@ -315,8 +351,10 @@ def convert_sps(ex, m, path, x):
 
 
 def linbn(ex, lin, bn, path, x, name):
-    """Linear + BatchNorm1d over channels (Spikformer transposes tokens for the BN)."""
-    return linear_node(ex, lin, path, x, bn=bn, name=ex.name(name))
+    """Linear + BatchNorm1d over channels (Spikformer transposes tokens for the BN, so PyTorch
+    normalises a strided tensor: the "normalize" form)."""
+    return linear_node(ex, lin, path, x, bn=bn, name=ex.name(name),
+                       bn_path=path.rsplit("_linear", 1)[0] + "_bn", bn_form="normalize")
 
 
 def convert_ssa(ex, m, path, x):
@@ -325,9 +363,15 @@ def convert_ssa(ex, m, path, x):
         raise ExportError(f"{describe(m, path)}: SSA needs tokens [N, D], got {shape}")
     p = {"heads": np.int64(m.num_heads), "scale": np.float64(float(m.scale))}
     for nm in ("q", "k", "v"):
-        w, b = fold_bn(getattr(m, f"{nm}_linear").weight, getattr(m, f"{nm}_linear").bias,
-                       getattr(m, f"{nm}_bn"))
-        p[f"{nm}_weight"], p[f"{nm}_bias"] = w, b
+        lin, bn = getattr(m, f"{nm}_linear"), getattr(m, f"{nm}_bn")
+        if ex.fold_bn:
+            p[f"{nm}_weight"], p[f"{nm}_bias"] = fold_bn(lin.weight, lin.bias, bn)
+            continue
+        p[f"{nm}_weight"] = f32(lin.weight)
+        if lin.bias is not None:
+            p[f"{nm}_bias"] = f32(lin.bias)
+        p.update(bn_params(bn, f"{nm}_bn_"))
+        p[f"{nm}_bn_form"] = "normalize"  # BatchNorm1d on transposed tokens, as linbn
     lifs = [lif_for_attention(getattr(m, f"{nm}_lif"), f"{path}.{nm}_lif", "lif_")
             for nm in ("q", "k", "v")]
     if not (lifs[0] == lifs[1] == lifs[2]):

@@ -19,7 +19,7 @@ ternion.Identity whose sum feeds the next branch's LIF."""
 import numpy as np
 
 from . import converters as cv
-from .graph import ExportError, fold_bn
+from .graph import ExportError, f32, fold_bn
 
 STAGES = ("", "1", "2", "3")
 
@@ -53,9 +53,10 @@ def join(ex, name, inputs):
                     origin=name)
 
 
-def pointwise(conv, bn, path):
-    """A 1x1 convolution + BatchNorm as (weight (out, in), bias) with the BatchNorm folded: on
-    tokens [N, C] it is an Affine over channels."""
+def pointwise(ex, conv, bn, path):
+    """A 1x1 convolution + BatchNorm as (weight (out, in), bias, None) with the BatchNorm folded,
+    or with fold_bn=False (weight, bias or None, the BatchNorm's datasets): on tokens [N, C] it
+    is an Affine over channels."""
     if not cv.is_conv(conv, 2):
         raise ExportError(f"{cv.describe(conv, path)}: expected a 1x1 Conv2d")
     ok = (tuple(conv.kernel_size) == (1, 1) and cv.pair(conv.stride) == (1, 1) and
@@ -67,16 +68,24 @@ def pointwise(conv, bn, path):
     if not cv.is_bn(bn):
         raise ExportError(f"{cv.describe(bn, path)}: expected the BatchNorm after {path}")
     out_c, in_c = conv.weight.shape[:2]
-    return fold_bn(conv.weight.detach().reshape(out_c, in_c), conv.bias, bn)
+    w = conv.weight.detach().reshape(out_c, in_c)
+    if ex.fold_bn:
+        return (*fold_bn(w, conv.bias, bn), None)
+    return f32(w), (f32(conv.bias) if conv.bias is not None else None), cv.bn_params(bn)
 
 
 def affine(ex, conv, bn, path, x):
-    w, b = pointwise(conv, bn, path)
+    w, b, unfolded = pointwise(ex, conv, bn, path)
     n, d = ex.g.shapes[x]
     if d != w.shape[1]:
         raise ExportError(f"{cv.describe(conv, path)}: expects {w.shape[1]} channels, gets {d}")
-    return ex.g.add(ex.name(path), "Affine", dict(weight=w, bias=b), [x], (n, w.shape[0]),
-                    origin=path)
+    p = dict(weight=w) if b is None else dict(weight=w, bias=b)
+    y = ex.g.add(ex.name(path), "Linear" if b is None else "Affine", p, [x], (n, w.shape[0]),
+                 origin=path)
+    if unfolded is None:
+        return y
+    # The convolution's output is contiguous: PyTorch's "fma" form, over channels.
+    return cv.bn_node(ex, bn, path.rsplit("_conv", 1)[0] + "_bn", y, "fma", -1)
 
 
 def convert_ms_sps(ex, m, path, x):
@@ -85,14 +94,15 @@ def convert_ms_sps(ex, m, path, x):
         raise ExportError(f"{cv.describe(m, path)}: pooling_stat {stat!r} is not four 0/1 flags")
     for i, s in enumerate(STAGES):
         x = cv.conv_node(ex, getattr(m, f"proj_conv{s}"), f"{path}.proj_conv{s}", x,
-                         bn=getattr(m, f"proj_bn{s}"))
+                         bn=getattr(m, f"proj_bn{s}"), bn_path=f"{path}.proj_bn{s}")
         if s != "3":  # the last stage is pooled before its LIF and kept as x_feat
             x = ex.convert(getattr(m, f"proj_lif{s}"), f"{path}.proj_lif{s}", x)
         if stat[i] == "1":
             x = ex.convert(getattr(m, f"maxpool{s}"), f"{path}.maxpool{s}", x)
     feat = x
     s = ex.convert(m.proj_lif3, f"{path}.proj_lif3", feat)
-    r = cv.conv_node(ex, m.rpe_conv, f"{path}.rpe_conv", s, bn=m.rpe_bn)
+    r = cv.conv_node(ex, m.rpe_conv, f"{path}.rpe_conv", s, bn=m.rpe_bn,
+                     bn_path=f"{path}.rpe_bn")
     res = join(ex, f"{path}.rpe_residual", [r, feat])  # rpe_lif is unused by forward
     c, h, w = ex.g.shapes[res]
     return ex.g.add(ex.name(f"{path}.tokens"), "ternion.Tokens", {}, [res], (h * w, c),
@@ -109,8 +119,13 @@ def convert_ms_attention(ex, m, path, x):
     s = ex.convert(m.shortcut_lif, f"{path}.shortcut_lif", x)
     p = {"heads": np.int64(m.num_heads), "form": "kv"}
     for nm in ("q", "k", "v"):
-        w, b = pointwise(getattr(m, f"{nm}_conv"), getattr(m, f"{nm}_bn"), f"{path}.{nm}_conv")
-        p[f"{nm}_weight"], p[f"{nm}_bias"] = w, b
+        w, b, unfolded = pointwise(ex, getattr(m, f"{nm}_conv"), getattr(m, f"{nm}_bn"),
+                                   f"{path}.{nm}_conv")
+        p[f"{nm}_weight"] = w
+        if b is not None:
+            p[f"{nm}_bias"] = b
+        if unfolded is not None:
+            p.update({f"{nm}_bn_{k}": v for k, v in unfolded.items()}, **{f"{nm}_bn_form": "fma"})
     lifs = [cv.lif_for_attention(getattr(m, f"{nm}_lif"), f"{path}.{nm}_lif", "lif_")
             for nm in ("q", "k", "v")]
     if not (lifs[0] == lifs[1] == lifs[2]):

@@ -292,10 +292,12 @@ def snntorch_rleaky_rsynaptic_add_the_recurrent_input_last():
     ref, ref_v = run_recurrent(x, w, rleaky("snntorch", thr), z)
     nir_order, _ = run_recurrent(x, w, rleaky("nir", thr), z)
     assert ref.sum() > 300 and (nir_order != ref).sum() > 10  # the order matters here
-    run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch", "--trace",
-        path("rleaky_tr.h5"), "--record", "spikes,membrane", "--no-progress")
-    same_spikes(path("rleaky_tr.h5"), "rnn.lif", ref)
-    assert (trace_v(path("rleaky_tr.h5"), "rnn.lif").reshape(ref_v.shape) == ref_v).all()
+    for engine, threads in (("event", 1), ("dense", 2)):
+        run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch",
+            "--engine", engine, "--threads", threads, "--trace", path("rleaky_tr.h5"),
+            "--record", "spikes,membrane", "--no-progress")
+        same_spikes(path("rleaky_tr.h5"), "rnn.lif", ref)
+        assert (trace_v(path("rleaky_tr.h5"), "rnn.lif").reshape(ref_v.shape) == ref_v).all()
     # reset_mechanism="zero": RLeaky zeroes the updated membrane (base - reset*base, 405-408).
     refz, refz_v = run_recurrent(x, w, rleaky("snntorch", thr, "zero"), z)
     run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch", "--reset",
@@ -330,10 +332,12 @@ def snntorch_rleaky_rsynaptic_add_the_recurrent_input_last():
     ref, ref_v = run_recurrent(x, w, rsynaptic("snntorch", thr), z2)
     nir_order, _ = run_recurrent(x, w, rsynaptic("nir", thr), z2)
     assert ref.sum() > 300 and (nir_order != ref).sum() > 10
-    run("run", path("rsyn.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch", "--trace",
-        path("rsyn_tr.h5"), "--record", "spikes,membrane", "--no-progress")
-    same_spikes(path("rsyn_tr.h5"), "rnn.lif", ref)
-    assert (trace_v(path("rsyn_tr.h5"), "rnn.lif").reshape(ref_v.shape) == ref_v).all()
+    for engine, threads in (("event", 1), ("dense", 2)):
+        run("run", path("rsyn.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch",
+            "--engine", engine, "--threads", threads, "--trace", path("rsyn_tr.h5"),
+            "--record", "spikes,membrane", "--no-progress")
+        same_spikes(path("rsyn_tr.h5"), "rnn.lif", ref)
+        assert (trace_v(path("rsyn_tr.h5"), "rnn.lif").reshape(ref_v.shape) == ref_v).all()
 
 
 @test

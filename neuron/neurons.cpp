@@ -556,7 +556,7 @@ class CubaLifNode final : public NeuronBase {
                 continue;
             }
             float ik = as_[u] * cur[k] + gs_[u] * x[k];
-            // RSynaptic (rsynaptic.py 418-424): (alpha*syn + input) + recurrent.
+            // RSynaptic (rsynaptic.py 418-425): (alpha*syn + input) + recurrent.
             if (st.recurrent) ik += gs_[u] * st.recurrent[k];
             // snnTorch's Synaptic.forward (synaptic.py 235-257): the reset signal of the
             // previous membrane subtracts now, or sets the membrane to v_reset for this step;

@@ -47,7 +47,7 @@ void tally_binary_input(const Activity& in, NodeStats& st) {
 struct Workspace {
     std::vector<Activity> out, prev;
     std::vector<std::unique_ptr<NodeState>> states;
-    Activity sum, recurrent_sum;               // gather_input: joined edges
+    Activity sum, recurrent_sum, whole;        // gather_input: joined edges
     std::vector<int> feed_edges, cycle_edges;  // and a neuron's edges taken apart
     std::vector<std::uint64_t> union_bits;     // gather_input: the sources' active indices
     std::vector<std::uint32_t> candidates;     // and the same, listed
@@ -350,9 +350,13 @@ void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
         ctx.recurrent = nullptr;
         const Activity& in = gather_input(g, u, ws, ctx, join_events);
         if (cfg.count_ops) step_ops.ac += join_events;
-        st.nonzero_in += in.nonzero();
-        if (!in.ternary) st.input_ternary = false;
-        if (cfg.syops_tallies) tally_binary_input(in, st);
+        // The tallies describe the summed input, also where the recurrent one came apart.
+        std::uint64_t unused = 0;
+        const Activity& whole =
+            ctx.recurrent ? gather_edges(g, g.in_edges(u), nd.in_size(), ws, ws.whole, unused) : in;
+        st.nonzero_in += whole.nonzero();
+        if (!whole.ternary) st.input_ternary = false;
+        if (cfg.syops_tallies) tally_binary_input(whole, st);
         if (r.constant[k])
             step_constant(nd, in, ws, ctx, k, step_ops, st);
         else

@@ -292,12 +292,18 @@ def snntorch_rleaky_rsynaptic_add_the_recurrent_input_last():
     ref, ref_v = run_recurrent(x, w, rleaky("snntorch", thr), z)
     nir_order, _ = run_recurrent(x, w, rleaky("nir", thr), z)
     assert ref.sum() > 300 and (nir_order != ref).sum() > 10  # the order matters here
+    # The layer's input rate still counts the non-zeros of input + recurrent, summed.
+    w_in, b_in, w_rec, b_rec = w
+    prev = np.concatenate([np.zeros((S, 1, n_h), f32), ref[:, :-1]], 1)
+    summed = (x @ w_in.T + b_in) + (prev @ w_rec.T + b_rec)
     for engine, threads in (("event", 1), ("dense", 2)):
-        run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch",
-            "--engine", engine, "--threads", threads, "--trace", path("rleaky_tr.h5"),
-            "--record", "spikes,membrane", "--no-progress")
+        j = run_json("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from",
+                     "snntorch", "--engine", engine, "--threads", threads, "--trace",
+                     path("rleaky_tr.h5"), "--record", "spikes,membrane")
         same_spikes(path("rleaky_tr.h5"), "rnn.lif", ref)
         assert (trace_v(path("rleaky_tr.h5"), "rnn.lif").reshape(ref_v.shape) == ref_v).all()
+        rate = {l["name"]: l["input_rate"] for l in j["layers"]}["rnn.lif"]
+        assert rate == (summed != 0).sum() / summed.size, (rate, (summed != 0).mean())
     # reset_mechanism="zero": RLeaky zeroes the updated membrane (base - reset*base, 405-408).
     refz, refz_v = run_recurrent(x, w, rleaky("snntorch", thr, "zero"), z)
     run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch", "--reset",

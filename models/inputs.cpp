@@ -39,6 +39,41 @@ const char* encoding_name(Encoding e) {
     return "?";
 }
 
+EncodingChoice parse_encodings(const std::vector<std::string>& values) {
+    EncodingChoice c;
+    for (const auto& v : values) {
+        const auto eq = v.rfind('=');  // kinds have none; a node name might
+        if (eq == std::string::npos) {
+            if (c.all) throw OptionError("encoding", "given twice without a node ('" + v + "')");
+            c.all = parse_encoding(v);
+            continue;
+        }
+        const std::string node = v.substr(0, eq);
+        if (node.empty()) throw OptionError("encoding", "'" + v + "' names no Input node");
+        for (const auto& [n, e] : c.nodes)
+            if (n == node) throw OptionError("encoding", "Input node '" + node + "' given twice");
+        c.nodes.emplace_back(node, parse_encoding(v.substr(eq + 1)));
+    }
+    return c;
+}
+
+void check_encoding_nodes(const NodeEncodings& e, const std::vector<std::string>& inputs) {
+    for (const auto& [node, enc] : e)
+        if (std::find(inputs.begin(), inputs.end(), node) == inputs.end()) {
+            std::string names;
+            for (const auto& n : inputs) names += (names.empty() ? "" : ", ") + n;
+            throw OptionError("encoding",
+                              "'" + node + "' is not an Input node (Input nodes: " + names + ")");
+        }
+}
+
+InputOptions for_node(const InputOptions& o, const std::string& node) {
+    InputOptions r = o;
+    for (const auto& [n, e] : o.node_encodings)
+        if (n == node) r.encoding = e;
+    return r;
+}
+
 namespace {
 
 constexpr std::int64_t kMaxInputBytes = std::int64_t{8} << 30;
@@ -521,6 +556,7 @@ class AnalogInput final : public InputSource {
     const std::vector<std::int64_t>& labels() const override { return labels_; }
     std::string describe() const override { return path_; }
     bool same_every_step() const override { return enc_ == Encoding::direct; }
+    Encoding encoding() const { return enc_; }
     std::string dataset() const override { return field_; }
 
   private:
@@ -747,11 +783,12 @@ Layout parse_layout(const std::string& s) {
     throw OptionError("layout", "must be samples-first (ST) or time-first (TS), got '" + s + "'");
 }
 
-std::string input_label(const InputSource& src, Encoding analog_encoding) {
+std::string input_label(const InputSource& src) {
     if (const auto* sp = dynamic_cast<const SpikeInput*>(&src))
         return std::string("replayed spikes (") +
                (sp->time_first() ? "time-first" : "samples-first") + ")";
-    return std::string(encoding_name(analog_encoding)) + " encoding";
+    const auto* an = dynamic_cast<const AnalogInput*>(&src);
+    return std::string(encoding_name(an ? an->encoding() : Encoding::direct)) + " encoding";
 }
 
 namespace {
@@ -874,12 +911,13 @@ std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
         // One Input node: /spikes or /data, or else its own /inputs/<node> group.
         std::optional<h5::Reader> r;
         if (hdf5 && nodes.size() == 1) r.emplace(path);
+        const InputOptions on = nodes.empty() ? o : for_node(o, nodes[0]);
         if (!r || r->exists("/spikes") || r->exists("/data") || !r->exists("/inputs")) {
-            v.push_back(open_input(path, o));
+            v.push_back(open_input(path, on));
         } else {
             if (!o.labels.empty())
                 throw OptionError("labels", "applies to IDX images; an HDF5 input carries /labels");
-            v.push_back(open_h5_input(*r, o, "/inputs/" + nodes[0]));
+            v.push_back(open_h5_input(*r, on, "/inputs/" + nodes[0]));
         }
         return v;
     }
@@ -893,7 +931,8 @@ std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
         throw OptionError("labels", "applies to IDX images; an HDF5 input carries /labels");
     h5::Reader r(path);
     for (std::size_t k = 0; k < nodes.size(); ++k) {
-        v.push_back(open_h5_input(r, o, "/inputs/" + nodes[k], k ? &v[0]->labels() : nullptr));
+        v.push_back(open_h5_input(r, for_node(o, nodes[k]), "/inputs/" + nodes[k],
+                                  k ? &v[0]->labels() : nullptr));
         if (v[k]->num_samples() != v[0]->num_samples())
             r.fail(v[k]->dataset(), "has " + std::to_string(v[k]->num_samples()) + " samples, " +
                                         v[0]->dataset() + " has " +
@@ -927,45 +966,117 @@ std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& d
     return src;
 }
 
-std::uint64_t encode_file(const std::string& in_path, const std::string& out_path, Encoding enc,
-                          std::int64_t T, std::uint64_t seed, const std::string& labels_path) {
-    if (T <= 0) throw OptionError("timesteps", "must be positive");
-    if (T > 1000000) throw OptionError("timesteps", "absurdly large");
-    InputOptions o;
-    o.encoding = enc;
-    o.timesteps = T;
-    o.labels = labels_path;
-    auto src = open_input(in_path, o);
-    if (src->fixed_timesteps() > 0) throw InputError(in_path, "/spikes", "is already a spike file");
-    if (enc == Encoding::direct)
-        throw OptionError("encoding", "direct coding is analog: choose poisson or latency");
-    const std::int64_t S = src->num_samples(), n = numel(src->sample_shape());
-    if (S * T * n > kMaxInputBytes) throw OptionError("timesteps", "output would exceed 8 GiB");
+namespace {
+
+// Steps [0, T) of every sample of `src` as int8 [samples, T, ...shape]; counts the spikes.
+std::vector<std::int8_t> encode_source(const InputSource& src, std::int64_t T, std::uint64_t seed,
+                                       std::uint64_t& spikes) {
+    const std::int64_t S = src.num_samples(), n = numel(src.sample_shape());
     std::vector<std::int8_t> out(static_cast<std::size_t>(S * T * n), 0);
-    std::uint64_t spikes = 0;
     Activity a;
     a.resize(n);
     OpCounts ops;
     for (std::int64_t s = 0; s < S; ++s)
         for (std::int64_t t = 0; t < T; ++t) {
             a.clear();
-            src->fill(s, t, seed, a, ops);
+            src.fill(s, t, seed, a, ops);
             for (auto i : a.active) {
                 out[static_cast<std::size_t>((s * T + t) * n + i)] =
                     static_cast<std::int8_t>(a.values[i]);
                 ++spikes;
             }
         }
-    Shape dims{S, T};
-    auto sh = src->sample_shape();
+    return out;
+}
+
+Shape spike_dims(const InputSource& src, std::int64_t T) {
+    Shape dims{src.num_samples(), T};
+    auto sh = src.sample_shape();
     dims.insert(dims.end(), sh.begin(), sh.end());
+    return dims;
+}
+
+// Direct coding is a current, not spikes: `ternion encode` has nothing to write for it.
+void check_spiking_encoding(Encoding e, const std::string& what) {
+    if (e == Encoding::direct)
+        throw OptionError("encoding",
+                          "direct coding is analog" + what + ": choose poisson or latency");
+}
+
+// The Input nodes' sources of a file with /inputs/<node>/..., in the groups' sorted order.
+std::vector<std::unique_ptr<InputSource>> open_node_groups(const h5::Reader& r,
+                                                           const EncodingChoice& enc,
+                                                           InputOptions o, std::int64_t T,
+                                                           std::vector<std::string>& names) {
+    names = r.children("/inputs");
+    check_encoding_nodes(enc.nodes, names);
+    o.node_encodings = enc.nodes;
+    o.layout = Layout::samples_first;
+    auto v = open_inputs(r.path(), names, o);
+    for (std::size_t k = 0; k < v.size(); ++k) {
+        const std::int64_t fixed = v[k]->fixed_timesteps();
+        if (fixed == 0)
+            check_spiking_encoding(for_node(o, names[k]).encoding,
+                                   " (Input node '" + names[k] + "')");
+        else if (fixed != T)
+            r.fail(v[k]->dataset(), "holds " + std::to_string(fixed) + " steps, --timesteps is " +
+                                        std::to_string(T) +
+                                        ": spike datasets are copied as they are");
+    }
+    return v;
+}
+
+}  // namespace
+
+std::uint64_t encode_file(const std::string& in_path, const std::string& out_path,
+                          const EncodingChoice& enc, std::int64_t T, std::uint64_t seed,
+                          const std::string& labels_path) {
+    if (T <= 0) throw OptionError("timesteps", "must be positive");
+    if (T > 1000000) throw OptionError("timesteps", "absurdly large");
+    InputOptions o;
+    o.encoding = enc.all.value_or(Encoding::poisson);
+    o.timesteps = T;
+    o.labels = labels_path;
+    std::vector<std::unique_ptr<InputSource>> srcs;
+    std::vector<std::string> names;  // empty: one /data
+    const bool groups = !looks_like_idx(in_path) && !ends_with(in_path, ".npy") && [&] {
+        h5::Reader r(in_path);
+        return !r.exists("/spikes") && !r.exists("/data") && r.exists("/inputs");
+    }();
+    if (groups) {
+        if (!labels_path.empty())
+            throw OptionError("labels", "applies to IDX images; an HDF5 input carries /labels");
+        srcs = open_node_groups(h5::Reader(in_path), enc, o, T, names);
+    } else {
+        if (!enc.nodes.empty())
+            throw OptionError("encoding", "'" + enc.nodes[0].first +
+                                              "=...' names an Input node, but " + in_path +
+                                              " holds one input (/data), not /inputs/<node>/data");
+        srcs.push_back(open_input(in_path, o));
+        if (srcs[0]->fixed_timesteps() > 0)
+            throw InputError(in_path, "/spikes", "is already a spike file");
+        check_spiking_encoding(o.encoding, "");
+    }
+    std::int64_t bytes = 0;
+    for (const auto& src : srcs) bytes += src->num_samples() * T * numel(src->sample_shape());
+    if (bytes > kMaxInputBytes) throw OptionError("timesteps", "output would exceed 8 GiB");
+    std::uint64_t spikes = 0;
+    std::vector<std::vector<std::int8_t>> out;
+    for (std::size_t k = 0; k < srcs.size(); ++k)
+        out.push_back(encode_source(*srcs[k], T, input_seed(seed, k), spikes));
     h5::write_atomically(out_path, [&](const std::string& tmp) {
         h5::Writer w(tmp);
-        w.write("/spikes", out, dims);
-        w.attr("/spikes", "encoding", std::string(encoding_name(enc)));
-        w.attr("/spikes", "seed", static_cast<std::int64_t>(seed));
-        w.attr("/spikes", "source", in_path);
-        if (!src->labels().empty()) w.write("/labels", src->labels(), {S});
+        for (std::size_t k = 0; k < srcs.size(); ++k) {
+            const std::string ds = names.empty() ? "/spikes" : "/inputs/" + names[k] + "/spikes";
+            if (!names.empty()) w.group("/inputs/" + names[k]);
+            w.write(ds, out[k], spike_dims(*srcs[k], T));
+            const auto* an = dynamic_cast<const AnalogInput*>(srcs[k].get());
+            w.attr(ds, "encoding", an ? std::string(encoding_name(an->encoding())) : "copied");
+            w.attr(ds, "seed", static_cast<std::int64_t>(seed));
+            w.attr(ds, "source", in_path + (names.empty() ? "" : ": " + srcs[k]->dataset()));
+        }
+        const auto& labels = srcs[0]->labels();
+        if (!labels.empty()) w.write("/labels", labels, {static_cast<std::int64_t>(labels.size())});
         w.close();
     });
     return spikes;

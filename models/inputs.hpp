@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/engine.hpp"
@@ -18,6 +19,18 @@ namespace ternion {
 enum class Encoding { direct, poisson, latency };
 Encoding parse_encoding(const std::string& s);  // throws OptionError("encoding")
 const char* encoding_name(Encoding e);
+
+// `--encoding` (repeatable): "kind" for every analog input, and "node=kind" for one Input node,
+// which wins over the former (docs/inputs.md).
+using NodeEncodings = std::vector<std::pair<std::string, Encoding>>;
+struct EncodingChoice {
+    std::optional<Encoding> all;
+    NodeEncodings nodes;
+};
+// Throws OptionError("encoding") for an unknown kind, "kind" given twice or a node given twice.
+EncodingChoice parse_encodings(const std::vector<std::string>& values);
+// Refuses a node of `e` that is not among `inputs` (the Input nodes), naming them.
+void check_encoding_nodes(const NodeEncodings& e, const std::vector<std::string>& inputs);
 
 // The axis order of a spike tensor.
 enum class Layout { automatic, samples_first, time_first };
@@ -40,7 +53,11 @@ struct InputOptions {
     std::int64_t first_sample = 0, samples = -1;
     // An IDX labels file for IDX images; empty: the images' sibling labels file, if it exists.
     std::string labels = {};
+    NodeEncodings node_encodings = {};  // per Input node, over `encoding` (for_node)
 };
+
+// The options of Input node `node`: its own encoding, if it has one.
+InputOptions for_node(const InputOptions& o, const std::string& node);
 
 // Whether `path` is read as IDX: its name holds "idx" or "ubyte", or it starts like an IDX file
 // (gzip magic, or 0x00 0x00 type ndims).
@@ -62,8 +79,8 @@ std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
                                                       const InputOptions& opts);
 
 // How the run header names the input: "replayed spikes (samples-first)", or the encoding of
-// analog data ("direct", "poisson", "latency").
-std::string input_label(const InputSource& src, Encoding analog_encoding);
+// analog data ("direct encoding", "poisson encoding", "latency encoding").
+std::string input_label(const InputSource& src);
 
 // The number of steps to run. A spike input runs its own T, or the `option` (--timesteps) when
 // given, which may only shorten it (a note says so; more steps than the file holds are
@@ -94,9 +111,12 @@ std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& d
 // (/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz); throws InputError when absent.
 std::string fashion_mnist_test_images();
 
-// Writes analog data as a spike file (`ternion encode`). Returns the number of spikes.
-std::uint64_t encode_file(const std::string& in_path, const std::string& out_path, Encoding enc,
-                          std::int64_t timesteps, std::uint64_t seed,
+// Writes analog data as a spike file (`ternion encode`): /data as /spikes, or, for a file with
+// /inputs/<node>/data (several Input nodes), each as /inputs/<node>/spikes, node k of the
+// file's (sorted) groups drawing with input_seed(seed, k) as a run's Input node k does; spike
+// datasets of `timesteps` steps are copied. Labels are copied. Returns the number of spikes.
+std::uint64_t encode_file(const std::string& in_path, const std::string& out_path,
+                          const EncodingChoice& enc, std::int64_t timesteps, std::uint64_t seed,
                           const std::string& labels_path = "");
 
 }  // namespace ternion

@@ -54,7 +54,10 @@ const std::vector<Dialect>& dialects() {
         snn.dt = 1e-4;
         snn.reset = "subtract";
         snn.reset_delay = true;
-        snn.summary = "dt 1e-4 s, euler, subtract reset at the next step (snnTorch's Leaky)";
+        snn.recurrent_last = true;
+        snn.summary =
+            "dt 1e-4 s, euler, subtract reset at the next step (snnTorch's Leaky), recurrent "
+            "input added after the decayed state and the feed-forward input (RLeaky, RSynaptic)";
         r.push_back(snn);
         Dialect norse = nir;
         norse.name = "norse";
@@ -232,6 +235,7 @@ LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConvent
     o.start_at_rest = dia.start_at_rest;
     o.unit_current_gain = dia.unit_current_gain;
     o.unit_li_gain = dia.unit_li_gain;
+    o.recurrent_last = dia.recurrent_last;
     o.allow_unstable = user.allow_unstable;
     if (dia.name != "nir")
         rep.notes.push_back("conventions of " + dia.name + " (" + rep.dialect_source +

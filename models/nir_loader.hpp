@@ -40,6 +40,7 @@ struct Dialect {
     bool start_at_rest = false;      // membranes start at v_leak (IF: v_reset)
     bool unit_current_gain = false;  // CubaLIF: x enters the current with gain w_in
     bool unit_li_gain = false;       // LI: x enters with gain r
+    bool recurrent_last = false;     // recurrent input added after the others
     std::string summary;             // one line for the run header
 };
 const std::vector<Dialect>& dialects();

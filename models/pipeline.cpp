@@ -137,7 +137,8 @@ std::vector<std::unique_ptr<InputSource>> open_node_arrays(const std::vector<Arr
         if (std::count_if(arrays.begin(), arrays.end(), same) > 1)
             throw InputError(it->name, "/inputs/" + n, "given twice");
         // The first node's source holds the labels, as a file's first dataset does.
-        v.push_back(open_array(*it, io, "/inputs/" + n, v.empty() ? labels : no_labels));
+        v.push_back(
+            open_array(*it, for_node(io, n), "/inputs/" + n, v.empty() ? labels : no_labels));
     }
     return v;
 }
@@ -263,6 +264,10 @@ void Pipeline::open_source() {
     T_ = req_.timesteps ? *req_.timesteps : model_->timesteps;
     InputOptions io;
     io.encoding = encoding_;
+    io.node_encodings = req_.node_encodings;
+    std::vector<std::string> names;
+    for (int u : graph().inputs()) names.push_back(graph().node(u).name());
+    check_encoding_nodes(io.node_encodings, names);
     io.timesteps = T_;
     io.layout = req_.layout;
     io.model_timesteps = model_->timesteps;
@@ -278,7 +283,9 @@ void Pipeline::open_source() {
     T_ = resolve_timesteps(all, req_.timesteps, model_->timesteps, srcs[0]->describe(),
                            input_notes_);
     // Latency coding places each spike by T, which is known only now.
-    if (encoding_ == Encoding::latency && io.timesteps != T_) {
+    bool latency = false;
+    for (const auto& n : names) latency = latency || for_node(io, n).encoding == Encoding::latency;
+    if (latency && io.timesteps != T_) {
         io.timesteps = T_;
         srcs = open_sources(io);
     }
@@ -300,7 +307,7 @@ std::vector<std::unique_ptr<InputSource>> Pipeline::open_sources(const InputOpti
                              " Input nodes (" + joined(names) +
                              "): give one array per node (in Python, a dict {node: array})");
     std::vector<std::unique_ptr<InputSource>> v;
-    v.push_back(open_array(a, io, "", a.labels));
+    v.push_back(open_array(a, for_node(io, names[0]), "", a.labels));
     return v;
 }
 
@@ -364,13 +371,13 @@ RunReport Pipeline::finish(RunResult result) const {
     r.first_sample = req_.first_sample;
     r.seed = req_.seed;
     r.encoding = encoding_;
-    r.input_kind = input_label(*srcs_[0], encoding_);
+    r.input_kind = input_label(*srcs_[0]);
     if (srcs_.size() > 1) {
         // Each Input node's kind: "a: replayed spikes (samples-first), b: direct encoding".
         r.input_kind.clear();
         for (std::size_t k = 0; k < srcs_.size(); ++k)
             r.input_kind += (k ? ", " : "") + graph().node(graph().inputs()[k]).name() + ": " +
-                            input_label(*srcs_[k], encoding_);
+                            input_label(*srcs_[k]);
     }
     r.load = model_->report;
     r.load.notes.insert(r.load.notes.end(), input_notes_.begin(), input_notes_.end());

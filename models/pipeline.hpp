@@ -62,6 +62,7 @@ struct RunRequest {
     std::string labels;  // IDX images: their labels file (default: the sibling labels file)
     UserLoadOptions load;
     std::optional<Encoding> encoding;       // analog inputs; default: model metadata, else direct
+    NodeEncodings node_encodings;           // per Input node, over `encoding` (--encoding a=kind)
     std::optional<std::int64_t> timesteps;  // default: the spike data's T, else model metadata
     Layout layout = Layout::automatic;      // axis order of a spike file (--layout)
     Engine engine = Engine::event;

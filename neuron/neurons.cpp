@@ -18,6 +18,8 @@ struct NeuronState : NodeState {
     std::vector<float> v, i;  // membrane and (CubaLIF) synaptic current
     std::vector<BlockIndices> block_spikes;
     std::int64_t block = 0;  // neurons per block of the last step
+    // This step's recurrent input (StepContext::recurrent), added after the others; or null.
+    const float* recurrent = nullptr;
 };
 
 // No membrane update before the threshold (the caller integrated already).
@@ -49,6 +51,7 @@ class NeuronBase : public Node {
     NodeCategory category() const override { return NodeCategory::neuron; }
     bool is_spiking() const override { return !integrator_; }
     bool reads_values_only() const override { return true; }
+    bool takes_recurrent_apart() const override { return recurrent_last_; }
     Shape declared_in_shape() const override { return param_shape_; }
     void bind(const Shape& in) override {
         if (n_params_ > 1 && numel(in) != n_params_)
@@ -100,6 +103,7 @@ class NeuronBase : public Node {
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override {
         auto& st = static_cast<NeuronState&>(*state);
+        st.recurrent = ctx.recurrent;
         const std::int64_t n = in_size();
         // With a thread team, one block per member, split like the synaptic layers' rows so
         // each member updates the inputs it just computed; otherwise fixed-size blocks.
@@ -270,7 +274,10 @@ class NeuronBase : public Node {
     Compare cmp_ = Compare::gt;
     ResetMode reset_ = ResetMode::to_value;
     bool cmp_set_ = false, reset_set_ = false;
-    bool delay_ = false;    // the reset of a spike acts at the next update (snnTorch)
+    bool delay_ = false;  // the reset of a spike acts at the next update (snnTorch)
+    // The edges closing a cycle into the node are added to the updated state after the other
+    // inputs (LoadOptions::recurrent_last); set by the nodes that do so.
+    bool recurrent_last_ = false;
     bool at_rest_ = false;  // membranes start at rest_ rather than initial_v()
     bool unit_gain_ = false, unit_gain_set_ = false;  // dataset input_gain "unit"
     std::vector<float> rest_;                         // per-neuron initial membrane when at_rest_
@@ -348,6 +355,7 @@ class LifNode final : public NeuronBase {
             unit_in_ = unit_gain_set_ ? unit_gain_ : (integrator && o.unit_li_gain);
             norse_ = o.dialect == "norse" && o.discretization == "euler";
             snn_ = o.dialect == "snntorch";
+            recurrent_last_ = snn_ && o.recurrent_last;
             sinabs_ = o.dialect == "sinabs" && o.discretization == "exact";
         } else {
             tau_ = {1.0f};
@@ -410,16 +418,20 @@ class LifNode final : public NeuronBase {
             // snnTorch's Leaky.forward (leaky.py 209-229): the reset signal r comes from the
             // previous membrane; subtract r*threshold after the update, or zero the membrane
             // before it. Without reset_delay the step's own spike s then resets at once, by
-            // s - r (snnTorch's "avoid double reset").
+            // s - r (snnTorch's "avoid double reset"). RLeaky (rleaky.py 394-408) adds its
+            // recurrent input to beta*mem + input, and its zero reset zeroes the updated
+            // membrane, not the previous one.
             const bool sub = reset_ == ResetMode::subtract;
+            const float* rec = st.recurrent;
             for (std::int64_t k = b0; k < b1; ++k) {
                 const auto u = static_cast<std::size_t>(k);
                 const bool was = fires(v[k], th_[u]);
                 float vk;
-                if (sub) {
+                if (sub || rec) {
                     vk = a[k] * v[k] + g[k] * x[k];
                     if (has_leak_) vk += c[k];
-                    if (was) vk -= th_[u];
+                    if (rec) vk += g[k] * rec[k];
+                    if (was) vk = sub ? vk - th_[u] : vr_[u];
                 } else {
                     vk = a[k] * (was ? vr_[u] : v[k]) + g[k] * x[k];
                     if (has_leak_) vk += c[k];
@@ -490,6 +502,7 @@ class CubaLifNode final : public NeuronBase {
         exact_ = o.discretization == "exact";
         norse_ = o.dialect == "norse" && !exact_;
         snn_ = o.dialect == "snntorch";
+        recurrent_last_ = snn_ && o.recurrent_last;
         dt_ = o.dt;
     }
     void broadcast(std::int64_t n) override {
@@ -543,6 +556,8 @@ class CubaLifNode final : public NeuronBase {
                 continue;
             }
             float ik = as_[u] * cur[k] + gs_[u] * x[k];
+            // RSynaptic (rsynaptic.py 418-425): (alpha*syn + input) + recurrent.
+            if (st.recurrent) ik += gs_[u] * st.recurrent[k];
             // snnTorch's Synaptic.forward (synaptic.py 235-257): the reset signal of the
             // previous membrane subtracts now, or sets the membrane to v_reset for this step;
             // without reset_delay the step's spike s then resets by s - r.

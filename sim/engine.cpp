@@ -47,9 +47,10 @@ void tally_binary_input(const Activity& in, NodeStats& st) {
 struct Workspace {
     std::vector<Activity> out, prev;
     std::vector<std::unique_ptr<NodeState>> states;
-    Activity sum;
-    std::vector<std::uint64_t> union_bits;  // gather_input: the sources' active indices
-    std::vector<std::uint32_t> candidates;  // and the same, listed
+    Activity sum, recurrent_sum, whole;        // gather_input: joined edges
+    std::vector<int> feed_edges, cycle_edges;  // and a neuron's edges taken apart
+    std::vector<std::uint64_t> union_bits;     // gather_input: the sources' active indices
+    std::vector<std::uint32_t> candidates;     // and the same, listed
     std::vector<NodeStats> stats;
     std::vector<std::vector<float>> membrane_prev;  // membrane tallies: the previous step's
     std::vector<float> membrane_now;
@@ -72,24 +73,21 @@ void tally_membrane(const Node& nd, const NodeState* state, std::int64_t t,
     std::swap(prev, now);
 }
 
-// Sums the incoming edges of node u into ws.sum, or returns the single source directly.
+// What edge `ei` carries at this step: its source's output, or the previous step's if delayed.
+const Activity& edge_source(const Graph& g, const Workspace& ws, int ei) {
+    const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
+    return e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
+                     : ws.out[static_cast<std::size_t>(e.src)];
+}
+
+// Sums edges `ins` into `s` (n values), or returns the single source directly.
 // `join_events` receives the non-zero events that a join of several edges accumulated (one add
 // each into the join's buffer, as an event-driven residual join does); 0 for a single edge.
-const Activity& gather_input(const Graph& g, int u, Workspace& ws, std::uint64_t& join_events) {
-    const auto& ins = g.in_edges(u);
+const Activity& gather_edges(const Graph& g, const std::vector<int>& ins, std::int64_t n,
+                             Workspace& ws, Activity& s, std::uint64_t& join_events) {
     join_events = 0;
-    if (ins.size() == 1) {
-        const Edge& e = g.edges()[static_cast<std::size_t>(ins[0])];
-        return e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
-                         : ws.out[static_cast<std::size_t>(e.src)];
-    }
-    Activity& s = ws.sum;
-    const std::int64_t n = g.node(u).in_size();
-    auto source = [&](int ei) -> const Activity& {
-        const Edge& e = g.edges()[static_cast<std::size_t>(ei)];
-        return e.delayed ? ws.prev[static_cast<std::size_t>(e.src)]
-                         : ws.out[static_cast<std::size_t>(e.src)];
-    };
+    if (ins.size() == 1) return edge_source(g, ws, ins[0]);
+    auto source = [&](int ei) -> const Activity& { return edge_source(g, ws, ei); };
     std::size_t events = 0;
     for (int ei : ins) events += source(ei).active.size();
     join_events = events;
@@ -139,6 +137,30 @@ const Activity& gather_input(const Graph& g, int u, Workspace& ws, std::uint64_t
     s.ternary = !other;
     s.all_ones = false;
     return s;
+}
+
+// Node u's input: the sum of its incoming edges (gather_edges). A node that takes its recurrent
+// input apart, with both kinds of edges, gets the other edges in the result and the sum of the
+// edges closing a cycle in ctx.recurrent; the join's events are those of every edge either way.
+const Activity& gather_input(const Graph& g, int u, Workspace& ws, StepContext& ctx,
+                             std::uint64_t& join_events) {
+    const auto& ins = g.in_edges(u);
+    const std::int64_t n = g.node(u).in_size();
+    if (!g.node(u).takes_recurrent_apart() || ins.size() < 2)
+        return gather_edges(g, ins, n, ws, ws.sum, join_events);
+    ws.feed_edges.clear();
+    ws.cycle_edges.clear();
+    for (int ei : ins)
+        (g.edges()[static_cast<std::size_t>(ei)].closes_cycle ? ws.cycle_edges : ws.feed_edges)
+            .push_back(ei);
+    if (ws.feed_edges.empty() || ws.cycle_edges.empty())
+        return gather_edges(g, ins, n, ws, ws.sum, join_events);
+    std::uint64_t unused = 0;
+    ctx.recurrent = gather_edges(g, ws.cycle_edges, n, ws, ws.recurrent_sum, unused).values.data();
+    const Activity& in = gather_edges(g, ws.feed_edges, n, ws, ws.sum, unused);
+    join_events = 0;
+    for (int ei : ins) join_events += edge_source(g, ws, ei).active.size();
+    return in;
 }
 
 class Progress {
@@ -325,11 +347,16 @@ void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
         r.inputs[j]->fill(ctx.sample, ctx.step, r.seeds[j], out, step_ops);
     } else {
         std::uint64_t join_events = 0;
-        const Activity& in = gather_input(g, u, ws, join_events);
+        ctx.recurrent = nullptr;
+        const Activity& in = gather_input(g, u, ws, ctx, join_events);
         if (cfg.count_ops) step_ops.ac += join_events;
-        st.nonzero_in += in.nonzero();
-        if (!in.ternary) st.input_ternary = false;
-        if (cfg.syops_tallies) tally_binary_input(in, st);
+        // The tallies describe the summed input, also where the recurrent one came apart.
+        std::uint64_t unused = 0;
+        const Activity& whole =
+            ctx.recurrent ? gather_edges(g, g.in_edges(u), nd.in_size(), ws, ws.whole, unused) : in;
+        st.nonzero_in += whole.nonzero();
+        if (!whole.ternary) st.input_ternary = false;
+        if (cfg.syops_tallies) tally_binary_input(whole, st);
         if (r.constant[k])
             step_constant(nd, in, ws, ctx, k, step_ops, st);
         else

@@ -109,7 +109,7 @@ void Graph::order_nodes(const std::vector<std::vector<int>>& out_edges) {
             Edge& ed = edges_[static_cast<std::size_t>(e)];
             int v = ed.dst;
             if (state[static_cast<std::size_t>(v)] == 1)
-                ed.delayed = true;
+                ed.delayed = ed.closes_cycle = true;
             else if (state[static_cast<std::size_t>(v)] == 0)
                 dfs(v);
         }

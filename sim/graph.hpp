@@ -14,6 +14,9 @@ struct Edge {
     int src = -1;
     int dst = -1;
     bool delayed = false;  // carries the source's output of the previous step
+    // The DFS found this edge closing a cycle (a recurrent input). Stays set when the delay
+    // moves to a weight layer's input: it tells which input of a neuron is the recurrent one.
+    bool closes_cycle = false;
 };
 
 class Graph {

@@ -134,6 +134,9 @@ struct StepContext {
     AttentionCounts* attention = nullptr;
     // Nodes that apply weights add their (non-zero input, non-zero weight) pairs here.
     SynapseCounts* synapses = nullptr;
+    // For a node that takes_recurrent_apart() and has both kinds of inputs: the summed values
+    // of the edges closing a cycle into it (in_size() of them); null otherwise.
+    const float* recurrent = nullptr;
 
     // Below this much work in a step (synapse events, neuron updates), a node's blocks run on
     // the calling thread: waking the other threads and waiting for them costs 2-10 µs on a
@@ -255,6 +258,9 @@ class Node {
     // could: the engine then reuses it for the next sample instead of allocating (and faulting
     // in) a new one. Nodes whose state would be cheap to rebuild keep the default.
     virtual bool reset_state(NodeState* s) const { return s == nullptr; }
+    // True when the node takes the edges that close a cycle into it apart from the others:
+    // `in` is then the sum of the other edges and StepContext::recurrent that of the cycle's.
+    virtual bool takes_recurrent_apart() const { return false; }
     // One time step. `in` is the sum of the incoming edges; `out` is pre-sized to out_size().
     virtual void step(const Activity& in, NodeState* state, Activity& out,
                       const StepContext& ctx) const = 0;

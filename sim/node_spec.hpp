@@ -30,7 +30,10 @@ struct LoadOptions {
     bool start_at_rest = false;      // membranes start at v_leak (IF: v_reset), not 0
     bool unit_current_gain = false;  // CubaLIF/CubaLI: x enters the current with gain w_in
     bool unit_li_gain = false;       // LI: x enters the membrane with gain r
-    bool allow_unstable = false;     // accept an Euler decay 1 - dt/tau outside [0, 1)
+    // LIF/CubaLIF add the edges closing a cycle into them (a recurrent layer) to the updated
+    // state after the other inputs, not summed with them first (snnTorch's RLeaky/RSynaptic).
+    bool recurrent_last = false;
+    bool allow_unstable = false;  // accept an Euler decay 1 - dt/tau outside [0, 1)
 };
 
 // Where a node's parameters come from: a model file's node group (H5Params), memory (MapParams:

@@ -10,16 +10,19 @@ namespace ternion::cli {
 int cmd_encode(const Args& args) {
     po::options_description d(
         "ternion encode --input DATA --output SPIKES.h5 [options]\n\nEncodes analog data (HDF5 "
-        "/data, or IDX images) as a spike file");
+        "/data or /inputs/<node>/data, or IDX images) as a spike file");
     d.add_options()("help,h", "show this help")("input,i", po::value<std::string>(),
-                                                "HDF5 file with /data float32 [samples, ...], or "
-                                                "IDX images (.gz or raw)")(
+                                                "HDF5 file with /data float32 [samples, ...] (or "
+                                                "/inputs/<node>/data per Input node), or IDX "
+                                                "images (.gz or raw)")(
         "labels", po::value<std::string>(),
         "IDX labels file for IDX images (default: the images' sibling labels file, if present)")(
         "output,o", po::value<std::string>(),
-        "spike file to write (/spikes int8 [samples, T, ...])")(
-        "encoding", po::value<std::string>()->default_value("poisson"), "poisson | latency")(
-        "timesteps,T", po::value<std::int64_t>(), "steps per sample")(
+        "spike file to write (/spikes int8 [samples, T, ...], or /inputs/<node>/spikes)")(
+        "encoding", po::value<std::vector<std::string>>(),
+        "poisson (default) | latency; NODE=KIND for one Input node of a file with "
+        "/inputs/<node>/data (repeatable)")("timesteps,T", po::value<std::int64_t>(),
+                                            "steps per sample")(
         "seed", po::value<std::uint64_t>()->default_value(0), "random seed");
     auto vm = parse(args, d);
     if (show_help(vm, d)) return 0;
@@ -30,10 +33,11 @@ int cmd_encode(const Args& args) {
     std::vector<NamedPath> inputs{{"input", vm["input"].as<std::string>()}};
     if (!labels.empty()) inputs.push_back({"labels", labels});
     check_output("output", vm["output"].as<std::string>(), inputs);
-    auto n =
-        encode_file(vm["input"].as<std::string>(), vm["output"].as<std::string>(),
-                    parse_encoding(vm["encoding"].as<std::string>()),
-                    vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>(), labels);
+    auto n = encode_file(
+        vm["input"].as<std::string>(), vm["output"].as<std::string>(),
+        parse_encodings(vm.count("encoding") ? vm["encoding"].as<std::vector<std::string>>()
+                                             : std::vector<std::string>{}),
+        vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>(), labels);
     std::fprintf(stderr, "wrote %s (%s spikes)\n", vm["output"].as<std::string>().c_str(),
                  group_digits(n).c_str());
     return 0;

@@ -64,7 +64,11 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
     q.pricing.mode = hw::parse_count_mode(vm["count"].as<std::string>());
     q.pricing.encoding_mac_times_T = !vm.count("paper-encoding-once");
     q.load = model_options(vm);
-    if (vm.count("encoding")) q.encoding = parse_encoding(vm["encoding"].as<std::string>());
+    if (vm.count("encoding")) {
+        const auto e = parse_encodings(vm["encoding"].as<std::vector<std::string>>());
+        q.encoding = e.all;
+        q.node_encodings = e.nodes;
+    }
     if (vm.count("timesteps")) q.timesteps = vm["timesteps"].as<std::int64_t>();
     q.layout = input_layout(vm);
     q.seed = vm["seed"].as<std::uint64_t>();
@@ -124,8 +128,9 @@ int cmd_run(const Args& args) {
         "steps per sample (default: the spike file's T or the model's metadata)")(
         "engine", po::value<std::string>()->default_value("event"), "event | dense")(
         "threads", po::value<int>()->default_value(default_threads()), "worker threads")(
-        "encoding", po::value<std::string>(),
-        "direct | poisson | latency, for analog inputs (default: model metadata, else direct)")(
+        "encoding", po::value<std::vector<std::string>>(),
+        "direct | poisson | latency, for analog inputs (default: model metadata, else "
+        "direct); NODE=KIND for one Input node (repeatable)")(
         "seed", po::value<std::uint64_t>()->default_value(0),
         "seed of the encoders' random numbers")("samples", po::value<std::int64_t>(),
                                                 "run only this many samples")(

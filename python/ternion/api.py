@@ -156,6 +156,8 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
        encoded per step (`encoding`: direct | poisson | latency). A model with several Input
        nodes takes a dict {Input node name: array}, every array with the same samples; `kind`
        may then be a dict too, and `layout` applies to the spike arrays.
+    encoding: one kind for every analog input, or a dict {Input node name: kind} (the key
+       None: the kind of the nodes not named), as `--encoding kind --encoding node=kind`.
     labels: class per sample, for accuracy.
     record: observables kept in memory (spikes, membrane; also ops, energy, attention for
        `trace`); record_nodes limits them to these nodes. trace: also write them to this HDF5
@@ -175,6 +177,10 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
     elif x is not None:
         arr = _as_input(x, layout, kind)
     lab = [] if labels is None else [int(v) for v in np.asarray(labels).reshape(-1)]
+    if isinstance(encoding, dict):
+        encoding = [str(v) if k is None else f"{k}={v}" for k, v in encoding.items()]
+    elif encoding is not None:
+        encoding = [str(encoding)]
     opts = dict(engine=engine, threads=threads, timesteps=timesteps, encoding=encoding,
                 seed=seed, first=first, samples=samples,
                 profile=profile or _core.default_profile, count=count,

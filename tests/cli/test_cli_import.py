@@ -199,6 +199,153 @@ def snntorch_synaptic_reproduced():
     assert (trace_v(path("syn_tr.h5"), "n1").reshape(v1.shape) == v1).all()
 
 
+def recurrent_weights(gen, n_in, n_h):
+    """Feed-forward Affine and recurrent nn.Linear (with bias) of multiples of 1/64: the
+    products with spikes and their sum are exact, so only the order of the additions into the
+    decayed state rounds. Drawn from `gen`: the other tests' data stay as they were."""
+    def dy(shape, scale):
+        return (np.round(gen.uniform(-scale, scale, shape) * 64) / 64).astype(f32)
+    return dy((n_h, n_in), 1.0), dy(n_h, 0.25), dy((n_h, n_h), 0.5), dy(n_h, 0.125)
+
+
+def snn_recurrent_file(fname, w, neuron):
+    """Input -> Affine -> RLeaky/RSynaptic as snnTorch's exporter writes them (export_nir.py
+    119-218): a NIRGraph subgraph input -> lif, lif -> w_rec, w_rec -> lif, lif -> output, the
+    recurrent nn.Linear an Affine."""
+    w_in, b_in, w_rec, b_rec = w
+    rnn = (Nir().node("input", "Input", shape=np.array([len(b_in)]))
+           .node("lif", neuron[0], **neuron[1]).node("w_rec", "Affine", weight=w_rec, bias=b_rec)
+           .node("output", "Output", shape=np.array([len(b_in)]))
+           .edge("input", "lif").edge("lif", "w_rec").edge("w_rec", "lif").edge("lif", "output"))
+    (Nir().node("input", "Input", shape=np.array([w_in.shape[1]]))
+     .node("fc", "Affine", weight=w_in, bias=b_in).node("rnn", rnn)
+     .node("output", "Output", shape=np.array([len(b_in)]))
+     .edge("input", "fc").edge("fc", "rnn").edge("rnn", "output").write(fname))
+
+
+def run_recurrent(x, w, step, state):
+    """Spikes and membranes [S, T, n] of one recurrent layer; step(x, rec, state)."""
+    w_in, b_in, w_rec, b_rec = w
+    spikes, mems = [], []
+    for s in range(x.shape[0]):
+        st, spk, o, m = state(), np.zeros(len(b_in), f32), [], []
+        for t in range(x.shape[1]):
+            rec = (w_rec @ spk + b_rec).astype(f32)  # exact: dyadic weights, spikes
+            spk, st = step((w_in @ x[s, t] + b_in).astype(f32), rec, st)
+            o.append(spk)
+            m.append(st[0])
+        spikes.append(o)
+        mems.append(m)
+    return np.array(spikes, f32), np.array(mems, f32)
+
+
+def thresholds_on_rounding(x, w, step, state):
+    """Thresholds at which the two addition orders give other spikes. Starting from 2 for
+    every neuron, one neuron at a time: at a step where its membranes in the two orders differ
+    by rounding, and the smaller, lo < 2, exceeds each earlier membrane of it in that sample
+    (and 0), a threshold lo changes nothing before (no spike, in either order) and there the
+    larger membrane fires (>), the smaller does not; recurrence then spreads the difference."""
+    thr = np.full(len(w[1]), 2, f32)
+    for k in range(len(thr)):
+        sa, a = run_recurrent(x, w, step("snntorch", thr), state)
+        sb, b = run_recurrent(x, w, step("nir", thr), state)
+        if (sa != sb).sum() > 20:
+            return thr
+        for s in range(x.shape[0]):
+            top = np.maximum.accumulate(np.maximum(np.maximum(a[s, :, k], b[s, :, k]), 0))
+            lo = np.minimum(a[s, 1:, k], b[s, 1:, k])
+            hit = np.nonzero((a[s, 1:, k] != b[s, 1:, k]) & (lo > top[:-1]) & (lo < 2))[0]
+            if len(hit):
+                thr[k] = lo[hit[0]]
+                break
+    raise AssertionError("no thresholds where the order of additions matters")
+
+
+@test
+def snntorch_rleaky_rsynaptic_add_the_recurrent_input_last():
+    """snnTorch's RLeaky: mem = (beta*mem + input) + recurrent(spk) - reset*threshold
+    (rleaky.py 394-403); RSynaptic: syn = (alpha*syn + input) + recurrent(spk), mem = beta*mem
+    + syn (rsynaptic.py 418-439). The feed-forward and recurrent terms are exact here (dyadic):
+    only the order of the two additions into the decayed state differs from NIR's beta*mem +
+    (input + recurrent), and thresholds placed where the orders round apart make it flip
+    spikes, which then change the recurrent input of the following steps."""
+    n_in, n_h, T, S = 16, 32, 60, 4
+    gen = np.random.default_rng(23)
+    x = (gen.random((S, T, n_in)) < 0.35).astype(f32)
+    spikes_file(path("rnn_in.h5"), x)
+    beta = gen.uniform(0.75, 0.97, n_h).astype(f32)
+    w = recurrent_weights(gen, n_in, n_h)
+
+    def rleaky(order, thr, mechanism="subtract"):
+        def step(xf, rec, st):
+            mem, = st
+            reset = (mem - thr > 0).astype(f32)
+            base = (beta * mem + xf) + rec if order == "snntorch" else beta * mem + (xf + rec)
+            mem = base - reset * thr if mechanism == "subtract" else base - reset * base
+            return (mem - thr > 0).astype(f32), (mem.astype(f32),)
+        return step
+    z = lambda: (np.zeros(n_h, f32),)  # noqa: E731
+    thr = thresholds_on_rounding(x, w, rleaky, z)
+    lif = snn_lif(beta, 1.0)
+    lif[1]["v_threshold"] = thr
+    snn_recurrent_file(path("rleaky.h5"), w, lif)
+    ref, ref_v = run_recurrent(x, w, rleaky("snntorch", thr), z)
+    nir_order, _ = run_recurrent(x, w, rleaky("nir", thr), z)
+    assert ref.sum() > 300 and (nir_order != ref).sum() > 10  # the order matters here
+    # The layer's input rate still counts the non-zeros of input + recurrent, summed.
+    w_in, b_in, w_rec, b_rec = w
+    prev = np.concatenate([np.zeros((S, 1, n_h), f32), ref[:, :-1]], 1)
+    summed = (x @ w_in.T + b_in) + (prev @ w_rec.T + b_rec)
+    for engine, threads in (("event", 1), ("dense", 2)):
+        j = run_json("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from",
+                     "snntorch", "--engine", engine, "--threads", threads, "--trace",
+                     path("rleaky_tr.h5"), "--record", "spikes,membrane")
+        same_spikes(path("rleaky_tr.h5"), "rnn.lif", ref)
+        assert (trace_v(path("rleaky_tr.h5"), "rnn.lif").reshape(ref_v.shape) == ref_v).all()
+        rate = {l["name"]: l["input_rate"] for l in j["layers"]}["rnn.lif"]
+        assert rate == (summed != 0).sum() / summed.size, (rate, (summed != 0).mean())
+    # reset_mechanism="zero": RLeaky zeroes the updated membrane (base - reset*base, 405-408).
+    refz, refz_v = run_recurrent(x, w, rleaky("snntorch", thr, "zero"), z)
+    run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch", "--reset",
+        "zero", "--trace", path("rleakyz_tr.h5"), "--record", "spikes,membrane", "--no-progress")
+    same_spikes(path("rleakyz_tr.h5"), "rnn.lif", refz)
+    assert (trace_v(path("rleakyz_tr.h5"), "rnn.lif").reshape(refz_v.shape) == refz_v).all()
+    # NIR's dialect keeps summing the inputs first: its own order, other spikes.
+    with h5py.File(path("rleaky.h5"), "a") as f:
+        f["node/nodes/rnn/nodes/lif/reset_delay"] = 1
+    run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--dt", DT_SNN, "--reset",
+        "subtract", "--trace", path("rleaky_nir_tr.h5"), "--no-progress")
+    same_spikes(path("rleaky_nir_tr.h5"), "rnn.lif", nir_order)
+
+    alpha = gen.uniform(0.5, 0.9, n_h).astype(f32)
+    tau_s = (DT_SNN / (1 - alpha.astype(np.float64))).astype(f32)
+    tau_m = (DT_SNN / (1 - beta.astype(np.float64))).astype(f32)
+
+    def rsynaptic(order, thr):
+        def step(xf, rec, st):
+            mem, syn = st
+            reset = (mem - thr > 0).astype(f32)
+            syn = (alpha * syn + xf) + rec if order == "snntorch" else alpha * syn + (xf + rec)
+            mem = (beta * mem + syn) - reset * thr
+            return (mem - thr > 0).astype(f32), (mem.astype(f32), syn.astype(f32))
+        return step
+    z2 = lambda: (np.zeros(n_h, f32), np.zeros(n_h, f32))  # noqa: E731
+    thr = thresholds_on_rounding(x, w, rsynaptic, z2)
+    cuba = dict(tau_syn=tau_s, tau_mem=tau_m, r=(tau_m / DT_SNN).astype(f32),
+                w_in=(tau_s / DT_SNN).astype(f32), v_leak=np.zeros(n_h, f32),
+                v_threshold=thr, v_reset=np.zeros(n_h, f32))
+    snn_recurrent_file(path("rsyn.h5"), w, ("CubaLIF", cuba))
+    ref, ref_v = run_recurrent(x, w, rsynaptic("snntorch", thr), z2)
+    nir_order, _ = run_recurrent(x, w, rsynaptic("nir", thr), z2)
+    assert ref.sum() > 300 and (nir_order != ref).sum() > 10
+    for engine, threads in (("event", 1), ("dense", 2)):
+        run("run", path("rsyn.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch",
+            "--engine", engine, "--threads", threads, "--trace", path("rsyn_tr.h5"),
+            "--record", "spikes,membrane", "--no-progress")
+        same_spikes(path("rsyn_tr.h5"), "rnn.lif", ref)
+        assert (trace_v(path("rsyn_tr.h5"), "rnn.lif").reshape(ref_v.shape) == ref_v).all()
+
+
 @test
 def snntorch_file_without_dt_is_an_error():
     beta = np.full(6, 0.8, f32)  # tau = 5e-4 s: at the default dt 1e-3, 1 - dt/tau = -1

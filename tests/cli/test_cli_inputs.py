@@ -232,4 +232,109 @@ def each_broken_input_is_one_error_naming_file_and_dataset():
     expect_error(["run", m, "--input", path("a.npy")], "a.npy", "2 Input nodes", "/inputs/<node>")
 
 
+
+def latency(x, T):
+    """docs/inputs.md: one spike of polarity sign(x) at step round((1 - min(|x|, 1)) (T - 1)),
+    in float32 as ternion computes it (lround: halves away from zero); x = 0 never fires."""
+    a = np.minimum(np.abs(x), np.float32(1)).astype(np.float32)
+    step = np.floor((np.float32(1) - a) * np.float32(T - 1) + np.float32(0.5)).astype(int)
+    out = np.zeros((x.shape[0], T, *x.shape[1:]), np.int8)
+    for t in range(T):
+        out[:, t] = np.where((a > 0) & (step == t), np.sign(x), 0)
+    return out
+
+
+XA_ANALOG = (np.round(rng.uniform(-1.0, 1.0, (S, NA)) * 64) / 64).astype(np.float32)
+XA_ANALOG[0, 0] = 0  # never fires
+two_stream_input(path("two_analog.h5"), XA_ANALOG, XB, LABELS, kinds=("data", "data"))
+
+
+@test
+def encoding_per_input_node():
+    """--encoding a=latency: a latency-coded, b direct (the default); the same as a's latency
+    spikes given as spikes, computed from the closed form."""
+    ref = reference(latency(XA_ANALOG, T), XB)
+    assert latency(XA_ANALOG, T).any() and ref["lo"].sum() > 5
+    for enc in (["a=latency"], ["latency", "b=direct"], ["b=direct", "a=latency"]):
+        args = [x for e in enc for x in ("--encoding", e)]
+        tr = path("enc_node.h5")
+        out = run("run", path("two.h5"), "--input", path("two_analog.h5"), "--dt", DT, "-T", T,
+                  *args, "--trace", tr, "--no-progress").stdout
+        assert "a: latency encoding, b: direct encoding" in out, (enc, out)
+        for k in ("la", "lb", "lo"):
+            assert (trace_spikes(tr, k) == ref[k]).all(), (enc, k)
+    # One kind for all: both latency-coded, as when each is named.
+    out = run("run", path("two.h5"), "--input", path("two_analog.h5"), "--dt", DT, "-T", T,
+              "--encoding", "latency", "--no-progress").stdout
+    assert "a: latency encoding, b: latency encoding" in out, out
+    both = [run_json("run", path("two.h5"), "--input", path("two_analog.h5"), "--dt", DT, "-T", T,
+                     *e)["layers"]
+            for e in (["--encoding", "latency"], ["--encoding", "a=latency", "--encoding", "b=latency"])]
+    assert both[0] == both[1] and both[0] != run_json(
+        "run", path("two.h5"), "--input", path("two_analog.h5"), "--dt", DT, "-T", T)["layers"]
+
+
+@test
+def encoding_per_node_errors():
+    m, i = path("two.h5"), path("two_analog.h5")
+    expect_error(["run", m, "--input", i, "--encoding", "c=poisson"], "option --encoding",
+                 "'c' is not an Input node", "Input nodes: a, b")
+    expect_error(["run", m, "--input", i, "--encoding", "a=poisson", "--encoding", "a=latency"],
+                 "option --encoding", "Input node 'a' given twice")
+    expect_error(["run", m, "--input", i, "--encoding", "poisson", "--encoding", "latency"],
+                 "option --encoding", "given twice")
+    expect_error(["run", m, "--input", i, "--encoding", "a=rate"], "option --encoding", "'rate'")
+    expect_error(["run", m, "--input", i, "--encoding", "=poisson"], "option --encoding",
+                 "names no Input node")
+
+
+@test
+def encode_writes_one_spike_dataset_per_input_node():
+    out = path("two_enc.h5")
+    run("encode", "--input", path("two_analog.h5"), "--output", out, "-T", T, "--encoding",
+        "latency", "--encoding", "b=latency")
+    with h5py.File(out, "r") as f:
+        assert sorted(f["inputs"]) == ["a", "b"] and "spikes" not in f and "data" not in f
+        assert (f["inputs/a/spikes"][()] == latency(XA_ANALOG, T)).all()
+        assert (f["inputs/b/spikes"][()] == latency(XB, T)).all()
+        assert f["inputs/a/spikes"].attrs["encoding"] == "latency"
+        assert (f["labels"][()] == LABELS).all()
+    # Poisson: the encoded file runs as the analog file with the same encoding and seed (the
+    # file's groups are in the model's Input order, so each node draws the same numbers).
+    run("encode", "--input", path("two_analog.h5"), "--output", path("two_pois.h5"), "-T", T,
+        "--encoding", "poisson", "--seed", 5)
+    a = run_json("run", path("two.h5"), "--input", path("two_pois.h5"), "--dt", DT)
+    b = run_json("run", path("two.h5"), "--input", path("two_analog.h5"), "--dt", DT, "-T", T,
+                 "--encoding", "poisson", "--seed", 5)
+    # Every layer alike but the Input nodes, which count the encoder's comparisons.
+    beyond = lambda j: [l for l in j["layers"] if l["name"] not in ("a", "b")]  # noqa: E731
+    assert beyond(a) == beyond(b) and a["predictions"] == b["predictions"]
+    with h5py.File(path("two_pois.h5"), "r") as f:
+        xa = f["inputs/a/spikes"][()]
+    assert 0.2 < np.abs(xa).mean() / np.abs(XA_ANALOG).mean() < 2 and (xa[0, :, 0] == 0).all()
+    # A spike dataset of T steps is copied; the analog one beside it is encoded.
+    two_stream_input(path("two_mixed.h5"), XA, XB, LABELS)
+    run("encode", "--input", path("two_mixed.h5"), "--output", path("two_mixed_enc.h5"), "-T", T,
+        "--encoding", "latency")
+    with h5py.File(path("two_mixed_enc.h5"), "r") as f:
+        assert (f["inputs/a/spikes"][()] == XA).all()
+        assert (f["inputs/b/spikes"][()] == latency(XB, T)).all()
+        assert f["inputs/a/spikes"].attrs["encoding"] == "copied"
+
+
+@test
+def encode_per_node_errors():
+    i, o = path("two_analog.h5"), path("two_enc_err.h5")
+    harness.expect_error(["encode", "--input", i, "--output", o, "-T", T, "--encoding", "c=latency"],
+                         "option --encoding", "'c' is not an Input node", "a, b")
+    harness.expect_error(["encode", "--input", i, "--output", o, "-T", T, "--encoding", "a=direct"],
+                         "option --encoding", "direct coding is analog", "'a'")
+    harness.expect_error(["encode", "--input", path("two_mixed.h5"), "--output", o, "-T", T + 1],
+                         "two_mixed.h5", "/inputs/a/spikes", f"holds {T} steps")
+    with h5py.File(path("one_data.h5"), "w") as f:
+        f["data"] = XB
+    harness.expect_error(["encode", "--input", path("one_data.h5"), "--output", o, "-T", T,
+                          "--encoding", "b=latency"], "option --encoding", "/inputs/<node>/data")
+
+
 finish()

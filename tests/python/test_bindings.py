@@ -361,3 +361,30 @@ def test_python_guide_runs(core, tmp_path, monkeypatch):
     assert len(blocks) >= 3
     monkeypatch.chdir(tmp_path)
     exec(compile("\n".join(blocks), "docs/python.md", "exec"), {})
+
+
+def test_encoding_per_input_node(core, ternion_bin, two_streams, tmp_path):
+    """encoding={"a": "latency"}: a's analog values latency-coded (docs/inputs.md: one spike of
+    sign(x) at step round((1 - |x|) (T - 1))), b direct; the same spikes as a's closed-form
+    latency spikes given as spikes, and as the CLI's --encoding a=latency."""
+    t = two_streams
+    m = core.load(t["model"], dt=1e-3)
+    S, T, na = t["xa"].shape
+    xa = (np.arange(S * na).reshape(S, na) % 9 / 8 - 0.5).astype(np.float32)  # 0 never fires
+    a = np.abs(xa)
+    step = np.floor((np.float32(1) - a) * np.float32(T - 1) + np.float32(0.5)).astype(int)
+    spikes = np.stack([np.where((a > 0) & (step == k), np.sign(xa), 0) for k in range(T)], 1)
+    assert np.abs(spikes).sum() == (xa != 0).sum()
+    want = core.run(m, {"a": spikes.astype(np.int8), "b": t["xb"]})
+    for enc in ({"a": "latency"}, {None: "latency", "b": "direct"}):
+        got = core.run(m, {"a": xa, "b": t["xb"]}, encoding=enc, timesteps=T)
+        for k in ("la", "lb", "lo"):
+            assert np.array_equal(got.spikes[k], want.spikes[k]), (enc, k)
+    with h5py.File(tmp_path / "analog.h5", "w") as f:
+        f["inputs/a/data"], f["inputs/b/data"] = xa, t["xb"]
+    cli = cli_json(ternion_bin, t["model"], "--input", str(tmp_path / "analog.h5"), "--dt", "0.001",
+                   "-T", str(T), "--encoding", "a=latency")
+    assert cli["layers"] == got.report["layers"]
+    with pytest.raises(core.Error, match=re.escape("option --encoding: 'c' is not an Input node "
+                                                   "(Input nodes: a, b)")):
+        core.run(m, {"a": xa, "b": t["xb"]}, encoding={"c": "poisson"}, timesteps=T)

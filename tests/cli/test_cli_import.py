@@ -38,6 +38,14 @@ def trace_v(fname, node):
         return f[f"nodes/{node}/observables/v/data"][()]
 
 
+def run_traced(model, inp, trace, node, spikes, membranes, *args):
+    """Runs with spikes and membranes traced; node's must equal the reference bit for bit."""
+    run("run", model, "--input", inp, *args, "--trace", trace, "--record", "spikes,membrane",
+        "--no-progress")
+    same_spikes(trace, node, spikes)
+    assert (trace_v(trace, node).reshape(membranes.shape) == membranes).all()
+
+
 def mlp(fname, n_in, n_h, n_out, neuron1, neuron2, meta=None):
     """Input -> Affine -> neuron1 -> Linear -> neuron2 -> Output; returns the weights."""
     w1, b1, w2 = dyadic((n_h, n_in)), dyadic(n_h, 0.25), dyadic((n_out, n_h))
@@ -152,10 +160,8 @@ def snntorch_reset_variants():
     z = lambda n: lambda: (np.zeros(n, f32),)  # noqa: E731
     r1, _, v1 = simulate(x, w1, b1, w2, snn_leaky_step(beta, f32(1), "zero"),
                          snn_leaky_step(beta2, f32(1), "zero"), z(n_h), z(n_out))
-    run("run", path("snnz.h5"), "--input", path("snnz_in.h5"), "--from", "snntorch", "--reset",
-        "zero", "--trace", path("snnz_tr.h5"), "--record", "spikes,membrane", "--no-progress")
-    same_spikes(path("snnz_tr.h5"), "n1", r1)
-    assert (trace_v(path("snnz_tr.h5"), "n1").reshape(v1.shape) == v1).all()
+    run_traced(path("snnz.h5"), path("snnz_in.h5"), path("snnz_tr.h5"), "n1", r1, v1, "--from",
+               "snntorch", "--reset", "zero")
     # reset_delay=False as a dataset of the node: the same-step subtraction.
     with h5py.File(path("snnz.h5"), "a") as f:
         f["node/nodes/n1/reset_delay"] = 0
@@ -306,10 +312,8 @@ def snntorch_rleaky_rsynaptic_add_the_recurrent_input_last():
         assert rate == (summed != 0).sum() / summed.size, (rate, (summed != 0).mean())
     # reset_mechanism="zero": RLeaky zeroes the updated membrane (base - reset*base, 405-408).
     refz, refz_v = run_recurrent(x, w, rleaky("snntorch", thr, "zero"), z)
-    run("run", path("rleaky.h5"), "--input", path("rnn_in.h5"), "--from", "snntorch", "--reset",
-        "zero", "--trace", path("rleakyz_tr.h5"), "--record", "spikes,membrane", "--no-progress")
-    same_spikes(path("rleakyz_tr.h5"), "rnn.lif", refz)
-    assert (trace_v(path("rleakyz_tr.h5"), "rnn.lif").reshape(refz_v.shape) == refz_v).all()
+    run_traced(path("rleaky.h5"), path("rnn_in.h5"), path("rleakyz_tr.h5"), "rnn.lif", refz,
+               refz_v, "--from", "snntorch", "--reset", "zero")
     # NIR's dialect keeps summing the inputs first: its own order, other spikes.
     with h5py.File(path("rleaky.h5"), "a") as f:
         f["node/nodes/rnn/nodes/lif/reset_delay"] = 1

@@ -163,7 +163,6 @@ Projection Projection::concat(const std::vector<const Projection*>& parts) {
         }
         r.bias_.insert(r.bias_.end(), p->bias_.begin(), p->bias_.end());
         r.nnz_total_ += p->nnz_total_;
-
         off += p->out_;
     }
     if (std::any_of(parts.begin(), parts.end(), [](auto* p) { return !p->bn_.empty(); })) {

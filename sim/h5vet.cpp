@@ -86,6 +86,13 @@ void read_into_scratch(hid_t obj, bool is_attr, hid_t mtype, hid_t mspace, hid_t
     const herr_t st = is_attr ? H5Aread(obj, mtype, buf.data())
                               : H5Dread(obj, mtype, mspace, fspace, H5P_DEFAULT, buf.data());
     if (st >= 0 && has_vlen(mtype)) H5Dvlen_reclaim(mtype, mspace, H5P_DEFAULT, buf.data());
+    // A damaged length in variable-length data makes libhdf5 allocate what it claims (a 33 KB
+    // model asked for gigabytes): here the memory limit makes the read fail, and ternion's own
+    // process, which has no such limit, must not repeat it.
+    if (st < 0 && has_vlen(mtype))
+        say('X', std::string(g_shared->last) +
+                     "\tvariable-length data that libhdf5 cannot read within " +
+                     "the memory limit (damaged file?)");
 }
 
 // Blocks of about 16 MiB: whole trailing axes while they fit, part of the next one.
@@ -213,7 +220,10 @@ herr_t visit_member(hid_t group, const char* name, const H5L_info_t* info, void*
 void walk_members(Walk& w, hid_t group, const std::string& path, Seen& seen) {
     if (++seen.depth > 64) return;
     Members m{&w, &path, &seen};
-    H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, visit_member, &m);
+    // A group that cannot be listed hides members that ternion's readers would still open by
+    // name, unvetted (a damaged one asked libhdf5 for gigabytes): the file is refused.
+    if (H5Literate(group, H5_INDEX_NAME, H5_ITER_INC, nullptr, visit_member, &m) < 0)
+        say('X', path + "\tlibhdf5 cannot list this group's members (damaged file?)");
     --seen.depth;
 }
 

@@ -60,7 +60,7 @@ Qkv read_qkv(const NodeSpec& spec) {
             batchnorm_form(spec, "q_").has_value())
             spec.fail(std::string(p) + "_bn_form", "must be folded or unfolded as q_bn_form is");
     const double h = spec.scalar_or("heads", 1.0);
-    if (h < 1 || h != std::floor(h) || static_cast<std::int64_t>(h) > r.q.out() ||
+    if (h < 1 || h != std::floor(h) || h > static_cast<double>(r.q.out()) ||
         r.q.out() % static_cast<std::int64_t>(h) != 0)
         spec.fail("heads", "must be a positive integer dividing " + std::to_string(r.q.out()));
     r.heads = static_cast<std::int64_t>(h);

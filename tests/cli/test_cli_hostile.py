@@ -276,7 +276,8 @@ for typ in ("ternion.SSA", "ternion.SDSA", "ternion.BSA"):
     for p, v in [("q_weight", np.ones(8, F32)), ("k_weight", np.ones((8, 7), F32)),
                  ("v_weight", np.full((8, 8), np.inf, F32)), ("q_bias", np.ones(3, F32)),
                  ("q_weight", Huge((100_000, 100_000))), ("heads", np.int64(3)),
-                 ("heads", F32(1.5)), ("heads", np.int64(0)), ("q_bn_running_var", np.ones(5, F32)),
+                 ("heads", F32(1.5)), ("heads", np.int64(0)), ("heads", 9.3e18),
+                 ("q_bn_running_var", np.ones(5, F32)),
                  ("q_bn_running_var", Huge((545_000_000,)))]:
         model_case(f"{short}.{p}.{len(CASES)}", lambda t=typ: attention_model(t),
                    set_param("attn", p, v), f"nodes/attn/{p}")

@@ -165,14 +165,13 @@ Projection Projection::concat(const std::vector<const Projection*>& parts) {
         r.nnz_total_ += p->nnz_total_;
         off += p->out_;
     }
-    if (std::any_of(parts.begin(), parts.end(), [](auto* p) { return !p->bn_.empty(); })) {
-        // Parts without an unfolded BatchNorm pass their channels unchanged.
-        std::vector<BatchNorm> all;
-        for (auto* p : parts) all.push_back(p->bn_.empty() ? BatchNorm::identity(p->out_) : p->bn_);
-        std::vector<const BatchNorm*> ptrs;
-        for (auto& b : all) ptrs.push_back(&b);
-        r.bn_ = BatchNorm::concat(ptrs);
-    }
+    // One bias order for the whole stack: every part's BatchNorm unfolded, or none.
+    std::vector<const BatchNorm*> bns;
+    for (auto* p : parts)
+        if (!p->bn_.empty()) bns.push_back(&p->bn_);
+    if (!bns.empty() && bns.size() != parts.size())
+        throw std::invalid_argument("projections stacked with and without a BatchNorm epilogue");
+    if (!bns.empty()) r.bn_ = BatchNorm::concat(bns);
     r.panels_.build(r.wt_.data(), r.in_, r.out_);
     return r;
 }

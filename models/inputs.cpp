@@ -57,14 +57,17 @@ EncodingChoice parse_encodings(const std::vector<std::string>& values) {
     return c;
 }
 
+std::string joined(const std::vector<std::string>& names) {
+    std::string r;
+    for (const auto& n : names) r += (r.empty() ? "" : ", ") + n;
+    return r;
+}
+
 void check_encoding_nodes(const NodeEncodings& e, const std::vector<std::string>& inputs) {
     for (const auto& [node, enc] : e)
-        if (std::find(inputs.begin(), inputs.end(), node) == inputs.end()) {
-            std::string names;
-            for (const auto& n : inputs) names += (names.empty() ? "" : ", ") + n;
-            throw OptionError("encoding",
-                              "'" + node + "' is not an Input node (Input nodes: " + names + ")");
-        }
+        if (std::find(inputs.begin(), inputs.end(), node) == inputs.end())
+            throw OptionError("encoding", "'" + node + "' is not an Input node (Input nodes: " +
+                                              joined(inputs) + ")");
 }
 
 InputOptions for_node(const InputOptions& o, const std::string& node) {
@@ -902,6 +905,15 @@ std::unique_ptr<InputSource> open_input(const std::string& path, const InputOpti
     return open_h5_input(r, o, "");
 }
 
+namespace {
+
+// A file of several Input nodes' inputs: /inputs/<node>/... and neither /spikes nor /data.
+bool holds_node_groups(const h5::Reader& r) {
+    return !r.exists("/spikes") && !r.exists("/data") && r.exists("/inputs");
+}
+
+}  // namespace
+
 std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
                                                       const std::vector<std::string>& nodes,
                                                       const InputOptions& o) {
@@ -912,7 +924,7 @@ std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
         std::optional<h5::Reader> r;
         if (hdf5 && nodes.size() == 1) r.emplace(path);
         const InputOptions on = nodes.empty() ? o : for_node(o, nodes[0]);
-        if (!r || r->exists("/spikes") || r->exists("/data") || !r->exists("/inputs")) {
+        if (!r || !holds_node_groups(*r)) {
             v.push_back(open_input(path, on));
         } else {
             if (!o.labels.empty())
@@ -921,10 +933,8 @@ std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
         }
         return v;
     }
-    std::string names;
-    for (const auto& n : nodes) names += (names.empty() ? "" : ", ") + n;
     const std::string need = "the model has " + std::to_string(nodes.size()) + " Input nodes (" +
-                             names +
+                             joined(nodes) +
                              "), each read from /inputs/<node>/spikes or /data of an HDF5 file";
     if (!hdf5) throw InputError(path, "", "holds one array: " + need);
     if (!o.labels.empty())
@@ -1039,10 +1049,8 @@ std::uint64_t encode_file(const std::string& in_path, const std::string& out_pat
     o.labels = labels_path;
     std::vector<std::unique_ptr<InputSource>> srcs;
     std::vector<std::string> names;  // empty: one /data
-    const bool groups = !looks_like_idx(in_path) && !ends_with(in_path, ".npy") && [&] {
-        h5::Reader r(in_path);
-        return !r.exists("/spikes") && !r.exists("/data") && r.exists("/inputs");
-    }();
+    const bool groups = !looks_like_idx(in_path) && !ends_with(in_path, ".npy") &&
+                        holds_node_groups(h5::Reader(in_path));
     if (groups) {
         if (!labels_path.empty())
             throw OptionError("labels", "applies to IDX images; an HDF5 input carries /labels");

@@ -27,6 +27,8 @@ struct EncodingChoice {
     std::optional<Encoding> all;
     NodeEncodings nodes;
 };
+// "a, b, c": Input node names in messages.
+std::string joined(const std::vector<std::string>& names);
 // Throws OptionError("encoding") for an unknown kind, "kind" given twice or a node given twice.
 EncodingChoice parse_encodings(const std::vector<std::string>& values);
 // Refuses a node of `e` that is not among `inputs` (the Input nodes), naming them.

@@ -108,12 +108,6 @@ std::unique_ptr<InputSource> open_array(const ArrayInput& a, const InputOptions&
     return make_analog_input(a.data, a.dims, a.owner, labels, io, a.name, group + "/data");
 }
 
-std::string joined(const std::vector<std::string>& names) {
-    std::string r;
-    for (const auto& n : names) r += (r.empty() ? "" : ", ") + n;
-    return r;
-}
-
 // The caller's arrays, one per Input node `names` (in graph order), each naming its node; the
 // labels are the first array's that has any.
 std::vector<std::unique_ptr<InputSource>> open_node_arrays(const std::vector<ArrayInput>& arrays,

@@ -61,8 +61,14 @@ struct RunRequest {
     std::vector<ArrayInput> node_arrays;
     std::string labels;  // IDX images: their labels file (default: the sibling labels file)
     UserLoadOptions load;
-    std::optional<Encoding> encoding;       // analog inputs; default: model metadata, else direct
-    NodeEncodings node_encodings;           // per Input node, over `encoding` (--encoding a=kind)
+    std::optional<Encoding> encoding;  // analog inputs; default: model metadata, else direct
+    NodeEncodings node_encodings;      // per Input node, over `encoding` (--encoding a=kind)
+    // `encoding` and `node_encodings` from --encoding's values ("kind", "node=kind").
+    void set_encodings(const std::vector<std::string>& values) {
+        const auto e = parse_encodings(values);
+        encoding = e.all;
+        node_encodings = e.nodes;
+    }
     std::optional<std::int64_t> timesteps;  // default: the spike data's T, else model metadata
     Layout layout = Layout::automatic;      // axis order of a spike file (--layout)
     Engine engine = Engine::event;

@@ -83,16 +83,9 @@ BatchNorm::BatchNorm(const std::vector<float>& gamma, const std::vector<float>& 
     }
 }
 
-BatchNorm BatchNorm::identity(std::int64_t channels) {
-    const std::vector<float> zero(static_cast<std::size_t>(channels), 0.0f),
-        one(static_cast<std::size_t>(channels), 1.0f);
-    // ((y - 0) * 1) * 1 + 0 = y (a zero's sign aside).
-    return BatchNorm(one, zero, zero, one, 0.0, Form::normalize);
-}
-
 BatchNorm BatchNorm::concat(const std::vector<const BatchNorm*>& parts) {
     BatchNorm r;
-    for (const auto* p : parts)
+    for (const auto* p : parts) {
         for (auto [dst, src] : {std::pair{&r.mean_, &p->mean_},
                                 {&r.invstd_, &p->invstd_},
                                 {&r.gamma_, &p->gamma_},
@@ -100,7 +93,8 @@ BatchNorm BatchNorm::concat(const std::vector<const BatchNorm*>& parts) {
                                 {&r.alpha_, &p->alpha_},
                                 {&r.shift_, &p->shift_}})
             dst->insert(dst->end(), src->begin(), src->end());
-    for (const auto* p : parts) r.fma_.insert(r.fma_.end(), p->fma_.begin(), p->fma_.end());
+        r.fma_.insert(r.fma_.end(), p->fma_.begin(), p->fma_.end());
+    }
     return r;
 }
 

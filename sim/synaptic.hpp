@@ -48,8 +48,6 @@ class BatchNorm {
     BatchNorm() = default;
     BatchNorm(const std::vector<float>& gamma, const std::vector<float>& beta,
               const std::vector<float>& mean, const std::vector<float>& var, double eps, Form form);
-    // Identity channels (y unchanged): for projections stacked beside a normalised one.
-    static BatchNorm identity(std::int64_t channels);
     // Stacks the channels of several (Q|K|V).
     static BatchNorm concat(const std::vector<const BatchNorm*>& parts);
     std::int64_t channels() const { return static_cast<std::int64_t>(mean_.size()); }

@@ -64,11 +64,7 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
     q.pricing.mode = hw::parse_count_mode(vm["count"].as<std::string>());
     q.pricing.encoding_mac_times_T = !vm.count("paper-encoding-once");
     q.load = model_options(vm);
-    if (vm.count("encoding")) {
-        const auto e = parse_encodings(vm["encoding"].as<std::vector<std::string>>());
-        q.encoding = e.all;
-        q.node_encodings = e.nodes;
-    }
+    if (vm.count("encoding")) q.set_encodings(vm["encoding"].as<std::vector<std::string>>());
     if (vm.count("timesteps")) q.timesteps = vm["timesteps"].as<std::int64_t>();
     q.layout = input_layout(vm);
     q.seed = vm["seed"].as<std::uint64_t>();

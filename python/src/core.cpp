@@ -198,12 +198,8 @@ Output run_pipeline(const Model& m, const std::string& input, py::object x,
     q.engine = parse_engine(o["engine"].cast<std::string>());
     q.threads = o["threads"].is_none() ? all_cores() : o["threads"].cast<int>();
     if (!o["timesteps"].is_none()) q.timesteps = o["timesteps"].cast<std::int64_t>();
-    if (!o["encoding"].is_none()) {
-        // api.py passes --encoding's values: "kind" and "node=kind".
-        const auto e = parse_encodings(o["encoding"].cast<std::vector<std::string>>());
-        q.encoding = e.all;
-        q.node_encodings = e.nodes;
-    }
+    // api.py passes --encoding's values: "kind" and "node=kind".
+    if (!o["encoding"].is_none()) q.set_encodings(o["encoding"].cast<std::vector<std::string>>());
     q.seed = o["seed"].cast<std::uint64_t>();
     q.first_sample = o["first"].cast<std::int64_t>();
     if (!o["samples"].is_none())

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 
+#include "memory.hpp"
 #include "node_spec.hpp"
 
 namespace ternion {
@@ -160,7 +161,9 @@ class ColumnWeights {
     bool sparse_ = false;
     std::uint64_t nnz_ = 0;
     std::vector<std::uint32_t> col_nnz_;
-    std::vector<float> dense_;  // column-major [in][out]
+    // Large arrays on huge pages where the kernel offers them: a spike reads a random column,
+    // so on 4 KiB pages nearly every event of a large layer also misses the TLB.
+    LargeVector<float> dense_;  // column-major [in][out]
     // Sparse: the synapses of column c in storage block b (block-local rows, and the weights)
     // are [colptr_[run_at(c, b)], colptr_[run_at(c, b) + 1]), rows ascending; a column's runs
     // for all storage blocks lie one after another. Weights are stored per synapse (vals_),
@@ -186,10 +189,10 @@ class ColumnWeights {
     std::int64_t row_base(std::int64_t b) const { return b * block_; }
     std::int64_t stride_ = 2;
     // 32-bit offsets: no tensor, so no synapse count, exceeds kMaxElements (2^31).
-    std::vector<std::uint32_t> colptr_;
-    std::vector<std::uint16_t> rows_;
-    std::vector<float> vals_;
-    std::vector<std::uint8_t> codes_;
+    LargeVector<std::uint32_t> colptr_;
+    LargeVector<std::uint16_t> rows_;
+    LargeVector<float> vals_;
+    LargeVector<std::uint8_t> codes_;
     std::vector<float> codebook_;
 };
 

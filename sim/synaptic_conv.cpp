@@ -14,10 +14,11 @@ namespace {
 
 // ------------------------------------------------------------------ Conv1d / Conv2d
 
-// The event path's channels-last sums [OH*OW, Cout], rebuilt every step.
+// The event path's scratch, rebuilt every step.
 struct ConvScratch : NodeState {
-    std::vector<float> acc;
-    std::vector<float> padded;  // the direct path's padded input and tile
+    std::vector<float> acc;                // one output row's sums [OW, Cout]
+    std::vector<std::uint32_t> row_start;  // the events of each input row
+    std::vector<float> padded;             // the direct path's padded input and tile
 };
 
 // A scatter costs about this many of the direct path's multiply-adds per tap it adds (a row of
@@ -121,20 +122,25 @@ class ConvNode final : public Node {
         if (cout_ * OH_ * OW_ > kMaxElements) fail("weight", "absurd output size");
         in_shape_ = in;
         out_shape_ = dims_ == 2 ? Shape{cout_, OH_, OW_} : Shape{cout_, OW_};
-        // Fan-out of each input position: non-zero weights that reach a valid output.
-        fanout_.assign(static_cast<std::size_t>(cin_ * H_ * W_), 0);
+        // Fan-out of each input position: non-zero weights that reach a valid output (each
+        // tap's non-zero count over the group's output channels, counted once).
         const std::int64_t cout_g = cout_ / groups_;
+        std::vector<std::uint32_t> tap_nz(static_cast<std::size_t>(cin_ * kh_ * kw_), 0);
+        for (std::int64_t co = 0; co < cout_; ++co)
+            for (std::int64_t cl = 0; cl < cin_g_; ++cl)
+                for (std::int64_t k = 0; k < kh_ * kw_; ++k)
+                    if (w_[widx(co, cl, k / kw_, k % kw_)] != 0.0f)
+                        ++tap_nz[static_cast<std::size_t>(
+                            ((co / cout_g) * cin_g_ + cl) * kh_ * kw_ + k)];
+        fanout_.assign(static_cast<std::size_t>(cin_ * H_ * W_), 0);
         for (std::int64_t ci = 0; ci < cin_; ++ci)
             for (std::int64_t iy = 0; iy < H_; ++iy)
                 for (std::int64_t ix = 0; ix < W_; ++ix) {
                     std::uint32_t f = 0;
-                    const std::int64_t g = ci / cin_g_, cl = ci % cin_g_;
-                    for (std::int64_t co = g * cout_g; co < (g + 1) * cout_g; ++co)
-                        for_targets(
-                            iy, ix,
-                            [&](std::int64_t ky, std::int64_t kx, std::int64_t, std::int64_t) {
-                                if (w_[widx(co, cl, ky, kx)] != 0.0f) ++f;
-                            });
+                    for_targets(
+                        iy, ix, [&](std::int64_t ky, std::int64_t kx, std::int64_t, std::int64_t) {
+                            f += tap_nz[static_cast<std::size_t>((ci * kh_ + ky) * kw_ + kx)];
+                        });
                     fanout_[static_cast<std::size_t>((ci * H_ + iy) * W_ + ix)] = f;
                 }
         // NeuroBench's Dense: every (input position, kernel tap) pair that reaches an output,
@@ -146,29 +152,14 @@ class ConvNode final : public Node {
                     ++taps;
                 });
         dense_taps_ = taps * static_cast<std::uint64_t>(cin_ * cout_g);
-        build_scatter_tables();
+        build_tap_weights();
         direct_ok_ = sh_ == 1 && sw_ == 1 && dh_ == 1 && dw_ == 1;
         if (direct_ok_)
             direct_.build({groups_, cin_g_, cout_g, H_, W_, kh_, kw_, ph_, pw_, OH_, OW_}, w_);
     }
-    // Per input position, the (kernel tap, output position) pairs it reaches, and the weights
-    // as [Cin][tap][Cout/groups], so that one tap's output channels are contiguous.
-    void build_scatter_tables() {
+    // The weights as [Cin][tap][Cout/groups], so that one tap's output channels are contiguous.
+    void build_tap_weights() {
         const std::int64_t taps = kh_ * kw_, cout_g = cout_ / groups_;
-        tap_start_.assign(static_cast<std::size_t>(H_ * W_ + 1), 0);
-        tap_k_.clear();
-        tap_out_.clear();
-        for (std::int64_t iy = 0; iy < H_; ++iy)
-            for (std::int64_t ix = 0; ix < W_; ++ix) {
-                for_targets(
-                    iy, ix,
-                    [&](std::int64_t ky, std::int64_t kx, std::int64_t oy, std::int64_t ox) {
-                        tap_k_.push_back(static_cast<std::uint32_t>(ky * kw_ + kx));
-                        tap_out_.push_back(static_cast<std::uint32_t>(oy * OW_ + ox));
-                    });
-                tap_start_[static_cast<std::size_t>(iy * W_ + ix + 1)] =
-                    static_cast<std::uint32_t>(tap_k_.size());
-            }
         wt_.assign(w_.size(), 0.0f);
         for (std::int64_t co = 0; co < cout_; ++co) {
             const std::int64_t g = co / cout_g, col = co % cout_g;
@@ -209,7 +200,7 @@ class ConvNode final : public Node {
         else if (direct_pays(in))
             direct_.run(in.values.data(), out.values.data(), sc.padded);
         else
-            scatter(in, sc.acc, out.values.data());
+            scatter(in, sc, out.values.data());
         // Both engines book the event engine's count: padding taps are not synaptic events.
         count_events(
             in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float), ctx);
@@ -249,20 +240,51 @@ class ConvNode final : public Node {
                 }
         }
     }
-    // Event engine: each non-zero input (ascending) adds its taps' channel rows.
-    void scatter(const Activity& in, std::vector<float>& acc, float* y) const {
-        const std::int64_t taps = kh_ * kw_, cout_g = cout_ / groups_, plane = OH_ * OW_;
-        acc.assign(static_cast<std::size_t>(plane * cout_), 0.0f);
+    // Event engine, one output row at a time: the row's channels-last sums stay in L1 (a whole
+    // map's sums and weights only fit in L2 at Spikformer's 32x32 stem) while the non-zero inputs
+    // of the input rows it reads add their taps' channel rows, by input channel, then row, then
+    // column: each output receives its inputs in ascending input order, as the gather sums them.
+    void scatter(const Activity& in, ConvScratch& sc, float* y) const {
+        bucket_input_rows(in, sc.row_start);
+        sc.acc.resize(static_cast<std::size_t>(OW_ * cout_));
+        for (std::int64_t oy = 0; oy < OH_; ++oy) {
+            std::fill(sc.acc.begin(), sc.acc.end(), 0.0f);
+            for (std::int64_t ci = 0; ci < cin_; ++ci)
+                for (std::int64_t ky = 0; ky < kh_; ++ky) {
+                    const std::int64_t iy = oy * sh_ - ph_ + ky * dh_;
+                    if (iy >= 0 && iy < H_) add_input_row(in, sc, ci, iy, ky);
+                }
+            store_output_row(sc.acc, oy, y);
+        }
+    }
+    // row_start[ci * H + iy]: where input row (ci, iy) begins in the ascending event list.
+    void bucket_input_rows(const Activity& in, std::vector<std::uint32_t>& row_start) const {
+        row_start.assign(static_cast<std::size_t>(cin_ * H_ + 1), 0);
+        for (auto idx : in.active) ++row_start[idx / static_cast<std::uint32_t>(W_) + 1];
+        for (std::size_t r = 1; r < row_start.size(); ++r) row_start[r] += row_start[r - 1];
+    }
+    // The events of input row (ci, iy) through kernel row ky into the current output row.
+    void add_input_row(const Activity& in, ConvScratch& sc, std::int64_t ci, std::int64_t iy,
+                       std::int64_t ky) const {
+        const auto r = static_cast<std::size_t>(ci * H_ + iy);
+        const std::int64_t cout_g = cout_ / groups_;
+        const float* wrow = wt_.data() + (ci * kh_ + ky) * kw_ * cout_g;
+        float* ag = sc.acc.data() + (ci / cin_g_) * cout_g;
         const bool unit = in.ternary;
-        for (auto idx : in.active) {
-            const std::int64_t ci = idx / (H_ * W_), pos = idx % (H_ * W_);
+        for (auto k = sc.row_start[r]; k < sc.row_start[r + 1]; ++k) {
+            const std::uint32_t idx = in.active[k];
+            const std::int64_t ix = idx % static_cast<std::uint32_t>(W_);
             const float x = in.values[idx];
-            const float* wc = wt_.data() + ci * taps * cout_g;
-            float* ag = acc.data() + (ci / cin_g_) * cout_g;
-            for (auto t = tap_start_[static_cast<std::size_t>(pos)];
-                 t < tap_start_[static_cast<std::size_t>(pos + 1)]; ++t) {
-                float* a = ag + tap_out_[t] * cout_;
-                const float* w = wc + tap_k_[t] * cout_g;
+            for (std::int64_t kx = 0; kx < kw_; ++kx) {
+                std::int64_t ox = ix + pw_ - kx * dw_;
+                if (ox < 0) continue;
+                if (sw_ != 1) {  // no division per tap in the common stride-1 case
+                    if (ox % sw_) continue;
+                    ox /= sw_;
+                }
+                if (ox >= OW_) continue;
+                float* a = ag + ox * cout_;
+                const float* w = wrow + kx * cout_g;
                 if (!unit)
                     axpy_row(a, x, w, cout_g);
                 else if (x > 0)
@@ -271,9 +293,15 @@ class ConvNode final : public Node {
                     sub_row(a, w, cout_g);
             }
         }
-        for (std::int64_t p = 0; p < plane; ++p)
-            for (std::int64_t co = 0; co < cout_; ++co)
-                y[co * plane + p] = acc[static_cast<std::size_t>(p * cout_ + co)];
+    }
+    void store_output_row(const std::vector<float>& acc, std::int64_t oy, float* y) const {
+        // Written along the output row (strided reads from L1 are cheap, strided writes are not).
+        const std::int64_t plane = OH_ * OW_;
+        for (std::int64_t co = 0; co < cout_; ++co) {
+            float* yr = y + co * plane + oy * OW_;
+            for (std::int64_t ox = 0; ox < OW_; ++ox)
+                yr[ox] = acc[static_cast<std::size_t>(ox * cout_ + co)];
+        }
     }
     void add_bias(float* y) const {
         if (bias_.empty()) return;
@@ -318,8 +346,7 @@ class ConvNode final : public Node {
     std::string pad_mode_;
     Shape declared_spatial_;
     std::vector<std::uint32_t> fanout_;
-    std::vector<std::uint32_t> tap_start_, tap_k_, tap_out_;  // see build_scatter_tables
-    std::vector<float> wt_;                                   // [Cin][tap][Cout/groups]
+    std::vector<float> wt_;  // [Cin][tap][Cout/groups]
     std::uint64_t dense_taps_ = 0;
     DirectConv direct_;  // dense spike maps, stride and dilation 1
     bool direct_ok_ = false;

@@ -23,9 +23,10 @@ struct ConvScratch : NodeState {
 
 // A scatter costs about this many of the direct path's multiply-adds per tap it adds (a row of
 // output channels loaded and stored per tap against register tiles). Measured on Spikformer's
-// stem convolutions (bench/spikformer_cifar.py): the direct path then wins above about 15 %
-// non-zero inputs on 16x16 maps, 20 % on 8x8 ones (more padding per row).
-constexpr std::uint64_t kScatterCost = 8;
+// stem convolutions (bench/spikformer_cifar.py shapes, each path forced): the scatter is faster
+// below about 19 % non-zero inputs on 32x32 and 16x16 maps, 22 % on 8x8 ones (more padding per
+// row).
+constexpr std::uint64_t kScatterCost = 5;
 
 // acc[c] += w[c], acc[c] -= w[c], acc[c] += x w[c]: one tap's row of output channels.
 void add_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {

@@ -83,6 +83,22 @@ for rm, delay in (('subtract', True), ('zero', True), ('subtract', False)):
     net = snn_net(rm, delay)
     j, got = tern(f'{D}/snn.h5', x, 'snn')
     compare(f'snnTorch ternion.export ({rm}, reset_delay={delay})', ref, got)
+# snnTorch's recurrent neurons through ternion.export: RLeaky (nn.Linear recurrent map),
+# RLeaky one-to-one (V, zero reset), RSynaptic
+def snn_rnet():
+    g = torch.Generator().manual_seed(5)
+    r1 = snn.RLeaky(beta=torch.rand(32, generator=g) * 0.2 + 0.75, linear_features=32, init_hidden=True)
+    dy(r1.recurrent, g, 0.5)
+    v = torch.round((torch.rand(16, generator=g) * 2 - 1) * 32) / 64
+    r2 = snn.RLeaky(beta=0.85, all_to_all=False, V=v, reset_mechanism='zero', threshold=0.5, init_hidden=True)
+    r3 = snn.RSynaptic(alpha=0.6, beta=0.85, linear_features=8, init_hidden=True)
+    dy(r3.recurrent, g, 0.25)
+    return nn.Sequential(dy(nn.Linear(NI, 32), g), r1, dy(nn.Linear(32, 16), g), r2, dy(nn.Linear(16, 8), g), r3)
+net = snn_rnet()
+ref = snn_run(net)
+ternion.export(net, x[:, 0], f'{D}/snnr.h5', timesteps=T)
+j, got = tern(f'{D}/snnr.h5', x, 'snnr')
+compare('snnTorch ternion.export (RLeaky linear, RLeaky one-to-one zero reset, RSynaptic)', ref, got)
 # snnTorch's own exporter
 try:
     from snntorch.export_nir import export_to_nir

@@ -7,6 +7,10 @@ snnTorch Leaky (reset signal r from the previous membrane, threshold compare `me
     subtract: mem = beta*mem + x - r*thr;  zero: mem = beta*((1 - r)*mem) + x
     spk = mem > thr;  without reset_delay: mem -= (spk - r)*thr  (zero: (spk - r)*mem)
 snnTorch Synaptic: syn = alpha*syn + x; mem = beta*mem + syn, then as Leaky (zero: mem = 0).
+snnTorch RLeaky: base = (beta*mem + x) + recurrent(spk); subtract: mem = base - r*thr, zero:
+    mem = base - r*base; then as Leaky. RSynaptic: syn = (alpha*syn + x) + recurrent(spk),
+    base = beta*mem + syn, reset as RLeaky, and no immediate reset (reset_delay is ignored).
+    recurrent: nn.Linear(n, n) or nn.Conv2d(c, c, k, padding=k//2) (all_to_all), else V * spk.
 Norse (dt = 1e-3, k = dt*tau_inv in float32):
     LIFBoxCell  v = v + k((x + v_leak) - v); z = v - v_th > 0; v = v_reset where z; v0 = v_leak
     LIFCell     i = i + x; v = v + k_m((v_leak - v) + i); i = i + (-k_s) i; v0 = v_leak
@@ -81,6 +85,71 @@ class Synaptic(Leaky):
             mem = mem - mem * reset
         spk, self.mem = self._after(mem, reset)
         return spk
+
+
+class RecurrentOneToOne(nn.Module):
+    def __init__(self, V):
+        super().__init__()
+        self.V = _t(V)
+
+    def forward(self, x):
+        return x * self.V
+
+
+def _recurrent(all_to_all, linear_features, conv2d_channels, kernel_size, V):
+    if not all_to_all:
+        return RecurrentOneToOne(V)
+    if linear_features:
+        return nn.Linear(linear_features, linear_features)
+    return nn.Conv2d(conv2d_channels, conv2d_channels, kernel_size, padding=kernel_size // 2)
+
+
+class RLeaky(Leaky):
+    def __init__(self, beta, V=1.0, all_to_all=True, linear_features=None, conv2d_channels=None,
+                 kernel_size=None, threshold=1.0, reset_mechanism="subtract", reset_delay=True):
+        super().__init__(beta, threshold, reset_mechanism, reset_delay)
+        self.all_to_all, self.linear_features = all_to_all, linear_features
+        self.recurrent = _recurrent(all_to_all, linear_features, conv2d_channels, kernel_size, V)
+        self.spk = None
+
+    def reset(self):
+        self.mem = self.spk = None
+
+    def _base(self, x):
+        return (self.beta.clamp(0, 1) * self.mem + x) + self.recurrent(self.spk)
+
+    def forward(self, x):
+        if self.mem is None:
+            self.mem, self.spk = torch.zeros_like(x), torch.zeros_like(x)
+        reset = (self.mem - self.threshold > 0).to(f32)
+        base = self._base(x)
+        mem = base - reset * self.threshold if self.reset_mechanism == "subtract" \
+            else base - reset * base
+        self.spk, self.mem = self._after(mem, reset)
+        return self.spk
+
+
+class RSynaptic(RLeaky):
+    def __init__(self, alpha, beta, **kw):
+        super().__init__(beta, **kw)
+        self.alpha = _t(alpha)
+        self.syn = None
+
+    def reset(self):
+        self.mem = self.spk = self.syn = None
+
+    def _base(self, x):
+        self.syn = (self.alpha.clamp(0, 1) * self.syn + x) + self.recurrent(self.spk)
+        return self.beta.clamp(0, 1) * self.mem + self.syn
+
+    def forward(self, x):
+        if self.syn is None:
+            self.syn = torch.zeros_like(x)
+        delay, self.reset_delay = self.reset_delay, True  # snnTorch's RSynaptic ignores it
+        try:
+            return super().forward(x)
+        finally:
+            self.reset_delay = delay
 
 
 # ------------------------------------------------------------------ Norse

@@ -44,7 +44,8 @@ def step_run(net, x):
 
 def check(net, tmp_path, ternion_bin, n_in, T=40, B=6, p=0.3, seed=0, spiking_out=True):
     gen = torch.Generator().manual_seed(seed)
-    x = (torch.rand(B, T, n_in, generator=gen) < p).to(torch.float32)
+    n_in = n_in if isinstance(n_in, tuple) else (n_in,)
+    x = (torch.rand(B, T, *n_in, generator=gen) < p).to(torch.float32)
     out, rec = step_run(net, x)
     model, inp, trace = tmp_path / "m.h5", tmp_path / "in.h5", tmp_path / "tr.h5"
     report = ternion.export(net, x[:, 0], model, timesteps=T)
@@ -85,6 +86,64 @@ def test_snntorch_without_reset_delay(tmp_path, ternion_bin):
                         dyadic_linear(24, 4, gen), ps.Leaky(beta=0.8, reset_delay=False))
     _, total = check(net, tmp_path, ternion_bin, 16, p=0.4)
     assert total > 200
+
+
+def dyadic_(m, gen, scale):
+    """A Linear or Conv2d's weights and bias as multiples of 1/64 (exact sums with spikes)."""
+    with torch.no_grad():
+        m.weight.copy_(torch.round((torch.rand(m.weight.shape, generator=gen) * 2 - 1) * scale
+                                   * 64) / 64)
+        m.bias.copy_(torch.round((torch.rand(m.bias.shape, generator=gen) * 2 - 1) * 8) / 64)
+    return m
+
+
+def test_snntorch_recurrent_layers(tmp_path, ternion_bin):
+    """RLeaky with an nn.Linear recurrent map (subtract, reset_delay), RLeaky one-to-one (V,
+    zero reset: the updated membrane zeroed, unlike Leaky), RSynaptic: the recurrent input goes
+    in after the decayed state and the feed-forward input, as snnTorch adds it."""
+    gen = torch.Generator().manual_seed(8)
+    r1 = ps.RLeaky(beta=torch.rand(24, generator=gen) * 0.2 + 0.75, linear_features=24)
+    dyadic_(r1.recurrent, gen, 0.5)
+    v = torch.round((torch.rand(16, generator=gen) * 2 - 1) * 32) / 64
+    r2 = ps.RLeaky(beta=0.85, all_to_all=False, V=v, reset_mechanism="zero", threshold=0.5)
+    r3 = ps.RSynaptic(alpha=0.6, beta=0.85, linear_features=8)
+    dyadic_(r3.recurrent, gen, 0.25)
+    net = nn.Sequential(dyadic_linear(20, 24, gen), r1, dyadic_linear(24, 16, gen), r2,
+                        dyadic_linear(16, 8, gen), r3)
+    j, total = check(net, tmp_path, ternion_bin, 20, T=60)
+    assert total > 300
+    with h5py.File(tmp_path / "m.h5") as f:
+        edges = [tuple(e.decode() for e in row) for row in f["node/edges"][()]]
+        assert ("1", "1.recurrent") in edges and ("1.recurrent", "1") in edges
+        assert f["node/nodes/3.recurrent/type"][()].decode() == "Scale"
+        assert f["node/nodes/5/type"][()].decode() == "CubaLIF"
+    assert j["load_options"]["from"] == "snntorch"
+
+
+def test_snntorch_recurrent_conv(tmp_path, ternion_bin):
+    """RLeaky over a feature map with an nn.Conv2d recurrent map (kernel 3, padding 1)."""
+    gen = torch.Generator().manual_seed(9)
+    rc = ps.RLeaky(beta=0.8, conv2d_channels=4, kernel_size=3, threshold=0.75)
+    dyadic_(rc.recurrent, gen, 0.25)
+    net = nn.Sequential(dyadic_(nn.Conv2d(2, 4, 3, padding=1), gen, 1.0), rc, nn.Flatten(),
+                        dyadic_linear(4 * 6 * 6, 5, gen), ps.Leaky(beta=0.9))
+    _, total = check(net, tmp_path, ternion_bin, (2, 6, 6), T=30, p=0.3)
+    assert total > 200
+
+
+def test_snntorch_recurrent_refusals(tmp_path):
+    gen = torch.Generator().manual_seed(10)
+    r = ps.RLeaky(beta=0.9, linear_features=4)
+    r.recurrent = nn.GRUCell(4, 4)
+    with pytest.raises(ternion.ExportError, match=r"1\.recurrent \(.*GRUCell\)"):
+        ternion.export(nn.Sequential(dyadic_linear(3, 4, gen), r), torch.zeros(1, 3),
+                       tmp_path / "x.h5", timesteps=4)
+    rs = ps.RSynaptic(alpha=0.5, beta=0.9, linear_features=4, reset_delay=False)
+    with pytest.warns(UserWarning, match="reset_delay=1"):
+        ternion.export(nn.Sequential(dyadic_linear(3, 4, gen), rs), torch.zeros(1, 3),
+                       tmp_path / "y.h5", timesteps=4)
+    with h5py.File(tmp_path / "y.h5") as f:
+        assert f["node/nodes/1/reset_delay"][()] == 1
 
 
 def test_norse_cells(tmp_path, ternion_bin):

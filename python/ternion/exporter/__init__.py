@@ -5,8 +5,8 @@ need not be importable here): SpikingJelly LIFNode/MultiStepLIFNode, ParametricL
 IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in (or kept: fold_bn=False),
 MaxPool2d, AvgPool2d, Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
 Spikformer (SPS, SSA blocks, MLP, head), the official Spike-driven Transformer v1 (sdt.py) and
-this repository's DigitsSpikformer; snnTorch Leaky
-and Synaptic, Norse LIFBoxCell, LIFCell, LIBoxCell and IAFCell, Sinabs IAF, LIF and ExpLeak
+this repository's DigitsSpikformer; snnTorch Leaky,
+Synaptic, RLeaky and RSynaptic (recurrent nn.Linear, nn.Conv2d or one-to-one V), Norse LIFBoxCell, LIFCell, LIBoxCell and IAFCell, Sinabs IAF, LIF and ExpLeak
 (peers.py: the file then carries that framework's conventions, metadata/from). Anything else
 raises ExportError naming the module path and type. docs/bringing-a-model.md has the table."""
 from dataclasses import dataclass, field

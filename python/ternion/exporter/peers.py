@@ -8,9 +8,10 @@ import warnings
 
 import numpy as np
 
+from . import converters as cv
 from .graph import ExportError, f32
 
-SNNTORCH_NAMES = {"Leaky", "Synaptic"}
+SNNTORCH_NAMES = {"Leaky", "Synaptic", "RLeaky", "RSynaptic"}
 NORSE_NAMES = {"LIFBoxCell", "LIFCell", "LIBoxCell", "IAFCell"}
 SINABS_NAMES = {"IAF", "IAFSqueeze", "LIF", "LIFSqueeze", "ExpLeak", "ExpLeakSqueeze"}
 SNNTORCH_DT = 1e-4  # the dt snnTorch's own exporter writes tau for (snntorch/export_nir.py)
@@ -93,24 +94,66 @@ def _snntorch_reset(m, path):
 
 def convert_snntorch(ex, m, path, x):
     """snnTorch Leaky -> LIF, Synaptic -> CubaLIF, as snnTorch's exporter writes them (dt 1e-4,
-    tau = dt/(1-beta), r = tau/dt, w_in = tau_syn/dt), plus reset_mode and reset_delay."""
+    tau = dt/(1-beta), r = tau/dt, w_in = tau_syn/dt), plus reset_mode and reset_delay. RLeaky
+    and RSynaptic the same, with their recurrent map as a node fed by the neuron and feeding it
+    back: the edge that closes a cycle, which the snntorch conventions add after the decayed
+    state and the feed-forward input, as rleaky.py 394-400 and rsynaptic.py 418-425 do."""
     shape = ex.g.shapes[x]
     dt = SNNTORCH_DT
+    kind = type(m).__name__
     _claim(ex, "snntorch", {"from": "snntorch", "dt": np.float64(dt),
                             "discretization": "euler"}, m, path)
     th = _per_neuron(m.threshold, shape, "threshold", m, path)
     p = dict(v_threshold=th, v_leak=np.zeros(shape, np.float32), v_reset=np.zeros(shape, np.float32))
     p.update(_snntorch_reset(m, path))
+    if kind == "RSynaptic" and not p["reset_delay"]:
+        # rsynaptic.py 366-374 computes the immediate reset into local variables and keeps the
+        # delayed one: the file says what snnTorch computes.
+        warnings.warn(f"{_describe(m, path)}: snnTorch's RSynaptic resets one step later even "
+                      "with reset_delay=False; exported with reset_delay=1, as it runs")
+        p["reset_delay"] = np.int64(1)
     beta = _per_neuron(m.beta, shape, "beta", m, path)
     tau_m = _decay_tau(beta, dt, m, path, "beta")
-    if type(m).__name__ == "Leaky":
+    if kind in ("Leaky", "RLeaky"):
         p.update(tau=tau_m, r=(tau_m / np.float32(dt)).astype(np.float32))
-        return ex.g.add(ex.name(path), "LIF", p, [x], shape, origin=path)
-    alpha = _per_neuron(m.alpha, shape, "alpha", m, path)
-    tau_s = _decay_tau(alpha, dt, m, path, "alpha")
-    p.update(tau_mem=tau_m, tau_syn=tau_s, r=(tau_m / np.float32(dt)).astype(np.float32),
-             w_in=(tau_s / np.float32(dt)).astype(np.float32))
-    return ex.g.add(ex.name(path), "CubaLIF", p, [x], shape, origin=path)
+        node = ex.g.add(ex.name(path), "LIF", p, [x], shape, origin=path)
+    else:
+        alpha = _per_neuron(m.alpha, shape, "alpha", m, path)
+        tau_s = _decay_tau(alpha, dt, m, path, "alpha")
+        p.update(tau_mem=tau_m, tau_syn=tau_s, r=(tau_m / np.float32(dt)).astype(np.float32),
+                 w_in=(tau_s / np.float32(dt)).astype(np.float32))
+        node = ex.g.add(ex.name(path), "CubaLIF", p, [x], shape, origin=path)
+    if kind.startswith("R"):
+        _snntorch_recurrent(ex, m, path, node, shape)
+    return node
+
+
+def _snntorch_recurrent(ex, m, path, node, shape):
+    """RLeaky/RSynaptic's `recurrent`: nn.Linear or nn.Conv2d (all_to_all) or V * spk
+    (RecurrentOneToOne), from the neuron's spikes back into it."""
+    rec = getattr(m, "recurrent", None)
+    rpath = f"{path}.recurrent" if path else "recurrent"
+    if rec is None:
+        raise ExportError(f"{_describe(m, path)}: no `recurrent` module")
+    if getattr(m, "all_to_all", True):
+        if cv.is_linear(rec):
+            out = cv.linear_node(ex, rec, rpath, node)
+        elif cv.is_conv(rec, 2):
+            out = cv.conv_node(ex, rec, rpath, node)
+        else:
+            raise ExportError(f"{_describe(rec, rpath)}: a recurrent map of this type is not "
+                              "supported (nn.Linear, nn.Conv2d or one-to-one V)")
+    else:
+        v = f32(rec.V).reshape(-1)
+        if v.size != 1 and len(shape) != 1:
+            raise ExportError(f"{_describe(m, path)}: a per-neuron V needs a flat layer, this "
+                              f"one is {shape}")
+        scale = v if v.size == 1 else _per_neuron(v, shape, "V", m, path)
+        out = ex.g.add(ex.name(rpath), "Scale", dict(scale=scale), [node], shape, origin=rpath)
+    if ex.g.shapes[out] != tuple(shape):
+        raise ExportError(f"{_describe(rec, rpath)}: maps the layer's {shape} spikes to "
+                          f"{ex.g.shapes[out]}, not back onto the layer")
+    ex.g.edges.append((out, node))
 
 
 def _norse_tau(inv, m, path, what):

@@ -794,6 +794,12 @@ std::string input_label(const InputSource& src) {
     return std::string(encoding_name(an ? an->encoding() : Encoding::direct)) + " encoding";
 }
 
+std::string input_encoding(const InputSource& src) {
+    if (dynamic_cast<const SpikeInput*>(&src)) return "spikes";
+    const auto* an = dynamic_cast<const AnalogInput*>(&src);
+    return encoding_name(an ? an->encoding() : Encoding::direct);
+}
+
 namespace {
 
 // The spike sources' fewest steps (0: none), refused when they differ and no --timesteps

@@ -84,6 +84,10 @@ std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
 // analog data ("direct encoding", "poisson encoding", "latency encoding").
 std::string input_label(const InputSource& src);
 
+// What an Input node's data runs as: its analog encoding ("direct", "poisson", "latency"), or
+// "spikes" when spikes are replayed.
+std::string input_encoding(const InputSource& src);
+
 // The number of steps to run. A spike input runs its own T, or the `option` (--timesteps) when
 // given, which may only shorten it (a note says so; more steps than the file holds are
 // refused). Analog input runs `option`, else the model's metadata/timesteps. Several sources

@@ -366,6 +366,9 @@ RunReport Pipeline::finish(RunResult result) const {
     r.seed = req_.seed;
     r.encoding = encoding_;
     r.input_kind = input_label(*srcs_[0]);
+    for (std::size_t k = 0; k < srcs_.size(); ++k)
+        r.input_encodings.emplace_back(graph().node(graph().inputs()[k]).name(),
+                                       input_encoding(*srcs_[k]));
     if (srcs_.size() > 1) {
         // Each Input node's kind: "a: replayed spikes (samples-first), b: direct encoding".
         r.input_kind.clear();

@@ -101,6 +101,8 @@ struct RunReport {
     std::uint64_t seed = 0;
     Encoding encoding = Encoding::direct;
     std::string input_kind;  // "replayed spikes (samples-first)", "direct encoding", ...
+    // Per Input node (graph order): "direct", "poisson", "latency" or "spikes".
+    std::vector<std::pair<std::string, std::string>> input_encodings;
     LoadReport load;         // with the notes on the input appended
     RunResult result;
     RunRecord record;

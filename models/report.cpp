@@ -102,6 +102,8 @@ nlohmann::json report_json(const RunReport& r) {
     j["threads"] = r.threads;
     j["encoding"] = encoding_name(r.encoding);
     j["input_kind"] = r.input_kind;
+    j["input_encodings"] = nlohmann::json::object();
+    for (const auto& [node, enc] : r.input_encodings) j["input_encodings"][node] = enc;
     j["load_options"] = {{"dt", r.load.used.dt},
                          {"dt_source", r.load.dt_source},
                          {"discretization", r.load.used.discretization},

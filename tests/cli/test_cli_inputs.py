@@ -272,6 +272,13 @@ def encoding_per_input_node():
             for e in (["--encoding", "latency"], ["--encoding", "a=latency", "--encoding", "b=latency"])]
     assert both[0] == both[1] and both[0] != run_json(
         "run", path("two.h5"), "--input", path("two_analog.h5"), "--dt", DT, "-T", T)["layers"]
+    # The report names each node's encoding; `encoding` stays the default for unnamed nodes.
+    j = run_json("run", path("two.h5"), "--input", path("two_analog.h5"), "--dt", DT, "-T", T,
+                 "--encoding", "poisson", "--encoding", "a=latency")
+    assert j["input_encodings"] == {"a": "latency", "b": "poisson"} and j["encoding"] == "poisson"
+    j = run_json("run", path("two.h5"), "--input", path("two_in.h5"), "--dt", DT,
+                 "--encoding", "latency")
+    assert j["input_encodings"] == {"a": "spikes", "b": "latency"}, j["input_encodings"]
 
 
 @test

@@ -380,6 +380,8 @@ def test_encoding_per_input_node(core, ternion_bin, two_streams, tmp_path):
         got = core.run(m, {"a": xa, "b": t["xb"]}, encoding=enc, timesteps=T)
         for k in ("la", "lb", "lo"):
             assert np.array_equal(got.spikes[k], want.spikes[k]), (enc, k)
+        assert got.report["input_encodings"] == {"a": "latency", "b": "direct"}
+    assert want.report["input_encodings"] == {"a": "spikes", "b": "direct"}
     with h5py.File(tmp_path / "analog.h5", "w") as f:
         f["inputs/a/data"], f["inputs/b/data"] = xa, t["xb"]
     cli = cli_json(ternion_bin, t["model"], "--input", str(tmp_path / "analog.h5"), "--dt", "0.001",

@@ -39,10 +39,25 @@ class PoolNode final : public Node {
             fail("kernel_size", "window larger than the input " + shape_str(in));
         in_shape_ = in;
         out_shape_ = {C_, OH_, OW_};
+        window_cmps_ = 0;
+        for (std::int64_t oy = 0; oy < OH_; ++oy)
+            for (std::int64_t ox = 0; ox < OW_; ++ox) {
+                const auto [ylo, yhi] = rows_of(oy);
+                const auto [xlo, xhi] = cols_of(ox);
+                if (ylo < yhi && xlo < xhi)
+                    window_cmps_ += static_cast<std::uint64_t>((yhi - ylo) * (xhi - xlo) - 1);
+            }
+        window_cmps_ *= static_cast<std::uint64_t>(C_);
+        build_reach();
     }
     void step(const Activity& in, NodeState*, Activity& out,
               const StepContext& ctx) const override {
         Tally t;
+        if (!reach_.empty() && ctx.engine == Engine::event && binary_spikes(in)) {
+            max_of_spikes(in, out);
+            ctx.ops->cmp += window_cmps_;
+            return;
+        }
         switch (mode_) {
             case Mode::max:
                 pool<Mode::max>(in.values.data(), out.values.data(), t);
@@ -62,18 +77,75 @@ class PoolNode final : public Node {
     struct Tally {
         std::uint64_t adds = 0, cmps = 0;
     };
+    // The input rows [lo, hi) of output row oy's window (padding reads nothing); columns alike.
+    std::pair<std::int64_t, std::int64_t> rows_of(std::int64_t oy) const {
+        const std::int64_t y0 = oy * sh_ - ph_;
+        return {std::max<std::int64_t>(y0, 0), std::min(y0 + kh_, H_)};
+    }
+    std::pair<std::int64_t, std::int64_t> cols_of(std::int64_t ox) const {
+        const std::int64_t x0 = ox * sw_ - pw_;
+        return {std::max<std::int64_t>(x0, 0), std::min(x0 + kw_, W_)};
+    }
+    // Listed spikes that are all +1: then a window's maximum is 1 where it holds a spike, else 0
+    // (a window always reads at least one zero or lies over padding alone, which gives 0 too).
+    static bool binary_spikes(const Activity& in) {
+        if (!in.listed || !in.ternary) return false;
+        if (in.all_ones) return true;
+        for (auto i : in.active)
+            if (in.values[i] < 0.0f) return false;
+        return true;
+    }
+    // MaxPool of binary spikes, event by event: each spike sets the outputs whose windows hold
+    // it (reach_, per input position: no division per spike). The same values as the window
+    // scan, which the dense engine keeps.
+    void max_of_spikes(const Activity& in, Activity& out) const {
+        out.clear();
+        float* y = out.values.data();
+        const auto plane = static_cast<std::uint32_t>(H_ * W_);
+        std::uint32_t base = 0;  // the first index of the spike's channel (spikes ascend)
+        float* yc = y;
+        for (auto i : in.active) {
+            while (i >= base + plane) {
+                base += plane;
+                yc += OH_ * OW_;
+            }
+            const Reach& r = reach_[i - base];
+            for (std::int64_t oy = r.oy0; oy < r.oy1; ++oy)
+                for (std::int64_t ox = r.ox0; ox < r.ox1; ++ox) yc[oy * OW_ + ox] = 1.0f;
+        }
+        out.scan();
+    }
+    // The outputs [lo, hi) along one axis whose windows cover input position i.
+    static std::pair<std::int64_t, std::int64_t> outputs_over(std::int64_t i, std::int64_t pad,
+                                                              std::int64_t k, std::int64_t s,
+                                                              std::int64_t n) {
+        const std::int64_t first = i + pad - k + 1;
+        const std::int64_t lo = first <= 0 ? 0 : (first + s - 1) / s;
+        return {lo, std::min((i + pad) / s + 1, n)};
+    }
+    void build_reach() {
+        reach_.clear();
+        // 8 bytes per input position; maps beyond 16-bit output sizes keep the window scan.
+        if (mode_ != Mode::max || OH_ > 65535 || OW_ > 65535 || H_ * W_ > (std::int64_t{1} << 22))
+            return;
+        reach_.resize(static_cast<std::size_t>(H_ * W_));
+        for (std::int64_t iy = 0; iy < H_; ++iy)
+            for (std::int64_t ix = 0; ix < W_; ++ix) {
+                const auto [oy0, oy1] = outputs_over(iy, ph_, kh_, sh_, OH_);
+                const auto [ox0, ox1] = outputs_over(ix, pw_, kw_, sw_, OW_);
+                reach_[static_cast<std::size_t>(iy * W_ + ix)] = {
+                    static_cast<std::uint16_t>(oy0), static_cast<std::uint16_t>(oy1),
+                    static_cast<std::uint16_t>(ox0), static_cast<std::uint16_t>(ox1)};
+            }
+    }
     // Each window's valid part (padding reads nothing), in row-major order.
     template <Mode M>
     void pool(const float* x, float* y, Tally& t) const {
         for (std::int64_t c = 0; c < C_; ++c)
             for (std::int64_t oy = 0; oy < OH_; ++oy) {
-                const std::int64_t y0 = oy * sh_ - ph_;
-                const std::int64_t ylo = std::max<std::int64_t>(y0, 0),
-                                   yhi = std::min(y0 + kh_, H_);
+                const auto [ylo, yhi] = rows_of(oy);
                 for (std::int64_t ox = 0; ox < OW_; ++ox) {
-                    const std::int64_t x0 = ox * sw_ - pw_;
-                    const std::int64_t xlo = std::max<std::int64_t>(x0, 0),
-                                       xhi = std::min(x0 + kw_, W_);
+                    const auto [xlo, xhi] = cols_of(ox);
                     y[(c * OH_ + oy) * OW_ + ox] =
                         window<M>(x + c * H_ * W_, ylo, yhi, xlo, xhi, t);
                 }
@@ -110,6 +182,11 @@ class PoolNode final : public Node {
     Mode mode_;
     std::int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, ph_ = 0, pw_ = 0;
     std::int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
+    std::uint64_t window_cmps_ = 0;  // MaxPool's comparisons per step, all windows
+    struct Reach {
+        std::uint16_t oy0, oy1, ox0, ox1;  // the output windows an input position lies in
+    };
+    std::vector<Reach> reach_;
 };
 
 NodeExample pool_example() {

@@ -506,6 +506,58 @@ TEST_CASE("pooling, flatten, tokens and token mean by hand") {
     CHECK(o->graph->node(o->graph->find("flat")).out_shape() == Shape{4});
 }
 
+TEST_CASE(
+    "MaxPool2d 3x3, stride 2, padding 1 (Spikformer's) on binary and ternary spikes: both "
+    "engines equal the window maxima, comparisons one fewer than each window's inputs") {
+    // 3 channels of 9x7: odd sizes, so the last windows overhang the padding on both axes.
+    const std::int64_t C = 3, H = 9, W = 7, OH = 5, OW = 4;
+    TempFile m;
+    ModelFile()
+        .node("input", "Input", {{"shape", P({double(C), double(H), double(W)})}})
+        .node("max", "MaxPool2d",
+              {{"kernel_size", P(3.0)}, {"stride", P(2.0)}, {"padding", P(1.0)}})
+        .node("out", "Output")
+        .edge("input", "max")
+        .edge("max", "out")
+        .write(m.path());
+    std::uint64_t cmps = 0;  // per channel: windows clipped by padding read fewer inputs
+    for (std::int64_t oy = 0; oy < OH; ++oy)
+        for (std::int64_t ox = 0; ox < OW; ++ox) {
+            const auto rows = std::min(oy * 2 + 2, H) - std::max<std::int64_t>(oy * 2 - 1, 0);
+            const auto cols = std::min(ox * 2 + 2, W) - std::max<std::int64_t>(ox * 2 - 1, 0);
+            cmps += static_cast<std::uint64_t>(rows * cols - 1);
+        }
+    std::mt19937_64 rng(11);
+    for (bool ternary : {false, true})
+        for (double rate : {0.05, 0.3}) {
+            CAPTURE(ternary);
+            CAPTURE(rate);
+            const auto s = random_spikes(rng, static_cast<std::size_t>(C * H * W), rate, ternary);
+            std::vector<float> want(static_cast<std::size_t>(C * OH * OW));
+            for (std::int64_t c = 0; c < C; ++c)
+                for (std::int64_t oy = 0; oy < OH; ++oy)
+                    for (std::int64_t ox = 0; ox < OW; ++ox) {
+                        float v = -2.0f;
+                        for (std::int64_t y = std::max<std::int64_t>(oy * 2 - 1, 0);
+                             y < std::min(oy * 2 + 2, H); ++y)
+                            for (std::int64_t x = std::max<std::int64_t>(ox * 2 - 1, 0);
+                                 x < std::min(ox * 2 + 2, W); ++x)
+                                v = std::max(
+                                    v, float(s[static_cast<std::size_t>((c * H + y) * W + x)]));
+                        want[static_cast<std::size_t>((c * OH + oy) * OW + ox)] = v;
+                    }
+            TempFile in;
+            write_spikes(in.path(), s, {1, 1, C, H, W});
+            for (auto eng : {Engine::event, Engine::dense}) {
+                CAPTURE(engine_name(eng));
+                auto o = run_file(m.path(), in.path(), eng);
+                CHECK(output_of(*o, "max", 0, 0) == want);
+                CHECK(o->result.nodes[static_cast<std::size_t>(o->graph->find("max"))].ops.cmp ==
+                      cmps * C);
+            }
+        }
+}
+
 TEST_CASE("a recurrent edge is delayed one step and carries the Affine's bias at t = 0") {
     TempFile m, in;
     // IF with r = 1, th = 1, input 0.5; the loop adds bias 0.7 (weight 0): v(0) = 1.2 fires at

@@ -261,8 +261,13 @@ class ConvNode final : public Node {
     // row_start[ci * H + iy]: where input row (ci, iy) begins in the ascending event list.
     void bucket_input_rows(const Activity& in, std::vector<std::uint32_t>& row_start) const {
         row_start.assign(static_cast<std::size_t>(cin_ * H_ + 1), 0);
-        for (auto idx : in.active) ++row_start[idx / static_cast<std::uint32_t>(W_) + 1];
-        for (std::size_t r = 1; r < row_start.size(); ++r) row_start[r] += row_start[r - 1];
+        std::size_t r = 0;  // events ascend: walk the rows instead of dividing each index
+        std::uint64_t row_end = static_cast<std::uint64_t>(W_);
+        for (auto idx : in.active) {
+            for (; idx >= row_end; row_end += static_cast<std::uint64_t>(W_)) ++r;
+            ++row_start[r + 1];
+        }
+        for (std::size_t k = 1; k < row_start.size(); ++k) row_start[k] += row_start[k - 1];
     }
     // The events of input row (ci, iy) through kernel row ky into the current output row.
     void add_input_row(const Activity& in, ConvScratch& sc, std::int64_t ci, std::int64_t iy,
@@ -272,9 +277,10 @@ class ConvNode final : public Node {
         const float* wrow = wt_.data() + (ci * kh_ + ky) * kw_ * cout_g;
         float* ag = sc.acc.data() + (ci / cin_g_) * cout_g;
         const bool unit = in.ternary;
+        const auto row_first = static_cast<std::int64_t>(r) * W_;
         for (auto k = sc.row_start[r]; k < sc.row_start[r + 1]; ++k) {
             const std::uint32_t idx = in.active[k];
-            const std::int64_t ix = idx % static_cast<std::uint32_t>(W_);
+            const std::int64_t ix = idx - row_first;  // the row starts at (ci * H + iy) * W
             const float x = in.values[idx];
             for (std::int64_t kx = 0; kx < kw_; ++kx) {
                 std::int64_t ox = ix + pw_ - kx * dw_;

@@ -1,6 +1,8 @@
 """Tiny test harness shared by the CLI tests: run ternion, collect named checks, report."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -9,6 +11,13 @@ import traceback
 TERNION = sys.argv[1] if len(sys.argv) > 1 else "build/ternion"
 TMP = tempfile.mkdtemp(prefix="ternion-cli-")
 _results = []
+_keep = []  # set when a check failed: its files stay for a look
+
+
+@atexit.register
+def _clean():
+    if not _keep:
+        shutil.rmtree(TMP, ignore_errors=True)
 
 
 def path(name):
@@ -51,4 +60,7 @@ def test(fn):
 def finish():
     failed = sum(1 for _, e in _results if e)
     print(f"{len(_results) - failed} passed, {failed} failed")
+    if failed:
+        _keep.append(True)
+        print(f"files kept in {TMP}")
     sys.exit(1 if failed else 0)

@@ -225,6 +225,24 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, con
                     y + row_base(sb), x, unit);
 }
 
+// Where row `r` of storage block sb would sit in column c's run if its rows were spread evenly.
+std::size_t ColumnWeights::guess_at(std::int64_t c, std::int64_t sb, std::int64_t r) const {
+    const std::uint64_t k0 = colptr_[run_at(c, sb)], k1 = colptr_[run_at(c, sb + 1)];
+    const auto rows = static_cast<std::uint64_t>(std::min(block_, out_ - row_base(sb)));
+    return static_cast<std::size_t>(k0 + (k1 - k0) * static_cast<std::uint64_t>(r) / rows);
+}
+
+// The first synapse of column c at or past block-local row r of storage block sb (rows ascend
+// in a run): from the even-spread guess, walked to the boundary, so one cache miss per column.
+std::uint32_t ColumnWeights::first_at_or_past(std::int64_t c, std::int64_t sb,
+                                              std::uint16_t r) const {
+    const std::size_t k0 = colptr_[run_at(c, sb)], k1 = colptr_[run_at(c, sb + 1)];
+    std::size_t k = std::min(guess_at(c, sb, r), k1);
+    while (k < k1 && rows_[k] < r) ++k;
+    while (k > k0 && rows_[k - 1] >= r) --k;
+    return static_cast<std::uint32_t>(k);
+}
+
 void ColumnWeights::split(std::int64_t parts, RowSplit& s) const {
     s.parts = parts < 1 ? 1 : parts;
     s.block = row_part_size(out_, s.parts);
@@ -242,14 +260,15 @@ void ColumnWeights::split(std::int64_t parts, RowSplit& s) const {
         std::uint32_t* bd = s.bounds.data() + c * (nb + 1);
         bd[0] = colptr_[run_at(c, 0)];
         bd[nb] = colptr_[run_at(c, stride_ - 1)];
+        // A later column's first guess fetched ahead: a run's rows are a cache miss apart
+        // (this split is made on a run's first step, inside its time).
+        if (c + 16 < in_ && nb > 1) {
+            const std::int64_t sb = s.row_begin(1) / block_;
+            __builtin_prefetch(rows_.data() + guess_at(c + 16, sb, s.row_begin(1) - row_base(sb)));
+        }
         for (std::int64_t b = 1; b < nb; ++b) {
-            // The first synapse at or past row r: in r's storage block, rows ascend.
             const std::int64_t r = s.row_begin(b), sb = r / block_;
-            const auto first = rows_.begin() + colptr_[run_at(c, sb)];
-            const auto last = rows_.begin() + colptr_[run_at(c, sb + 1)];
-            bd[b] = static_cast<std::uint32_t>(
-                std::lower_bound(first, last, static_cast<std::uint16_t>(r - row_base(sb))) -
-                rows_.begin());
+            bd[b] = first_at_or_past(c, sb, static_cast<std::uint16_t>(r - row_base(sb)));
         }
     }
 }

@@ -173,6 +173,8 @@ class ColumnWeights {
         float w;
     };
     void compact(std::vector<Syn>& syn);
+    std::size_t guess_at(std::int64_t c, std::int64_t sb, std::int64_t r) const;
+    std::uint32_t first_at_or_past(std::int64_t c, std::int64_t sb, std::uint16_t r) const;
     template <class W>
     void deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit, W weight) const;
     void deliver_run(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit) const;

@@ -103,7 +103,7 @@ struct RunReport {
     std::string input_kind;  // "replayed spikes (samples-first)", "direct encoding", ...
     // Per Input node (graph order): "direct", "poisson", "latency" or "spikes".
     std::vector<std::pair<std::string, std::string>> input_encodings;
-    LoadReport load;         // with the notes on the input appended
+    LoadReport load;  // with the notes on the input appended
     RunResult result;
     RunRecord record;
     OpCounts total;

@@ -39,14 +39,20 @@ class PoolNode final : public Node {
             fail("kernel_size", "window larger than the input " + shape_str(in));
         in_shape_ = in;
         out_shape_ = {C_, OH_, OW_};
-        window_cmps_ = 0;
+        // Comparisons of all windows: sum over (rows x cols - 1) of the non-empty ones, which
+        // factors into the rows' and the columns' sums (O(OH + OW), whatever the map's size).
+        std::uint64_t rows = 0, cols = 0, nrows = 0, ncols = 0;
         for (std::int64_t oy = 0; oy < OH_; ++oy)
-            for (std::int64_t ox = 0; ox < OW_; ++ox) {
-                const auto [ylo, yhi] = rows_of(oy);
-                const auto [xlo, xhi] = cols_of(ox);
-                if (ylo < yhi && xlo < xhi)
-                    window_cmps_ += static_cast<std::uint64_t>((yhi - ylo) * (xhi - xlo) - 1);
+            if (const auto [lo, hi] = rows_of(oy); lo < hi) {
+                rows += static_cast<std::uint64_t>(hi - lo);
+                ++nrows;
             }
+        for (std::int64_t ox = 0; ox < OW_; ++ox)
+            if (const auto [lo, hi] = cols_of(ox); lo < hi) {
+                cols += static_cast<std::uint64_t>(hi - lo);
+                ++ncols;
+            }
+        window_cmps_ = rows * cols - nrows * ncols;
         window_cmps_ *= static_cast<std::uint64_t>(C_);
         build_reach();
     }

@@ -218,14 +218,11 @@ void ColumnWeights::add_column(std::int64_t c, float x, bool unit, float* y, con
     }
     const std::uint32_t* bd = s.bounds.data() + c * (s.nblocks + 1);
     const std::uint64_t k0 = bd[b0], k1 = bd[b1];
-    if (one) {  // one stored run of whole-layer rows: the split's offsets into it
-        deliver_run(k0, k1, y, x, unit);
-        return;
-    }
-    for (std::int64_t sb = r0 / block_; sb < (r1 - 1) / block_ + 1; ++sb)
-        deliver_run(std::max<std::uint64_t>(k0, colptr_[run_at(c, sb)]),
-                    std::min<std::uint64_t>(k1, colptr_[run_at(c, sb + 1)]), y + row_base(sb), x,
-                    unit);
+    const std::int64_t sb0 = one ? 0 : r0 / block_, sb1 = one ? 1 : (r1 - 1) / block_ + 1;
+    for (std::int64_t sb = sb0; sb < sb1; ++sb)
+        deliver_run(one ? k0 : std::max<std::uint64_t>(k0, colptr_[run_at(c, sb)]),
+                    one ? k1 : std::min<std::uint64_t>(k1, colptr_[run_at(c, sb + 1)]),
+                    y + row_base(sb), x, unit);
 }
 
 // Where row `r` of storage block sb would sit in column c's run if its rows were spread evenly.

@@ -58,12 +58,13 @@ class PoolNode final : public Node {
     }
     void step(const Activity& in, NodeState*, Activity& out,
               const StepContext& ctx) const override {
-        Tally t;
+        // MaxPool's comparisons depend on the windows alone, whichever path computes them.
+        if (mode_ == Mode::max) ctx.ops->cmp += window_cmps_;
         if (!reach_.empty() && ctx.engine == Engine::event && binary_spikes(in)) {
             max_of_spikes(in, out);
-            ctx.ops->cmp += window_cmps_;
             return;
         }
+        Tally t;
         switch (mode_) {
             case Mode::max:
                 pool<Mode::max>(in.values.data(), out.values.data(), t);
@@ -77,11 +78,10 @@ class PoolNode final : public Node {
         }
         out.scan();
         ctx.ops->ac += t.adds;
-        ctx.ops->cmp += t.cmps;
         if (mode_ == Mode::avg) ctx.ops->div += out.active.size();
     }
     struct Tally {
-        std::uint64_t adds = 0, cmps = 0;
+        std::uint64_t adds = 0;
     };
     // The input rows [lo, hi) of output row oy's window (padding reads nothing); columns alike.
     std::pair<std::int64_t, std::int64_t> rows_of(std::int64_t oy) const {
@@ -172,8 +172,6 @@ class PoolNode final : public Node {
                     t.adds += v != 0.0f;  // both engines: non-zero terms
                 }
             }
-        if constexpr (M == Mode::max)
-            t.cmps += static_cast<std::uint64_t>((yhi - ylo) * (xhi - xlo) - 1);
         // AvgPool divides by the full window (PyTorch's count_include_pad).
         if constexpr (M == Mode::avg) acc = acc / static_cast<float>(kh_ * kw_);
         return acc;
@@ -188,7 +186,7 @@ class PoolNode final : public Node {
     Mode mode_;
     std::int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, ph_ = 0, pw_ = 0;
     std::int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
-    std::uint64_t window_cmps_ = 0;  // MaxPool's comparisons per step, all windows
+    std::uint64_t window_cmps_ = 0;  // MaxPool's comparisons per step: each window's inputs - 1
     struct Reach {
         std::uint16_t oy0, oy1, ox0, ox1;  // the output windows an input position lies in
     };

@@ -142,14 +142,14 @@ class RSynaptic(RLeaky):
         self.syn = (self.alpha.clamp(0, 1) * self.syn + x) + self.recurrent(self.spk)
         return self.beta.clamp(0, 1) * self.mem + self.syn
 
+    def _after(self, mem, reset):
+        # snnTorch's RSynaptic applies no immediate reset, whatever reset_delay says.
+        return (mem - self.threshold > 0).to(f32), mem
+
     def forward(self, x):
         if self.syn is None:
             self.syn = torch.zeros_like(x)
-        delay, self.reset_delay = self.reset_delay, True  # snnTorch's RSynaptic ignores it
-        try:
-            return super().forward(x)
-        finally:
-            self.reset_delay = delay
+        return super().forward(x)
 
 
 # ------------------------------------------------------------------ Norse

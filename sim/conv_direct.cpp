@@ -10,7 +10,7 @@ namespace {
 // Sixteen floats: one AVX-512 register, two AVX ones, four SSE ones (GCC's vector extension
 // lowers it to what -march allows).
 using vf = float __attribute__((vector_size(64)));
-constexpr std::int64_t kLanes = 16;
+static_assert(sizeof(vf) == DirectConv::kLanes * sizeof(float));
 
 inline vf load(const float* p) {
     vf v;
@@ -27,35 +27,44 @@ void DirectConv::build(const DirectConvShape& s, const std::vector<float>& w) {
     Wp_ = std::max(s.W + s.pw, s.OW + s.kw - 1);
     plane_ = Hp_ * Wp_;
     taps_ = s.kh * s.kw;
-    blocks_ = (s.cout_g + kCo - 1) / kCo;
-    qn_ = (s.OH * Wp_ + kQ - 1) / kQ * kQ;
+    const std::int64_t q = s.OH * Wp_;
+    const bool narrow = (q + 79) / 80 * 80 < (q + 31) / 32 * 32;
+    co_ = narrow ? 4 : 8;
+    q_ = narrow ? 80 : 32;
+    blocks_ = (s.cout_g + co_ - 1) / co_;
+    qn_ = (q + q_ - 1) / q_ * q_;
     // Channels past cout_g in the last block get zero weights; their outputs are dropped.
-    wp_.assign(static_cast<std::size_t>(s.groups * blocks_ * s.cin_g * taps_ * kCo), 0.0f);
+    wp_.assign(static_cast<std::size_t>(s.groups * blocks_ * s.cin_g * taps_ * co_), 0.0f);
     for (std::int64_t g = 0; g < s.groups; ++g)
         for (std::int64_t co = 0; co < s.cout_g; ++co)
             for (std::int64_t cl = 0; cl < s.cin_g; ++cl)
                 for (std::int64_t t = 0; t < taps_; ++t)
                     wp_[static_cast<std::size_t>(
-                        (((g * blocks_ + co / kCo) * s.cin_g + cl) * taps_ + t) * kCo + co % kCo)] =
+                        (((g * blocks_ + co / co_) * s.cin_g + cl) * taps_ + t) * co_ + co % co_)] =
                         w[static_cast<std::size_t>(((g * s.cout_g + co) * s.cin_g + cl) * taps_ +
                                                    t)];
 }
 
 void DirectConv::run(const float* x, float* y, std::vector<float>& scratch) const {
     // The padded input, with room for the last tile's reads past the final plane.
-    const std::int64_t xn = s_.groups * s_.cin_g * plane_ + kQ + s_.kh * Wp_ + s_.kw;
-    scratch.resize(static_cast<std::size_t>(xn + kCo * kQ));
+    const std::int64_t xn = s_.groups * s_.cin_g * plane_ + q_ + s_.kh * Wp_ + s_.kw;
+    scratch.resize(static_cast<std::size_t>(xn + co_ * q_));
     float* xp = scratch.data();
     float* out = xp + xn;
     pad(x, xp);
     std::fill(xp + s_.groups * s_.cin_g * plane_, xp + xn, 0.0f);
-    const std::int64_t wblock = s_.cin_g * taps_ * kCo;
+    const std::int64_t wblock = s_.cin_g * taps_ * co_;
     for (std::int64_t g = 0; g < s_.groups; ++g)
         for (std::int64_t b = 0; b < blocks_; ++b)
-            for (std::int64_t q0 = 0; q0 < qn_; q0 += kQ) {
-                tile(xp + g * s_.cin_g * plane_, wp_.data() + (g * blocks_ + b) * wblock, q0, out);
-                store(out, g * s_.cout_g + b * kCo,
-                      std::min(kCo, s_.cout_g - b * kCo) + g * s_.cout_g + b * kCo, q0, y);
+            for (std::int64_t q0 = 0; q0 < qn_; q0 += q_) {
+                const float* xg = xp + g * s_.cin_g * plane_;
+                const float* wb = wp_.data() + (g * blocks_ + b) * wblock;
+                if (co_ == 4)
+                    tile<4, 5>(xg, wb, q0, out);
+                else
+                    tile<8, 2>(xg, wb, q0, out);
+                store(out, g * s_.cout_g + b * co_,
+                      std::min(co_, s_.cout_g - b * co_) + g * s_.cout_g + b * co_, q0, y);
             }
 }
 
@@ -69,22 +78,22 @@ void DirectConv::pad(const float* x, float* xp) const {
                         static_cast<std::size_t>(s_.W) * sizeof(float));
 }
 
-// kCo channels x kQ padded positions from q0, summed over (channel, row, column) in order.
+// Co channels x Nv vectors of padded positions from q0, summed over (channel, row, column) in
+// order.
+template <int Co, int Nv>
 void DirectConv::tile(const float* xg, const float* wb, std::int64_t q0, float* out) const {
-    static_assert(kQ == 2 * kLanes, "a tile row is two vectors");
-    vf acc[kCo][2] = {};
+    vf acc[Co][Nv] = {};
     for (std::int64_t cl = 0; cl < s_.cin_g; ++cl) {
         const float* xc = xg + cl * plane_ + q0;
-        const float* wc = wb + cl * taps_ * kCo;
+        const float* wc = wb + cl * taps_ * Co;
         for (std::int64_t ky = 0; ky < s_.kh; ++ky)
             for (std::int64_t kx = 0; kx < s_.kw; ++kx) {
                 const float* xr = xc + ky * Wp_ + kx;
-                const vf x0 = load(xr), x1 = load(xr + kLanes);
-                const float* w = wc + (ky * s_.kw + kx) * kCo;
-                for (std::int64_t j = 0; j < kCo; ++j) {
-                    acc[j][0] += x0 * w[j];
-                    acc[j][1] += x1 * w[j];
-                }
+                vf x[Nv];
+                for (int v = 0; v < Nv; ++v) x[v] = load(xr + v * kLanes);
+                const float* w = wc + (ky * s_.kw + kx) * Co;
+                for (int j = 0; j < Co; ++j)
+                    for (int v = 0; v < Nv; ++v) acc[j][v] += x[v] * w[j];
             }
     }
     std::memcpy(out, acc, sizeof acc);
@@ -94,11 +103,11 @@ void DirectConv::tile(const float* xg, const float* wb, std::int64_t q0, float* 
 void DirectConv::store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t q0,
                        float* y) const {
     const std::int64_t plane = s_.OH * s_.OW;
-    for (std::int64_t q = 0; q < kQ; ++q) {
+    for (std::int64_t q = 0; q < q_; ++q) {
         const std::int64_t oy = (q0 + q) / Wp_, ox = (q0 + q) % Wp_;
         if (oy >= s_.OH || ox >= s_.OW) continue;
         for (std::int64_t co = co0; co < co1; ++co)
-            y[co * plane + oy * s_.OW + ox] = out[(co - co0) * kQ + q];
+            y[co * plane + oy * s_.OW + ox] = out[(co - co0) * q_ + q];
     }
 }
 

@@ -17,26 +17,29 @@ struct DirectConvShape {
 
 class DirectConv {
   public:
-    static constexpr std::int64_t kCo = 8;  // output channels per register tile
-    static constexpr std::int64_t kQ = 32;  // padded positions per register tile
+    // A register tile is 8 output channels x 32 padded positions, or 16 x 16 where the map's
+    // padded positions fill 16-lane tiles with fewer spare lanes (8x8 maps: 80 positions).
+    static constexpr std::int64_t kLanes = 16;
     // w: [groups * cout_g][cin_g][kh][kw], as PyTorch stores it.
     void build(const DirectConvShape& s, const std::vector<float>& w);
     // x: [groups * cin_g][H][W] with values in {-1, 0, 1}; y: [groups * cout_g][OH][OW].
     void run(const float* x, float* y, std::vector<float>& scratch) const;
     // The multiply-adds of one run (tiles x channels x taps x lanes), to weigh against a scatter.
     std::uint64_t lanes() const {
-        return static_cast<std::uint64_t>(s_.groups * blocks_ * kCo * s_.cin_g * taps_ * qn_);
+        return static_cast<std::uint64_t>(s_.groups * blocks_ * co_ * s_.cin_g * taps_ * qn_);
     }
 
   private:
     void pad(const float* x, float* xp) const;
+    template <int Co, int Nv>
     void tile(const float* xg, const float* wb, std::int64_t q0, float* out) const;
     void store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t q0,
                float* y) const;
 
     DirectConvShape s_;
     std::int64_t Hp_ = 1, Wp_ = 1, plane_ = 1, blocks_ = 1, qn_ = 0, taps_ = 1;
-    std::vector<float> wp_;  // per group and block of kCo channels: [cin_g][kh][kw][kCo]
+    std::int64_t co_ = 8, q_ = 32;  // the tile: output channels x padded positions
+    std::vector<float> wp_;         // per group and block of co_ channels: [cin_g][kh][kw][co_]
 };
 
 }  // namespace ternion::synaptic

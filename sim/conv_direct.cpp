@@ -28,11 +28,12 @@ void DirectConv::build(const DirectConvShape& s, const std::vector<float>& w) {
     plane_ = Hp_ * Wp_;
     taps_ = s.kh * s.kw;
     const std::int64_t q = s.OH * Wp_;
-    const bool narrow = (q + 79) / 80 * 80 < (q + 31) / 32 * 32;
+    const bool rows = s.OW % kLanes == 0;
+    const bool narrow = !rows && (q + 79) / 80 * 80 < (q + 31) / 32 * 32;
     co_ = narrow ? 4 : 8;
-    q_ = narrow ? 80 : 32;
+    nv_ = narrow ? 5 : 2;
+    plan_vectors(rows);
     blocks_ = (s.cout_g + co_ - 1) / co_;
-    qn_ = (q + q_ - 1) / q_ * q_;
     // Channels past cout_g in the last block get zero weights; their outputs are dropped.
     wp_.assign(static_cast<std::size_t>(s.groups * blocks_ * s.cin_g * taps_ * co_), 0.0f);
     for (std::int64_t g = 0; g < s.groups; ++g)
@@ -45,10 +46,30 @@ void DirectConv::build(const DirectConvShape& s, const std::vector<float>& w) {
                                                    t)];
 }
 
+// Where each vector reads and what each of its lanes outputs: 16 outputs of one row, or 16
+// consecutive padded positions (oy * Wp + ox; the columns past OW are spare lanes).
+void DirectConv::plan_vectors(bool row_vectors) {
+    const std::int64_t per_row = s_.OW / kLanes;
+    const std::int64_t used = row_vectors ? s_.OH * per_row : (s_.OH * Wp_ + kLanes - 1) / kLanes;
+    slots_ = (used + nv_ - 1) / nv_ * nv_;
+    base_.assign(static_cast<std::size_t>(slots_), 0);
+    out_pos_.assign(static_cast<std::size_t>(slots_ * kLanes), -1);
+    for (std::int64_t v = 0; v < used; ++v) {
+        const std::int64_t b =
+            row_vectors ? (v / per_row) * Wp_ + (v % per_row) * kLanes : v * kLanes;
+        base_[static_cast<std::size_t>(v)] = b;
+        for (std::int64_t l = 0; l < kLanes; ++l) {
+            const std::int64_t oy = (b + l) / Wp_, ox = (b + l) % Wp_;
+            if (oy < s_.OH && ox < s_.OW)
+                out_pos_[static_cast<std::size_t>(v * kLanes + l)] = oy * s_.OW + ox;
+        }
+    }
+}
+
 void DirectConv::run(const float* x, float* y, std::vector<float>& scratch) const {
-    // The padded input, with room for the last tile's reads past the final plane.
-    const std::int64_t xn = s_.groups * s_.cin_g * plane_ + q_ + s_.kh * Wp_ + s_.kw;
-    scratch.resize(static_cast<std::size_t>(xn + co_ * q_));
+    // The padded input, with room for the last vector's reads past the final plane.
+    const std::int64_t xn = s_.groups * s_.cin_g * plane_ + kLanes + s_.kh * Wp_ + s_.kw;
+    scratch.resize(static_cast<std::size_t>(xn + co_ * nv_ * kLanes));
     float* xp = scratch.data();
     float* out = xp + xn;
     pad(x, xp);
@@ -56,15 +77,15 @@ void DirectConv::run(const float* x, float* y, std::vector<float>& scratch) cons
     const std::int64_t wblock = s_.cin_g * taps_ * co_;
     for (std::int64_t g = 0; g < s_.groups; ++g)
         for (std::int64_t b = 0; b < blocks_; ++b)
-            for (std::int64_t q0 = 0; q0 < qn_; q0 += q_) {
+            for (std::int64_t v0 = 0; v0 < slots_; v0 += nv_) {
                 const float* xg = xp + g * s_.cin_g * plane_;
                 const float* wb = wp_.data() + (g * blocks_ + b) * wblock;
                 if (co_ == 4)
-                    tile<4, 5>(xg, wb, q0, out);
+                    tile<4, 5>(xg, wb, v0, out);
                 else
-                    tile<8, 2>(xg, wb, q0, out);
+                    tile<8, 2>(xg, wb, v0, out);
                 store(out, g * s_.cout_g + b * co_,
-                      std::min(co_, s_.cout_g - b * co_) + g * s_.cout_g + b * co_, q0, y);
+                      std::min(co_, s_.cout_g - b * co_) + g * s_.cout_g + b * co_, v0, y);
             }
 }
 
@@ -78,19 +99,19 @@ void DirectConv::pad(const float* x, float* xp) const {
                         static_cast<std::size_t>(s_.W) * sizeof(float));
 }
 
-// Co channels x Nv vectors of padded positions from q0, summed over (channel, row, column) in
-// order.
+// Co channels x the Nv vectors from v0, summed over (channel, row, column) in order.
 template <int Co, int Nv>
-void DirectConv::tile(const float* xg, const float* wb, std::int64_t q0, float* out) const {
+void DirectConv::tile(const float* xg, const float* wb, std::int64_t v0, float* out) const {
     vf acc[Co][Nv] = {};
+    const float* xv[Nv];  // each vector's first lane in channel 0's padded plane
+    for (int v = 0; v < Nv; ++v) xv[v] = xg + base_[static_cast<std::size_t>(v0 + v)];
     for (std::int64_t cl = 0; cl < s_.cin_g; ++cl) {
-        const float* xc = xg + cl * plane_ + q0;
         const float* wc = wb + cl * taps_ * Co;
         for (std::int64_t ky = 0; ky < s_.kh; ++ky)
             for (std::int64_t kx = 0; kx < s_.kw; ++kx) {
-                const float* xr = xc + ky * Wp_ + kx;
+                const std::int64_t off = cl * plane_ + ky * Wp_ + kx;
                 vf x[Nv];
-                for (int v = 0; v < Nv; ++v) x[v] = load(xr + v * kLanes);
+                for (int v = 0; v < Nv; ++v) x[v] = load(xv[v] + off);
                 const float* w = wc + (ky * s_.kw + kx) * Co;
                 for (int j = 0; j < Co; ++j)
                     for (int v = 0; v < Nv; ++v) acc[j][v] += x[v] * w[j];
@@ -99,15 +120,15 @@ void DirectConv::tile(const float* xg, const float* wb, std::int64_t q0, float* 
     std::memcpy(out, acc, sizeof acc);
 }
 
-// The tile's real outputs (channels [co0, co1), columns < OW, rows < OH) into y.
-void DirectConv::store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t q0,
+// The tile's real outputs (channels [co0, co1), lanes that are not spare) into y.
+void DirectConv::store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t v0,
                        float* y) const {
-    const std::int64_t plane = s_.OH * s_.OW;
-    for (std::int64_t q = 0; q < q_; ++q) {
-        const std::int64_t oy = (q0 + q) / Wp_, ox = (q0 + q) % Wp_;
-        if (oy >= s_.OH || ox >= s_.OW) continue;
+    const std::int64_t plane = s_.OH * s_.OW, lanes = nv_ * kLanes;
+    const std::int64_t* pos = out_pos_.data() + v0 * kLanes;
+    for (std::int64_t q = 0; q < lanes; ++q) {
+        if (pos[q] < 0) continue;
         for (std::int64_t co = co0; co < co1; ++co)
-            y[co * plane + oy * s_.OW + ox] = out[(co - co0) * q_ + q];
+            y[co * plane + pos[q]] = out[(co - co0) * lanes + q];
     }
 }
 

@@ -17,8 +17,11 @@ struct DirectConvShape {
 
 class DirectConv {
   public:
-    // A register tile is 8 output channels x 32 padded positions, or 16 x 16 where the map's
-    // padded positions fill 16-lane tiles with fewer spare lanes (8x8 maps: 80 positions).
+    // A register tile is a few output channels by a few 16-lane vectors of output positions.
+    // Where each output row is a whole number of vectors (widths 16, 32, ...), a vector is 16
+    // outputs of one row and no lane is spare; otherwise the vectors run along the padded
+    // rows (padding columns included): 8 channels x 2 vectors, or 4 x 5 where that leaves
+    // fewer spare lanes (8x8 maps: 80 padded positions, exactly 5 vectors).
     static constexpr std::int64_t kLanes = 16;
     // w: [groups * cout_g][cin_g][kh][kw], as PyTorch stores it.
     void build(const DirectConvShape& s, const std::vector<float>& w);
@@ -26,20 +29,25 @@ class DirectConv {
     void run(const float* x, float* y, std::vector<float>& scratch) const;
     // The multiply-adds of one run (tiles x channels x taps x lanes), to weigh against a scatter.
     std::uint64_t lanes() const {
-        return static_cast<std::uint64_t>(s_.groups * blocks_ * co_ * s_.cin_g * taps_ * qn_);
+        return static_cast<std::uint64_t>(s_.groups * blocks_ * co_ * s_.cin_g * taps_ * slots_ *
+                                          kLanes);
     }
 
   private:
+    void plan_vectors(bool row_vectors);
     void pad(const float* x, float* xp) const;
     template <int Co, int Nv>
-    void tile(const float* xg, const float* wb, std::int64_t q0, float* out) const;
-    void store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t q0,
+    void tile(const float* xg, const float* wb, std::int64_t v0, float* out) const;
+    void store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t v0,
                float* y) const;
 
     DirectConvShape s_;
-    std::int64_t Hp_ = 1, Wp_ = 1, plane_ = 1, blocks_ = 1, qn_ = 0, taps_ = 1;
-    std::int64_t co_ = 8, q_ = 32;  // the tile: output channels x padded positions
-    std::vector<float> wp_;         // per group and block of co_ channels: [cin_g][kh][kw][co_]
+    std::int64_t Hp_ = 1, Wp_ = 1, plane_ = 1, blocks_ = 1, taps_ = 1;
+    std::int64_t co_ = 8, nv_ = 2;       // the tile: output channels x vectors
+    std::int64_t slots_ = 0;             // vectors per map, a whole number of tiles
+    std::vector<std::int64_t> base_;     // per vector: its first lane's offset in a padded plane
+    std::vector<std::int64_t> out_pos_;  // per vector lane: oy * OW + ox, or -1 (spare)
+    std::vector<float> wp_;  // per group and block of co_ channels: [cin_g][kh][kw][co_]
 };
 
 }  // namespace ternion::synaptic

@@ -546,6 +546,7 @@ RunResult run(const Graph& g, const std::vector<const InputSource*>& inputs, con
     std::unique_ptr<ThreadTeam> team;
     if (count == 1 && cfg.threads > 1) team = std::make_unique<ThreadTeam>(cfg.threads);
     r.team = team.get();
+    for (int u = 0; u < g.size(); ++u) g.node(u).prepare_run(cfg.threads);
 
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::vector<NodeStats>> per_sample(static_cast<std::size_t>(count));

@@ -254,6 +254,9 @@ class Node {
     virtual Shape declared_in_shape() const { return {}; }
 
     virtual std::unique_ptr<NodeState> make_state() const { return nullptr; }
+    // Work that depends only on the run's thread count (a Linear's row split), done once per
+    // run from one thread before the run's clock starts, and shared by every state of the run.
+    virtual void prepare_run(std::int64_t /*threads*/) const {}
     // Returns a state of this node to what make_state() gives, in place, and says whether it
     // could: the engine then reuses it for the next sample instead of allocating (and faulting
     // in) a new one. Nodes whose state would be cheap to rebuild keep the default.

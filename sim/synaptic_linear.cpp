@@ -1,6 +1,8 @@
 // Affine and Linear: y = W x (+ b) on the last axis, from ColumnWeights (one token) or the
 // token kernel (several tokens, dense weights).
 #include <algorithm>
+#include <memory>
+#include <mutex>
 
 #include "synaptic.hpp"
 #include "synaptic_internal.hpp"
@@ -14,7 +16,7 @@ namespace {
 
 // Per-sample scratch, rebuilt by every step except the row split, which is made once per run.
 struct BlockScratch : NodeState {
-    RowSplit split;                                  // one row block per thread of the run
+    std::shared_ptr<const RowSplit> split;           // one row block per thread of the run
     std::vector<BlockIndices> block_active;          // per block: its non-zero outputs
     std::vector<std::uint32_t> offsets, by_channel;  // active inputs bucketed by channel
     std::vector<float> packed;                       // one token: the active inputs' values
@@ -133,15 +135,27 @@ class LinearNode final : public Node {
     }
 
   private:
-    // The run's row blocks: one per thread when the blocks may go to several threads. Made at
-    // the first step of a state from the stored weights, which do not depend on it.
+    // The run's row blocks: one per thread when the blocks may go to several threads. Made from
+    // the stored weights, which do not depend on it, by prepare_run before the run's clock
+    // starts (on the N = 16000 LIF population it is a cache miss per input column, ~0.9 ms).
+    void prepare_run(std::int64_t threads) const override { (void)split_for(threads); }
+    std::shared_ptr<const RowSplit> split_for(std::int64_t parts) const {
+        const std::lock_guard<std::mutex> lock(split_mutex_);
+        for (const auto& s : splits_)
+            if (s->parts == parts) return s;
+        auto s = std::make_shared<RowSplit>();
+        weights_.split(parts, *s);
+        splits_.push_back(s);
+        return s;
+    }
+    // A state's first step takes the run's split (the lock is not taken again after that).
     void split_rows(BlockScratch& sc, const StepContext& ctx) const {
         const std::int64_t parts =
             ctx.team ? ctx.team->size() : (ctx.parallel_inner ? ctx.threads : 1);
-        if (sc.split.parts == parts) return;
-        weights_.split(parts, sc.split);
-        sc.block_active.assign(static_cast<std::size_t>(sc.split.nblocks), {});
-        sc.kernel.resize(static_cast<std::size_t>(sc.split.nblocks));
+        if (sc.split && sc.split->parts == parts) return;
+        sc.split = split_for(parts);
+        sc.block_active.assign(static_cast<std::size_t>(sc.split->nblocks), {});
+        sc.kernel.resize(static_cast<std::size_t>(sc.split->nblocks));
     }
 
     // One token: the output rows are split into blocks, each scanning all active inputs.
@@ -168,7 +182,7 @@ class LinearNode final : public Node {
                                             out_ / 4;
         BlockScratch* scp = &sc;
         ctx.for_blocks(
-            sc.split.nblocks, 1,
+            sc.split->nblocks, 1,
             [this, scp, job](std::int64_t b0, std::int64_t b1) {
                 one_token_blocks(*scp, job, b0, b1);
             },
@@ -180,7 +194,7 @@ class LinearNode final : public Node {
     // column's synapses for consecutive blocks lie together), bias, then each block's non-zeros.
     void one_token_blocks(BlockScratch& sc, const OneTokenJob& job, std::int64_t b0,
                           std::int64_t b1) const {
-        const RowSplit& s = sc.split;
+        const RowSplit& s = *sc.split;
         const std::int64_t r0 = s.row_begin(b0), r1 = std::min(out_, s.row_begin(b1));
         float* y = job.y;
         std::fill(y + r0, y + r1, 0.0f);
@@ -241,7 +255,7 @@ class LinearNode final : public Node {
                                 const StepContext& ctx, bool dense, bool unit) const {
         float* y = out.values.data();
         std::fill(out.values.begin(), out.values.end(), 0.0f);
-        const RowSplit& s = sc.split;
+        const RowSplit& s = *sc.split;
         if (dense) {
             for (std::int64_t t = 0; t < rows_; ++t)
                 for (std::int64_t c = 0; c < in_; ++c)
@@ -276,7 +290,7 @@ class LinearNode final : public Node {
         order.resize(in.active.size());
         for (auto i : in.active) order[off[i % static_cast<std::uint32_t>(in_)]++] = i;
         // off[c] now ends bucket c; bucket c starts where bucket c-1 ends.
-        const RowSplit& s = sc.split;
+        const RowSplit& s = *sc.split;
         ctx.for_blocks(s.nblocks, 1, [&](std::int64_t b0, std::int64_t b1) {
             std::uint32_t start = 0;
             for (std::int64_t c = 0; c < in_; ++c) {
@@ -322,7 +336,7 @@ class LinearNode final : public Node {
         sc.nt.resize(static_cast<std::size_t>(rows_ * groups));
         const float* bias = bias_.empty() ? nullptr : bias_.data();
         float* y = out.values.data();
-        const RowSplit& s = sc.split;
+        const RowSplit& s = *sc.split;
         ctx.for_blocks(s.nblocks, 1, [&](std::int64_t b0, std::int64_t b1) {
             const std::int64_t r0 = s.row_begin(b0), r1 = std::min(out_, s.row_begin(b1));
             token_rows(panels_, ev, bias, BiasOrder::last, unit, y, r0, r1, sc.nz.data(),
@@ -383,6 +397,9 @@ class LinearNode final : public Node {
   private:
     std::int64_t out_ = 0, in_ = 0, rows_ = 1;
     ColumnWeights weights_;
+    // The row splits of this node's runs by thread count (prepare_run, split_for).
+    mutable std::mutex split_mutex_;
+    mutable std::vector<std::shared_ptr<const RowSplit>> splits_;
     TokenPanels panels_;  // several tokens, dense weights: the event kernel's layout
     std::vector<float> bias_;
     bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN

@@ -29,7 +29,11 @@ void DirectConv::build(const DirectConvShape& s, const std::vector<float>& w) {
     taps_ = s.kh * s.kw;
     const std::int64_t q = s.OH * Wp_;
     const bool rows = s.OW % kLanes == 0;
-    const bool narrow = !rows && (q + 79) / 80 * 80 < (q + 31) / 32 * 32;
+    // The vectors needed to cover the q padded positions in whole tiles of nv vectors.
+    const auto vectors = [q](std::int64_t nv) {
+        return (q + nv * kLanes - 1) / (nv * kLanes) * nv;
+    };
+    const bool narrow = !rows && vectors(5) < vectors(2);
     co_ = narrow ? 4 : 8;
     nv_ = narrow ? 5 : 2;
     plan_vectors(rows);

@@ -3,7 +3,6 @@
 // output channels per kernel tap into a channels-last buffer, transposed to [C, H, W] at the
 // end: each output still receives its inputs in ascending input order, as the gather sums them.
 #include <algorithm>
-#include <cstring>
 
 #include "conv_direct.hpp"
 #include "memory.hpp"
@@ -30,29 +29,12 @@ struct ConvScratch : NodeState {
 // row).
 constexpr std::uint64_t kScatterCost = 5;
 
-// Sixteen floats: one AVX-512 register (GCC's vector extension lowers it to what -march
-// allows). Written out because the auto-vectoriser's generic tuning stops at 256 bits.
-using vf = float __attribute__((vector_size(64)));
-constexpr std::int64_t kLanes = 16;
-inline vf vload(const float* p) {
-    vf v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-}
-inline void vstore(float* p, vf v) {
-    std::memcpy(p, &v, sizeof v);
-}
-
 // acc[c] += w[c], acc[c] -= w[c], acc[c] += x w[c]: one tap's row of output channels.
 void add_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {
-    std::int64_t c = 0;
-    for (; c + kLanes <= n; c += kLanes) vstore(acc + c, vload(acc + c) + vload(w + c));
-    for (; c < n; ++c) acc[c] += w[c];
+    for (std::int64_t c = 0; c < n; ++c) acc[c] += w[c];
 }
 void sub_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {
-    std::int64_t c = 0;
-    for (; c + kLanes <= n; c += kLanes) vstore(acc + c, vload(acc + c) - vload(w + c));
-    for (; c < n; ++c) acc[c] -= w[c];
+    for (std::int64_t c = 0; c < n; ++c) acc[c] -= w[c];
 }
 void axpy_row(float* __restrict acc, float x, const float* __restrict w, std::int64_t n) {
     for (std::int64_t c = 0; c < n; ++c) acc[c] += x * w[c];
@@ -172,29 +154,27 @@ class ConvNode final : public Node {
                     ++taps;
                 });
         dense_taps_ = taps * static_cast<std::uint64_t>(cin_ * cout_g);
-        build_tap_weights();
         runs_ok_ = sw_ == 1 && dw_ == 1 && groups_ == 1;
+        build_tap_weights();
         direct_ok_ = sh_ == 1 && sw_ == 1 && dh_ == 1 && dw_ == 1;
         if (direct_ok_)
             direct_.build({groups_, cin_g_, cout_g, H_, W_, kh_, kw_, ph_, pw_, OH_, OW_}, w_);
     }
-    // The weights as [Cin][tap][Cout/groups], so that one tap's output channels are contiguous.
+    // The weights as [Cin][tap][Cout/groups], so that one tap's output channels are contiguous;
+    // for the runs path (runs_ok_) each kernel row's columns reversed, [Cin][kh][kw - 1 - kx].
     void build_tap_weights() {
         const std::int64_t taps = kh_ * kw_, cout_g = cout_ / groups_;
         wt_.assign(w_.size(), 0.0f);
         for (std::int64_t co = 0; co < cout_; ++co) {
             const std::int64_t g = co / cout_g, col = co % cout_g;
             for (std::int64_t cl = 0; cl < cin_g_; ++cl)
-                for (std::int64_t k = 0; k < taps; ++k)
-                    wt_[static_cast<std::size_t>(((g * cin_g_ + cl) * taps + k) * cout_g + col)] =
-                        w_[widx(co, cl, k / kw_, k % kw_)];
+                for (std::int64_t k = 0; k < taps; ++k) {
+                    const std::int64_t ky = k / kw_, kx = k % kw_;
+                    const std::int64_t t = ky * kw_ + (runs_ok_ ? kw_ - 1 - kx : kx);
+                    wt_[static_cast<std::size_t>(((g * cin_g_ + cl) * taps + t) * cout_g + col)] =
+                        w_[widx(co, cl, ky, kx)];
+                }
         }
-        // Stride 1: the same with each kernel row's columns reversed, [Cin][kh][kw - 1 - kx][Cout].
-        wr_.assign(w_.size(), 0.0f);
-        for (std::int64_t c = 0; c < cin_g_ * kh_; ++c)
-            for (std::int64_t kx = 0; kx < kw_; ++kx)
-                std::copy_n(wt_.begin() + (c * kw_ + kx) * cout_g, cout_g,
-                            wr_.begin() + (c * kw_ + kw_ - 1 - kx) * cout_g);
     }
     std::unique_ptr<NodeState> make_state() const override {
         return std::make_unique<ConvScratch>();
@@ -280,7 +260,7 @@ class ConvNode final : public Node {
                 for (std::int64_t ky = 0; ky < kh_; ++ky) {
                     const std::int64_t iy = oy * sh_ - ph_ + ky * dh_;
                     if (iy < 0 || iy >= H_) continue;
-                    if (runs_ok_ && in.ternary)
+                    if (runs_ok_)
                         add_input_row_runs(in, sc, ci, iy, ky);
                     else
                         add_input_row(in, sc, ci, iy, ky);
@@ -331,13 +311,13 @@ class ConvNode final : public Node {
             }
         }
     }
-    // Stride 1, dilation 1, one group, spikes in {-1, 0, 1}: an event at column ix reaches
-    // outputs ix + pw - kx, so with the kernel row's columns reversed its taps are one
-    // contiguous run of the channels-last sums and of the weights: one long add per event.
+    // Stride 1, dilation 1, one group: an event at column ix reaches outputs ix + pw - kx, so
+    // with the kernel row's columns reversed its taps are one contiguous run of the
+    // channels-last sums and of the weights: one long add per event.
     void add_input_row_runs(const Activity& in, ConvScratch& sc, std::int64_t ci, std::int64_t iy,
                             std::int64_t ky) const {
         const auto r = static_cast<std::size_t>(ci * H_ + iy);
-        const float* wrow = wr_.data() + (ci * kh_ + ky) * kw_ * cout_;
+        const float* wrow = wt_.data() + (ci * kh_ + ky) * kw_ * cout_;
         const auto row_first = static_cast<std::int64_t>(r) * W_;
         for (auto k = sc.row_start[r]; k < sc.row_start[r + 1]; ++k) {
             const std::uint32_t idx = in.active[k];
@@ -347,10 +327,14 @@ class ConvNode final : public Node {
             if (lo >= hi) continue;
             float* a = sc.acc.data() + lo * cout_;
             const float* w = wrow + (lo - first) * cout_;
-            if (in.values[idx] > 0)
-                add_row(a, w, (hi - lo) * cout_);
+            const float x = in.values[idx];
+            const std::int64_t n = (hi - lo) * cout_;
+            if (!in.ternary)
+                axpy_row(a, x, w, n);
+            else if (x > 0)
+                add_row(a, w, n);
             else
-                sub_row(a, w, (hi - lo) * cout_);
+                sub_row(a, w, n);
         }
     }
     void store_output_row(const LargeVector<float>& acc, std::int64_t oy, float* y) const {
@@ -405,8 +389,7 @@ class ConvNode final : public Node {
     std::string pad_mode_;
     Shape declared_spatial_;
     std::vector<std::uint32_t> fanout_;
-    std::vector<float> wt_;  // [Cin][tap][Cout/groups]
-    LargeVector<float> wr_;  // [Cin][kh][kw reversed][Cout], for runs_ok_
+    LargeVector<float> wt_;  // [Cin][tap][Cout/groups], kernel rows reversed when runs_ok_
     bool runs_ok_ = false;   // stride 1, dilation 1, one group: taps as contiguous runs
     std::uint64_t dense_taps_ = 0;
     DirectConv direct_;  // dense spike maps, stride and dilation 1

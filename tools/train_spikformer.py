@@ -21,12 +21,12 @@ predictions and spike counts on all 10 000 test images, summed exactly as ternio
 Training runs the model multi-step (each layer over all T steps at once, BatchNorm's statistics
 over all steps) with AdamW and a one-cycle learning rate over all epochs; --threads 1 per model
 lets the BSA and SSA models train side by side on two cores. The bundled Fashion-MNIST models:
-  nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds bsa --stem 16 \
-      --dim 64 --heads 2 --epochs 5 --threads 1 --seed 0            # and --kinds ssa
-(all 60 000 training images, 5 epochs, batch 64; fmnist_reference.json records the time).
+  nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds bsa --stem 32 \
+      --dim 64 --heads 2 --epochs 8 --threads 1 --seed 0            # and --kinds ssa
+(all 60 000 training images, 8 epochs, batch 64; fmnist_reference.json records the time).
 
 Usage: /usr/bin/python3 tools/train_spikformer.py [--epochs 40] [--threads 2] [--out models/bundled]
-       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 16 --dim 64 --epochs 5
+       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 32 --dim 64 --epochs 8
 """
 import argparse
 import json

@@ -51,6 +51,7 @@ ap.add_argument("--T", type=int, default=4)
 ap.add_argument("--stem", type=int, default=0, help="channels of an extra first conv (0: none)")
 ap.add_argument("--lr", type=float, default=5e-3)
 ap.add_argument("--shift_aug", type=int, default=0, help="random 1-pixel rolls")
+ap.add_argument("--flip_aug", type=int, default=0, help="mirror each image left-right at random")
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--data", default="digits", choices=["digits", "fashion-mnist"])
 ap.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist",
@@ -145,6 +146,9 @@ def train(kind, xtr, ytr, xte, yte):
             if args.shift_aug:
                 dx, dy = torch.randint(-1, 2, (2,), generator=g).tolist()
                 xb = torch.roll(xb, shifts=(dy, dx), dims=(2, 3))
+            if args.flip_aug:  # clothing looks the same mirrored; digits do not
+                flip = torch.rand(len(idx), generator=g) < 0.5
+                xb = torch.where(flip.view(-1, 1, 1, 1), xb.flip(3), xb)
             loss = F.cross_entropy(model(xb), Ytr[idx], label_smoothing=0.05)
             opt.zero_grad()
             loss.backward()
@@ -224,7 +228,7 @@ def main():
             model=f"{kind}_{TAG}.h5", test_set=test_set, samples=int(len(yte)),
             timesteps=args.T, encoding="direct", dim=args.dim, heads=args.heads,
             depth=args.depth, mlp_ratio=args.mlp_ratio, stem=args.stem, epochs=args.epochs,
-            seed=args.seed, lr=args.lr, shift_aug=args.shift_aug,
+            seed=args.seed, lr=args.lr, shift_aug=args.shift_aug, flip_aug=args.flip_aug,
             torch_test_accuracy=acc, torch_test_accuracy_unfolded_bn=train_mode_acc,
             predictions=pred.tolist(),
             min_top2_margin=float((margin[:, 0] - margin[:, 1]).min()),

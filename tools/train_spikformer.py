@@ -22,11 +22,15 @@ Training runs the model multi-step (each layer over all T steps at once, BatchNo
 over all steps) with AdamW and a one-cycle learning rate over all epochs; --threads 1 per model
 lets the BSA and SSA models train side by side on two cores. The bundled Fashion-MNIST models:
   nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds bsa --stem 32 \
-      --dim 64 --heads 2 --epochs 8 --threads 1 --seed 0            # and --kinds ssa
-(all 60 000 training images, 8 epochs, batch 64; fmnist_reference.json records the time).
+      --dim 64 --heads 2 --epochs 12 --threads 1 --seed 0 --linear blas  # and --kinds ssa
+(all 60 000 training images, 12 epochs, batch 64; fmnist_reference.json records the time).
+--linear blas computes the Linear layers with torch's BLAS, which is fast with OpenBLAS
+(libopenblas0-openmp, installed by tools/install_deps.sh); Debian's default reference libblas
+makes --linear conv, the default, the faster one (the digits models were trained that way).
 
 Usage: /usr/bin/python3 tools/train_spikformer.py [--epochs 40] [--threads 2] [--out models/bundled]
-       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 32 --dim 64 --epochs 8
+       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 32 --dim 64 \
+           --epochs 12 --linear blas
 """
 import argparse
 import json
@@ -59,6 +63,9 @@ ap.add_argument("--data-dir", default="/usr/share/datasets/fashion-mnist",
 ap.add_argument("--train-subset", type=int, default=0,
                 help="train on the first N training images only (0: all)")
 ap.add_argument("--batch", type=int, default=64)
+ap.add_argument("--linear", default="conv", choices=["conv", "blas"],
+                help="train Linear layers as oneDNN 1x1 convolutions (fast with Debian's reference "
+                     "libblas) or F.linear (fast with OpenBLAS: libopenblas0-openmp)")
 ap.add_argument("--reference-only", action="store_true",
                 help="skip training: recompute PyTorch's reference from the existing model files")
 args = ap.parse_args()
@@ -72,6 +79,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 import spikformer_ref as ref  # noqa: E402
 
 torch.set_num_threads(args.threads)
+ref.LINEAR_VIA_BLAS[0] = args.linear == "blas"
 
 
 def load():

@@ -29,10 +29,14 @@ Then for each kind:
         per-sample state): with --threads 2 the sample's layers are split between the threads;
       - SpikingJelly, torch.set_num_threads(n), torch.no_grad(), reset_net before every
         forward, after a batch-1 warm-up: per-sample time of a batch-1 forward and of a
-        batch-16 forward / 16. Debian's torch runs nn.Linear on a generic BLAS (about 12x
-        slower than oneDNN here), so SpikingJelly is timed with every Linear computed as a 1x1
-        convolution (tools/spikformer_ref.py `linear`, same parameters) each round, and with
-        nn.Linear as the official code has it in the first --official-rounds rounds.
+        batch-16 forward / 16, twice each round: with every Linear computed as a 1x1
+        convolution through oneDNN (tools/spikformer_ref.py `linear`, same parameters) and
+        with nn.Linear as the official code has it (torch's BLAS; --official-rounds limits the
+        rounds). Which one is faster depends on the BLAS: Debian's torch is built with
+        BLAS_INFO=generic and calls whatever libblas.so.3 the system provides: the reference
+        BLAS (about 12x slower than oneDNN here) unless OpenBLAS is installed
+        (libopenblas0-openmp, which tools/install_deps.sh installs). The library is printed,
+        and the ratios are against the faster variant ("best").
   The spike totals are compared for both Linear variants.
 Medians over the rounds, the ratios and one JSON line are printed last. `--sweep R ...` also
 times the SSA model calibrated to other rates (1 and 2 threads at batch 16, --sweep-rounds),
@@ -41,11 +45,11 @@ and `--node-times` adds one ternion run per kind with `--node-times` (thread sec
 Models, inputs and the calibrated state are cached in --workdir (delete it to rebuild).
 
   PYTHONPATH=/tmp/sj14 nice /usr/bin/python3 bench/spikformer_cifar.py --ternion build/ternion \\
-      [--rounds 5] [--official-rounds 2] [--kinds ssa bsa] [--rate 0.1] [--sweep 0.05 0.2] \\
+      [--rounds 5] [--official-rounds -1] [--kinds ssa bsa] [--rate 0.1] [--sweep 0.05 0.2] \\
       [--sweep-rounds 3] [--node-times]
 
 SpikingJelly: tag 0.0.0.0.14 on PYTHONPATH (e.g. `git archive 0.0.0.0.14 | tar -x -C /tmp/sj14`);
-torch: Debian's python3-torch.
+torch: Debian's python3-torch (with libopenblas0-openmp for its BLAS).
 """
 import argparse
 import json
@@ -76,9 +80,9 @@ ap.add_argument("--rate", type=float, default=0.1, help="calibration target of e
 ap.add_argument("--sweep", type=float, nargs="*", default=[], help="more targets (SSA, batch 16)")
 ap.add_argument("--rounds", type=int, default=5)
 ap.add_argument("--sweep-rounds", type=int, default=3)
-ap.add_argument("--official-rounds", type=int, default=2,
-                help="rounds that also time SpikingJelly with nn.Linear (slow on Debian's torch)")
-ap.add_argument("--official-kinds", nargs="*", default=["ssa"])
+ap.add_argument("--official-rounds", type=int, default=-1,
+                help="rounds that also time SpikingJelly with nn.Linear (-1: every round)")
+ap.add_argument("--official-kinds", nargs="*", default=["ssa", "bsa"])
 ap.add_argument("--threads", type=int, nargs="+", default=[1, 2])
 ap.add_argument("--seed", type=int, default=0)
 ap.add_argument("--node-times", action="store_true")
@@ -92,6 +96,15 @@ os.makedirs(args.workdir, exist_ok=True)
 
 def log(*a):
     print(*a, file=sys.stderr, flush=True)
+
+
+def torch_blas():
+    """The BLAS library torch has loaded (Debian: the libblas.so.3 alternative, the reference
+    BLAS unless OpenBLAS is installed), read from this process's memory map after a product."""
+    torch.ones(64, 64) @ torch.ones(64, 64)
+    with open("/proc/self/maps") as f:
+        libs = {ln.split()[-1] for ln in f if "blas" in ln.lower() and ".so" in ln}
+    return ", ".join(sorted(libs)) or "none found"
 
 
 # ----------------------------------------------------------------------------------------------
@@ -500,8 +513,9 @@ def time_kind(net, model, x, paths, rounds, configs, official_rounds=0):
             for t2, b in configs:
                 if t2 == th:
                     add(f"sj_t{th}_b{b}", sj_time(net, x[:b], th, 5 if b == 1 else 2, "onednn"))
-                    if rnd < official_rounds:
-                        add(f"sjlin_t{th}_b{b}", sj_time(net, x[:b], th, 1, "official"))
+                    if official_rounds < 0 or rnd < official_rounds:
+                        add(f"sjlin_t{th}_b{b}",
+                            sj_time(net, x[:b], th, 5 if b == 1 else 2, "official"))
         log(f"  round {rnd + 1}: " + ", ".join(f"{k} {v[-1]:.1f}" for k, v in res.items()))
     return {k: statistics.median(v) for k, v in res.items()}, res
 
@@ -509,7 +523,7 @@ def time_kind(net, model, x, paths, rounds, configs, official_rounds=0):
 # ----------------------------------------------------------------------------------------------
 
 x, paths = write_inputs()
-summary = dict(rate=args.rate, seed=args.seed, kinds={}, sweep=[])
+summary = dict(rate=args.rate, seed=args.seed, kinds={}, sweep=[], torch_blas=torch_blas())
 configs = [(t, b) for t in args.threads for b in (1, 16)]
 built = {}
 for kind in args.kinds:
@@ -538,7 +552,7 @@ for rate in args.sweep:
     chk = check("ssa", net, model, x, paths, "onednn")
     log(f"timing ssa at rate {rate}, {args.sweep_rounds} rounds")
     med, per_round = time_kind(net, model, x, paths, args.sweep_rounds,
-                               [(t, 16) for t in args.threads])
+                               [(t, 16) for t in args.threads], args.official_rounds)
     summary["sweep"].append(dict(rate=rate, medians=med, rounds=per_round, agree=chk["agree"],
                                  rates=chk["rates"]))
 
@@ -559,9 +573,9 @@ print(f"Spikformer CIFAR-10 (D {args.dim}, {args.heads} heads, {args.depth} bloc
       f"calibration target {args.rate}; ms per sample, medians of {args.rounds} rounds; "
       f"load {' '.join(summary['load_before'])} -> {' '.join(summary['load_after'])}")
 print("SJ: SpikingJelly with the Linear layers through oneDNN; SJ nn.Linear: as the official "
-      "code (generic BLAS in Debian's torch)")
+      f"code, on torch's BLAS ({summary['torch_blas']}); best: the faster of the two")
 print(f"{'kind':5} {'thr':>3} {'batch':>5} {'ternion ms':>11} {'SJ ms':>9} {'SJ/ternion':>10} "
-      f"{'SJ nn.Linear ms':>15} {'ratio':>7}")
+      f"{'SJ nn.Linear ms':>15} {'ratio':>7} {'best ratio':>10}")
 for kind in args.kinds:
     m = summary["kinds"][kind]["medians"]
     for th in args.threads:
@@ -570,7 +584,7 @@ for kind in args.kinds:
                 m[f"ternion_t{th}_single"] if b == 1 else m[f"ternion_t{th}_throughput"]
             sj = m[f"sj_t{th}_b{b}"]
             sl = m.get(f"sjlin_t{th}_b{b}")
-            tail = f" {sl:>15.1f} {sl / tern:>7.2f}" if sl else ""
+            tail = f" {sl:>15.1f} {sl / tern:>7.2f} {min(sj, sl) / tern:>10.2f}" if sl else ""
             print(f"{kind:5} {th:>3} {b:>5} {tern:>11.2f} {sj:>9.2f} {sj / tern:>10.2f}{tail}")
     ta, tb = m["ternion_t1_throughput"], m.get("ternion_t2_throughput")
     if tb:
@@ -585,8 +599,9 @@ for s in summary["sweep"]:
     mean = statistics.mean(s["rates"].values())
     line = f"sweep rate {s['rate']}: mean layer rate {mean:.3f};"
     for th in args.threads:
-        line += (f" {th}t ternion {m[f'ternion_t{th}_throughput']:.2f} ms, SJ b16 "
-                 f"{m[f'sj_t{th}_b16']:.2f} ms ({m[f'sj_t{th}_b16'] / m[f'ternion_t{th}_throughput']:.2f}x);")
+        sj = min(m[f"sj_t{th}_b16"], m.get(f"sjlin_t{th}_b16", float("inf")))
+        line += (f" {th}t ternion {m[f'ternion_t{th}_throughput']:.2f} ms, best SJ b16 "
+                 f"{sj:.2f} ms ({sj / m[f'ternion_t{th}_throughput']:.2f}x);")
     print(line + f" predictions agree {s['agree']}/16")
 for kind in args.kinds:
     for n in summary["kinds"][kind].get("node_times", [])[:8]:

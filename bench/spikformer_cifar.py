@@ -98,6 +98,11 @@ def log(*a):
     print(*a, file=sys.stderr, flush=True)
 
 
+def best_sj(m, th, b):
+    """The faster SpikingJelly variant's median (nn.Linear is timed only in some rounds)."""
+    return min(m[f"sj_t{th}_b{b}"], m.get(f"sjlin_t{th}_b{b}", float("inf")))
+
+
 def torch_blas():
     """The BLAS library torch has loaded (Debian: the libblas.so.3 alternative, the reference
     BLAS unless OpenBLAS is installed), read from this process's memory map after a product."""
@@ -584,7 +589,7 @@ for kind in args.kinds:
                 m[f"ternion_t{th}_single"] if b == 1 else m[f"ternion_t{th}_throughput"]
             sj = m[f"sj_t{th}_b{b}"]
             sl = m.get(f"sjlin_t{th}_b{b}")
-            tail = f" {sl:>15.1f} {sl / tern:>7.2f} {min(sj, sl) / tern:>10.2f}" if sl else ""
+            tail = f" {sl:>15.1f} {sl / tern:>7.2f} {best_sj(m, th, b) / tern:>10.2f}" if sl else ""
             print(f"{kind:5} {th:>3} {b:>5} {tern:>11.2f} {sj:>9.2f} {sj / tern:>10.2f}{tail}")
     ta, tb = m["ternion_t1_throughput"], m.get("ternion_t2_throughput")
     if tb:
@@ -599,7 +604,7 @@ for s in summary["sweep"]:
     mean = statistics.mean(s["rates"].values())
     line = f"sweep rate {s['rate']}: mean layer rate {mean:.3f};"
     for th in args.threads:
-        sj = min(m[f"sj_t{th}_b16"], m.get(f"sjlin_t{th}_b16", float("inf")))
+        sj = best_sj(m, th, 16)
         line += (f" {th}t ternion {m[f'ternion_t{th}_throughput']:.2f} ms, best SJ b16 "
                  f"{sj:.2f} ms ({sj / m[f'ternion_t{th}_throughput']:.2f}x);")
     print(line + f" predictions agree {s['agree']}/16")

@@ -129,15 +129,15 @@ class LinBN(nn.Module):
         return self.bn(y).reshape(B, N, -1)
 
 
-LINEAR_VIA_BLAS = [False]  # tools/train_spikformer.py sets it: with OpenBLAS, F.linear is faster
+LINEAR_VIA_BLAS = False  # tools/train_spikformer.py --linear blas sets it (fast with OpenBLAS)
 
 
 def linear(lin, x):
     """lin(x) for x [M, C], by default computed as a 1x1 convolution: with Debian's reference
     libblas (torch's BLAS_INFO=generic) oneDNN's convolution is several times faster than the
-    BLAS matrix product. Same parameters, same layer. With LINEAR_VIA_BLAS[0] it is F.linear
+    BLAS matrix product. Same parameters, same layer. With LINEAR_VIA_BLAS it is F.linear
     (OpenBLAS, libopenblas0-openmp, is then the faster one)."""
-    if LINEAR_VIA_BLAS[0]:
+    if LINEAR_VIA_BLAS:
         return F.linear(x, lin.weight, lin.bias)
     return F.conv2d(x[:, :, None, None], lin.weight[:, :, None, None], lin.bias)[:, :, 0, 0]
 

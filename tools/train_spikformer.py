@@ -79,7 +79,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 import spikformer_ref as ref  # noqa: E402
 
 torch.set_num_threads(args.threads)
-ref.LINEAR_VIA_BLAS[0] = args.linear == "blas"
+ref.LINEAR_VIA_BLAS = args.linear == "blas"
 
 
 def load():

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"
@@ -29,16 +30,38 @@ void tsn_row(const float* __restrict x, float* __restrict h, float* __restrict s
     for (std::int64_t c = 0; c < n; ++c) s[c] = spiking::tsn_step(h[c], x[c], p);
 }
 
-// row = sum over keys j, ascending, of 2^-e[j] V_j (V_j: dh channels at v + j * D). Its own
-// function so that the compiler knows row and V do not overlap and vectorises over channels.
-void mix_row(const std::int32_t* e, const float* __restrict v, std::int64_t N, std::int64_t D,
-             std::int64_t dh, float* __restrict row) {
-    std::fill(row, row + dh, 0.0f);
-    for (std::int64_t j = 0; j < N; ++j) {
-        const float w = pow2_neg(e[j]);
-        const float* vj = v + j * D;
-        for (std::int64_t c = 0; c < dh; ++c) row[c] += w * vj[c];
+// Sixteen floats; GCC lowers the vector extension to what -march allows.
+using v16 = float __attribute__((vector_size(64)));
+
+inline v16 load16(const float* p) {
+    v16 v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+}
+
+// Rows r of out (R rows, dh channels each, `ld` apart): sum over keys j, ascending, of
+// w[r][j] V_j (V_j: dh channels at v + j * D), each product rounded before its add. The sums
+// of R rows by 16 channels stay in registers across all keys: R independent add chains hide
+// the add latency (one row's chain alone waits on each add, and a row kept in memory waits on
+// a store and a reload per key).
+template <int R>
+void mix_rows(const float* const* w, const float* __restrict v, std::int64_t N, std::int64_t D,
+              std::int64_t dh, float* out, std::int64_t ld) {
+    std::int64_t c0 = 0;
+    for (; c0 + 16 <= dh; c0 += 16) {
+        v16 acc[R] = {};
+        for (std::int64_t j = 0; j < N; ++j) {
+            const v16 x = load16(v + j * D + c0);
+            for (int r = 0; r < R; ++r) acc[r] += w[r][j] * x;
+        }
+        for (int r = 0; r < R; ++r) std::memcpy(out + r * ld + c0, &acc[r], sizeof(v16));
     }
+    for (; c0 < dh; ++c0)  // channels past the last 16 (heads of other widths)
+        for (int r = 0; r < R; ++r) {
+            float a = 0.0f;
+            for (std::int64_t j = 0; j < N; ++j) a += w[r][j] * v[j * D + c0];
+            out[r * ld + c0] = a;
+        }
 }
 
 }  // namespace
@@ -52,7 +75,7 @@ struct BsaNode::State : NodeState {
     // negative query, non-zero key, negative key; then the non-zero counts per channel.
     std::vector<std::uint64_t> qz, qs, kz, ks;
     std::vector<std::uint32_t> nq, nk;
-    std::vector<float> row;  // [dh] one output row of the value mixing
+    std::vector<float> wts;  // [N][N] Shiftmax weights 2^-n of one head
     KeptMaps maps;
 };
 
@@ -73,7 +96,7 @@ std::unique_ptr<NodeState> BsaNode::make_state() const {
     for (auto* m : {&s->qz, &s->qs, &s->kz, &s->ks}) m->assign(sz(tokens_ * words), 0);
     s->nq.assign(sz(head_dim_), 0);
     s->nk.assign(sz(head_dim_), 0);
-    s->row.assign(sz(head_dim_), 0.0f);
+    s->wts.assign(sz(tokens_ * tokens_), 0.0f);
     return s;
 }
 
@@ -220,14 +243,26 @@ void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {
     const std::int32_t* S = s.s.data();
     for (std::int64_t i = 0; i < N; ++i) {
         std::int32_t* e = s.expo.data() + i * N;
+        float* w = s.wts.data() + i * N;
         spiking::shiftmax_exponents(S + i * N, N, e);
+        for (std::int64_t j = 0; j < N; ++j) w[j] = pow2_neg(e[j]);
         if (s.maps.kept)  // for traces: integer scores and Shiftmax weights of this row
             for (std::int64_t j = 0; j < N; ++j) {
                 s.maps.scores[sz((h * N + i) * N + j)] = static_cast<float>(S[i * N + j]);
-                s.maps.weights[sz((h * N + i) * N + j)] = std::ldexp(1.0f, -e[j]);
+                s.maps.weights[sz((h * N + i) * N + j)] = w[j];
             }
-        mix_row(e, s.b.v.data() + c0, N, D, dh, s.row.data());
-        std::copy(s.row.begin(), s.row.end(), s.b.y.begin() + i * D + c0);
+    }
+    const float* v = s.b.v.data() + c0;
+    float* y = s.b.y.data() + c0;
+    std::int64_t i = 0;
+    const auto rows = [&](std::int64_t r) { return s.wts.data() + (i + r) * N; };
+    for (; i + 4 <= N; i += 4) {
+        const float* w[4] = {rows(0), rows(1), rows(2), rows(3)};
+        mix_rows<4>(w, v, N, D, dh, y + i * D, D);
+    }
+    for (; i < N; ++i) {
+        const float* w[1] = {rows(0)};
+        mix_rows<1>(w, v, N, D, dh, y + i * D, D);
     }
 }
 

@@ -2,6 +2,7 @@
 // counts on hand-made spike patterns, event vs dense engines, SSA's two associations.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <utility>
@@ -403,6 +404,93 @@ TEST_CASE("BSA hand-made ternary pattern: scores, Shiftmax exponents, outputs an
     CHECK(s.ops.spikes_out == 4);
 }
 
+// BSA recomputed from its equations, independently of the node's kernels: projections (bias,
+// then the inputs in ascending order), TSN Q/K, integer scores by a plain triple loop, Shiftmax
+// exponents from an exact integer sum, the product with V over keys in ascending order (each
+// 2^-n V product rounded, then added), the output TSN. The node must match it bit for bit: the
+// order of the additions is part of BSA's definition (the exporters' PyTorch reference sums the
+// same way), so a kernel that reorders them fails here.
+void check_bsa(std::int64_t N, std::int64_t D, std::int64_t H, std::int64_t T, std::uint32_t seed) {
+    std::mt19937 rng(seed);
+    const std::int64_t dh = D / H;
+    auto q = rand_w(rng, D, D, 0.6f, 0.0f), k = rand_w(rng, D, D, 0.6f, 0.0f),
+         v = rand_w(rng, D, D, 0.9f, 0.1f);
+    const TsnParams qk{0.5f, 1.0f}, outp{0.5f, 0.25f};
+    BsaNode node("bsa", Projection(q.w, q.b, D, D), Projection(k.w, k.b, D, D),
+                 Projection(v.w, v.b, D, D), H, qk, outp);
+    node.bind({N, D});
+    Stepper st(node);
+    std::vector<float> hq(N * D, 0.0f), hk(N * D, 0.0f), ho(N * D, 0.0f);
+    auto tsn = [](float& h, float x, const TsnParams& p) {
+        const float u = h + x;
+        const float s = u >= p.v_threshold ? 1.0f : (-u >= p.v_threshold ? -1.0f : 0.0f);
+        h = s != 0.0f ? 0.0f : p.decay * u;
+        return s;
+    };
+    auto project = [&](const RandW& r, const std::vector<float>& x) {
+        std::vector<float> y(N * D);
+        for (std::int64_t n = 0; n < N; ++n)
+            for (std::int64_t o = 0; o < D; ++o) {
+                float a = r.b[o];
+                for (std::int64_t c = 0; c < D; ++c)
+                    if (x[n * D + c] != 0.0f) a += x[n * D + c] * r.w[o * D + c];
+                y[n * D + o] = a;
+            }
+        return y;
+    };
+    std::bernoulli_distribution fire(0.4);
+    std::uniform_int_distribution<int> sign(0, 1);
+    std::uint64_t spikes = 0;
+    for (std::int64_t t = 0; t < T; ++t) {
+        std::vector<float> x(N * D);
+        for (auto& e : x) e = fire(rng) ? (sign(rng) ? 1.0f : -1.0f) : 0.0f;
+        auto pq = project(q, x), pk = project(k, x), pv = project(v, x);
+        std::vector<float> Q(N * D), K(N * D), y(N * D);
+        for (std::int64_t i = 0; i < N * D; ++i) {
+            Q[i] = tsn(hq[i], pq[i], qk);
+            K[i] = tsn(hk[i], pk[i], qk);
+        }
+        for (std::int64_t h = 0; h < H; ++h)
+            for (std::int64_t i = 0; i < N; ++i) {
+                std::vector<long long> s(N);
+                for (std::int64_t j = 0; j < N; ++j) {
+                    long long a = 0;
+                    for (std::int64_t c = h * dh; c < (h + 1) * dh; ++c)
+                        a += static_cast<long long>(Q[i * D + c]) *
+                             static_cast<long long>(K[j * D + c]);
+                    s[j] = a;
+                }
+                // gamma = ceil(log2 sum_j 2^s_j): the sum of 2^(s_j - max) is exact in a double
+                // while the scores span fewer than 48 values
+                long long lo = s[0], hi = s[0];
+                for (auto e : s) lo = std::min(lo, e), hi = std::max(hi, e);
+                REQUIRE(hi - lo < 48);
+                double sum = 0.0;
+                for (auto e : s) sum += std::ldexp(1.0, static_cast<int>(e - hi));
+                long long g = 0;  // smallest g with 2^g >= sum
+                while (std::ldexp(1.0, static_cast<int>(g)) < sum) ++g;
+                g += hi;
+                for (std::int64_t c = h * dh; c < (h + 1) * dh; ++c) {
+                    float a = 0.0f;
+                    for (std::int64_t j = 0; j < N; ++j) {
+                        const float w = std::ldexp(1.0f, static_cast<int>(s[j] - g));
+                        a += w * pv[j * D + c];
+                    }
+                    y[i * D + c] = a;
+                }
+            }
+        std::vector<float> want(N * D);
+        for (std::int64_t i = 0; i < N * D; ++i) want[i] = tsn(ho[i], y[i], outp);
+        const auto& out = st.run(act(x), Engine::event, t);
+        CHECK(out.values == want);
+        std::vector<float> mem;
+        REQUIRE(node.membrane(st.st.get(), mem));
+        CHECK(mem == ho);
+        for (float e : want) spikes += e != 0.0f;
+    }
+    CHECK(spikes > 0);
+}
+
 TEST_CASE("V13 BSA with no input spikes: no TMP work, Shiftmax.V still costs") {
     std::mt19937 rng(12);
     const std::int64_t N = 8, D = 16, H = 2;
@@ -416,6 +504,12 @@ TEST_CASE("V13 BSA with no input spikes: no TMP work, Shiftmax.V still costs") {
     const std::uint64_t n = N, dh = D / H;
     CHECK(s.ops.ac == H * (2 * n * n + n * n * dh));
     CHECK(s.ops.shift == H * (n * n + n * n * dh));
+}
+
+TEST_CASE("BSA equals its equations recomputed, bit for bit: head widths 32, 20 and 16") {
+    check_bsa(9, 64, 2, 3, 21);   // two 16-channel blocks a head, 9 rows (not a multiple of 4)
+    check_bsa(13, 40, 2, 3, 22);  // 20 channels: one block and a 4-channel tail
+    check_bsa(16, 64, 4, 4, 23);  // the digits model's heads
 }
 
 TEST_CASE("event and dense engines: identical spikes, membranes and counts for every node") {

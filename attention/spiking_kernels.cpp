@@ -65,19 +65,16 @@ void lif_row(float* h, const float* x, float* s, std::int64_t n, const LifParams
         lif_row_div(h, x, s, n, p.tau, p.v_threshold, p.v_reset);
 }
 
-int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_out) {
-    if (n <= 0) return 0;
-    std::int64_t m = x[0], lo = x[0];
-    for (std::int64_t j = 1; j < n; ++j) {
-        m = std::max<std::int64_t>(m, x[j]);
-        lo = std::min<std::int64_t>(lo, x[j]);
-    }
+namespace {
+
+// gamma for any row: m its maximum, span = m - its minimum.
+std::int64_t general_gamma(const std::int32_t* x, std::int64_t n, std::int64_t m,
+                           std::int64_t span) {
     // sum_j 2^(x_j - m) = I + F with integer part I >= 1 and a fraction F in [0, 1); exponents
     // below 0 are summed with binary carries from the lowest one upwards, `sticky` records
     // whether any fractional bit is left.
-    const std::int64_t span = m - lo;  // exponents 0, -1, ..., -span
     // Scores of d channels span at most 2d + 1 values: on the stack for heads up to 128 wide.
-    std::array<std::uint64_t, 257> small;
+    std::array<std::uint64_t, 257> small{};
     std::vector<std::uint64_t> large;
     std::uint64_t* count = small.data();
     if (span + 1 > static_cast<std::int64_t>(small.size())) {
@@ -97,7 +94,32 @@ int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_ou
     // ceil(log2(I + F)): I a power of two and F = 0 -> log2 I; otherwise floor(log2 I) + 1.
     const int fl = 63 - std::countl_zero(integer);
     const bool exact_pow2 = !sticky && std::has_single_bit(integer);
-    const std::int64_t gamma = m + (exact_pow2 ? fl : fl + 1);
+    return m + (exact_pow2 ? fl : fl + 1);
+}
+
+}  // namespace
+
+int shiftmax_exponents(const std::int32_t* x, std::int64_t n, std::int32_t* n_out) {
+    if (n <= 0) return 0;
+    std::int64_t m = x[0], lo = x[0];
+    for (std::int64_t j = 1; j < n; ++j) {
+        m = std::max<std::int64_t>(m, x[j]);
+        lo = std::min<std::int64_t>(lo, x[j]);
+    }
+    const std::int64_t span = m - lo;  // exponents 0, -1, ..., -span
+    std::int64_t gamma;
+    if (n <= 64 && span <= 56) {
+        // The common row (attention heads' scores span at most twice the head width): the sum
+        // scaled by 2^56 is an exact integer below 2^62, and ceil(log2) of it is read off its
+        // bits. A loop without branches, where the general path below keeps a count per
+        // exponent and carries one exponent at a time.
+        std::uint64_t total = 0;
+        for (std::int64_t j = 0; j < n; ++j) total += std::uint64_t{1} << (56 - (m - x[j]));
+        const int fl = 63 - std::countl_zero(total);
+        gamma = m + (std::has_single_bit(total) ? fl : fl + 1) - 56;
+    } else {
+        gamma = general_gamma(x, n, m, span);
+    }
     for (std::int64_t j = 0; j < n; ++j) n_out[j] = static_cast<std::int32_t>(gamma - x[j]);
     return static_cast<int>(gamma);
 }

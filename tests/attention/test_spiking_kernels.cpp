@@ -2,6 +2,7 @@
 // Shiftmax; listed in docs/bsa.md) and the SpikingJelly LIF update.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
@@ -25,7 +26,7 @@ double row_sum(const std::vector<double>& w) {
 bool sum_is_power_of_two(const std::vector<std::int32_t>& x) {
     std::int32_t lo = x[0];
     for (auto v : x) lo = std::min(lo, v);
-    std::uint64_t s = 0;  // exponents span <= 32 here, rows <= 40 long
+    std::uint64_t s = 0;  // exponents span <= 56 here, rows <= 64 long: below 2^62
     for (auto v : x) s += std::uint64_t{1} << (v - lo);
     return (s & (s - 1)) == 0;
 }
@@ -189,6 +190,37 @@ TEST_CASE("V5 V6 V7 V11 Shiftmax: sums in (0.5,1], powers of two, shift invarian
         CHECK(shiftmax(y) == w);
     }
     CHECK(exact_one > 50);
+}
+
+TEST_CASE(
+    "Shiftmax's short-row path and general path agree: a far smaller score only rounds up "
+    "an exact power of two") {
+    // Rows of up to 64 scores spanning at most 56 take the integer-sum path; one score 100
+    // below the rest sends the same row through the per-exponent carries. That score adds less
+    // than any other term, so gamma stays, unless the row's sum was a power of two exactly.
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> len(1, 64), val(-28, 28);
+    int pow2_rows = 0;
+    for (int r = 0; r < 3000; ++r) {
+        std::vector<std::int32_t> x(static_cast<std::size_t>(len(rng)));
+        for (auto& v : x) v = val(rng);
+        if (r % 5 == 0) std::fill(x.begin(), x.end(), x[0]);
+        std::vector<std::int32_t> n(x.size() + 1);
+        const int fast =
+            shiftmax_exponents(x.data(), static_cast<std::int64_t>(x.size()), n.data());
+        auto y = x;
+        y.push_back(*std::min_element(x.begin(), x.end()) - 100);
+        const int general =
+            shiftmax_exponents(y.data(), static_cast<std::int64_t>(y.size()), n.data());
+        const bool pow2 = sum_is_power_of_two(x);
+        pow2_rows += pow2;
+        CHECK(general == fast + (pow2 ? 1 : 0));
+        for (std::size_t j = 0; j < y.size(); ++j) CHECK(n[j] == general - y[j]);
+    }
+    CHECK(pow2_rows > 100);
+    // 65 equal scores: the general path; sum 65 -> gamma = x + 7.
+    std::vector<std::int32_t> x(65, 3), n(65);
+    CHECK(shiftmax_exponents(x.data(), 65, n.data()) == 10);
 }
 
 TEST_CASE(

@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <type_traits>
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"
@@ -68,14 +69,12 @@ void mix_rows(const float* const* w, const float* __restrict v, std::int64_t N, 
 
 struct BsaNode::State : NodeState {
     Buffers b;
-    std::vector<float> hq, hk, hout;  // TSN states of Q, K and the output (V has no neuron)
-    std::vector<std::int32_t> s;      // [N][N] integer scores of one head
-    std::vector<std::int32_t> expo;   // [N][N] Shiftmax exponents of one head
-    // One head's channels as bits, per token (`words` 64-bit words each): non-zero query,
-    // negative query, non-zero key, negative key; then the non-zero counts per channel.
-    std::vector<std::uint64_t> qz, qs, kz, ks;
-    std::vector<std::uint32_t> nq, nk;
-    std::vector<float> wts;  // [N][N] Shiftmax weights 2^-n of one head
+    std::vector<float> hq, hk, hout;    // TSN states of Q, K and the output (V has no neuron)
+    std::vector<std::int32_t> s;        // [N][N] integer scores of one head
+    std::vector<std::int32_t> expo;     // [N][N] Shiftmax exponents of one head
+    std::vector<float> kt;              // [dh][N rounded up to 16] one head's keys, transposed
+    std::vector<std::uint32_t> nq, nk;  // non-zero queries and keys per channel of one head
+    std::vector<float> wts;             // [N][N] Shiftmax weights 2^-n of one head
     KeptMaps maps;
 };
 
@@ -92,8 +91,7 @@ std::unique_ptr<NodeState> BsaNode::make_state() const {
     for (auto* h : {&s->hq, &s->hk, &s->hout}) h->assign(sz(tokens_ * dim_), 0.0f);
     s->s.assign(sz(tokens_ * tokens_), 0);
     s->expo.assign(sz(tokens_ * tokens_), 0);
-    const std::int64_t words = (head_dim_ + 63) / 64;
-    for (auto* m : {&s->qz, &s->qs, &s->kz, &s->ks}) m->assign(sz(tokens_ * words), 0);
+    s->kt.assign(sz(head_dim_ * ((tokens_ + 15) / 16 * 16)), 0.0f);
     s->nq.assign(sz(head_dim_), 0);
     s->nk.assign(sz(head_dim_), 0);
     s->wts.assign(sz(tokens_ * tokens_), 0.0f);
@@ -182,13 +180,14 @@ std::uint64_t BsaNode::score_head(State& s, std::int64_t h, Engine engine) const
         }
         return acs;
     }
-    const std::uint64_t pairs = head_masks(s, h);
-    score_pairs(s, S);
+    const std::uint64_t pairs = head_keys(s, h);
+    score_pairs(s, h, S);
     return pairs;
 }
 
-std::uint64_t BsaNode::head_masks(State& s, std::int64_t h) const {
-    const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh, words = (dh + 63) / 64;
+std::uint64_t BsaNode::head_keys(State& s, std::int64_t h) const {
+    const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
+    const std::int64_t np = (N + 15) / 16 * 16;
     std::fill(s.nq.begin(), s.nq.end(), 0);
     std::fill(s.nk.begin(), s.nk.end(), 0);
     for (std::int64_t n = 0; n < N; ++n) {
@@ -197,20 +196,7 @@ std::uint64_t BsaNode::head_masks(State& s, std::int64_t h) const {
         for (std::int64_t c = 0; c < dh; ++c) {  // branch-free: spikes are unpredictable
             s.nq[sz(c)] += qn[c] != 0.0f;
             s.nk[sz(c)] += kn[c] != 0.0f;
-        }
-        for (std::int64_t w = 0; w < words; ++w) {
-            std::uint64_t qz = 0, qs = 0, kz = 0, ks = 0;
-            for (std::int64_t b = 0, c = 64 * w; b < 64 && c < dh; ++b, ++c) {
-                qz |= std::uint64_t{qn[c] != 0.0f} << b;
-                qs |= std::uint64_t{qn[c] < 0.0f} << b;
-                kz |= std::uint64_t{kn[c] != 0.0f} << b;
-                ks |= std::uint64_t{kn[c] < 0.0f} << b;
-            }
-            const auto at = sz(n * words + w);
-            s.qz[at] = qz;
-            s.qs[at] = qs;
-            s.kz[at] = kz;
-            s.ks[at] = ks;
+            s.kt[sz(c * np + n)] = kn[c];
         }
     }
     // Accumulates: one per (non-zero query, non-zero key) pair of a channel, in both engines.
@@ -219,21 +205,28 @@ std::uint64_t BsaNode::head_masks(State& s, std::int64_t h) const {
     return acs;
 }
 
-// S_ij = (pairs of equal sign) - (pairs of opposite sign) over the channels where both the
-// query i and the key j are non-zero: integers, so any order gives the same sums.
-void BsaNode::score_pairs(State& s, std::int32_t* S) const {
-    const std::int64_t N = tokens_, words = (head_dim_ + 63) / 64;
-    for (std::int64_t i = 0; i < N; ++i)
-        for (std::int64_t j = 0; j < N; ++j) {
-            std::int32_t v = 0;
-            for (std::int64_t w = 0; w < words; ++w) {
-                const std::uint64_t both = s.qz[sz(i * words + w)] & s.kz[sz(j * words + w)];
-                const std::uint64_t opposite =
-                    both & (s.qs[sz(i * words + w)] ^ s.ks[sz(j * words + w)]);
-                v += std::popcount(both) - 2 * std::popcount(opposite);
+// S_ij = sum over the head's channels of Q_ic K_jc, every term -1, 0 or +1: exact in floats
+// in any order (|S| <= dh), so the products run as vectors of 16 keys against 4 queries at a
+// time, with the keys transposed (s.kt, zero past N).
+void BsaNode::score_pairs(State& s, std::int64_t h, std::int32_t* S) const {
+    const std::int64_t N = tokens_, D = dim_, dh = head_dim_, np = (N + 15) / 16 * 16;
+    const float* q = s.b.q.data() + h * dh;
+    const auto rows = [&](std::int64_t i, auto r_count) {
+        constexpr int R = decltype(r_count)::value;
+        for (std::int64_t j0 = 0; j0 < np; j0 += 16) {
+            v16 acc[R] = {};
+            for (std::int64_t c = 0; c < dh; ++c) {
+                const v16 k = load16(s.kt.data() + c * np + j0);
+                for (int r = 0; r < R; ++r) acc[r] += q[(i + r) * D + c] * k;
             }
-            S[i * N + j] = v;
+            for (int r = 0; r < R; ++r)
+                for (std::int64_t j = j0; j < std::min(N, j0 + 16); ++j)
+                    S[(i + r) * N + j] = static_cast<std::int32_t>(acc[r][j - j0]);
         }
+    };
+    std::int64_t i = 0;
+    for (; i + 4 <= N; i += 4) rows(i, std::integral_constant<int, 4>{});
+    for (; i < N; ++i) rows(i, std::integral_constant<int, 1>{});
 }
 
 void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {

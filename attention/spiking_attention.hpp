@@ -179,8 +179,9 @@ class BsaNode : public SpikingAttentionNode {
     // product with V (into s.b.y); the closed-form Shiftmax and mixing counts; the output TSNs.
     void fire_qk(State& s, const StepContext& ctx) const;
     std::uint64_t score_head(State& s, std::int64_t h, Engine engine) const;
-    std::uint64_t head_masks(State& s, std::int64_t h) const;  // returns the score's accumulates
-    void score_pairs(State& s, std::int32_t* S) const;
+    // Head h: non-zero queries and keys per channel, keys transposed; the score's accumulates.
+    std::uint64_t head_keys(State& s, std::int64_t h) const;
+    void score_pairs(State& s, std::int64_t h, std::int32_t* S) const;
     void shiftmax_mix(State& s, std::int64_t h) const;
     void book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) const;
     void fire_output(State& s, Activity& out, const StepContext& ctx) const;

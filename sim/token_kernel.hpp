@@ -70,6 +70,7 @@ class TokenPanels {
 struct alignas(64) TokenScratch {
     std::vector<std::uint32_t> cursor;  // per token: next event
     AlignedFloats sums;                 // per token of a tile: the running sums of 64 rows
+    std::vector<float> dense;           // the tokens' inputs as a dense [tokens][in] matrix
 };
 
 // Rows [r0, r1) of y [tokens][out], r0 a multiple of 64. `unit`: every x is +1 or -1 (add or

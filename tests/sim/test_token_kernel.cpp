@@ -1,7 +1,8 @@
 // token_rows against the plain dense loop it must equal bit for bit: y = bias + sum of x * w in
 // ascending channel order (or the sum, then the bias), over every mode (+1 only, +-1, analog
-// values), sparse and dense inputs (chunk widths adapt to density), more tokens than one tile,
-// outputs that are not a multiple of 64, row ranges, and the non-zero / non-unit masks.
+// values), sparse and dense inputs (chunk widths adapt to density; inputs at least half
+// non-zero take the dense register tiles), more tokens than one tile or than a whole number of
+// tiles, outputs that are not a multiple of 64, row ranges, and the non-zero / non-unit masks.
 #include <doctest/doctest.h>
 
 #include <cstring>

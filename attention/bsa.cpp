@@ -71,7 +71,7 @@ struct BsaNode::State : NodeState {
     Buffers b;
     std::vector<float> hq, hk, hout;    // TSN states of Q, K and the output (V has no neuron)
     std::vector<std::int32_t> s;        // [N][N] integer scores of one head
-    std::vector<std::int32_t> expo;     // [N][N] Shiftmax exponents of one head
+    std::vector<std::int32_t> expo;     // [N] Shiftmax exponents of one query row
     std::vector<float> kt;              // [dh][N rounded up to 16] one head's keys, transposed
     std::vector<std::uint32_t> nq, nk;  // non-zero queries and keys per channel of one head
     std::vector<float> wts;             // [N][N] Shiftmax weights 2^-n of one head
@@ -90,7 +90,7 @@ std::unique_ptr<NodeState> BsaNode::make_state() const {
     s->b = make_buffers();
     for (auto* h : {&s->hq, &s->hk, &s->hout}) h->assign(sz(tokens_ * dim_), 0.0f);
     s->s.assign(sz(tokens_ * tokens_), 0);
-    s->expo.assign(sz(tokens_ * tokens_), 0);
+    s->expo.assign(sz(tokens_), 0);
     s->kt.assign(sz(head_dim_ * ((tokens_ + 15) / 16 * 16)), 0.0f);
     s->nq.assign(sz(head_dim_), 0);
     s->nk.assign(sz(head_dim_), 0);
@@ -235,7 +235,7 @@ void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {
     const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
     const std::int32_t* S = s.s.data();
     for (std::int64_t i = 0; i < N; ++i) {
-        std::int32_t* e = s.expo.data() + i * N;
+        std::int32_t* e = s.expo.data();
         float* w = s.wts.data() + i * N;
         spiking::shiftmax_exponents(S + i * N, N, e);
         for (std::int64_t j = 0; j < N; ++j) w[j] = pow2_neg(e[j]);

@@ -31,6 +31,7 @@ void TokenEvents::build(const IndexList& active, const float* values, std::int64
     }
     while (t < static_cast<std::uint32_t>(tokens)) begin[++t] = static_cast<std::uint32_t>(na);
     negative = neg;
+    this->values = values;
 }
 
 AlignedFloats pack_panels64(const float* m, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
@@ -226,7 +227,8 @@ void rows_mode(bool first, const TokenPanels& W, const TokenEvents& ev, const fl
 // is, so each output gets exactly the event kernel's sum.
 template <int R>
 void dense_tile(const float* __restrict P, const float* __restrict x, std::int64_t in,
-                const v16f* bias, bool bias_first, v16f (&acc)[R][4]) {
+                const v16f* bias, bool bias_first, float* sums) {
+    v16f acc[R][4];
     for (int r = 0; r < R; ++r)
         for (int v = 0; v < 4; ++v) acc[r][v] = bias && bias_first ? bias[v] : v16f{};
     for (std::int64_t c = 0; c < in; ++c) {
@@ -241,6 +243,7 @@ void dense_tile(const float* __restrict P, const float* __restrict x, std::int64
     if (bias && !bias_first)
         for (int r = 0; r < R; ++r)
             for (int v = 0; v < 4; ++v) acc[r][v] += bias[v];
+    std::memcpy(sums, acc, sizeof acc);
 }
 
 #ifdef __AVX512F__
@@ -248,14 +251,6 @@ constexpr int kDenseTokens = 6;  // 24 sums and 4 weight vectors in the 32 vecto
 #else
 constexpr int kDenseTokens = 2;
 #endif
-
-template <int R>
-void dense_tokens(const TokenPanels& W, const float* x, const v16f* bias, bool bias_first,
-                  std::int64_t g, std::int64_t t0, float* sums) {
-    v16f acc[R][4];
-    dense_tile<R>(W.group(g), x + t0 * W.in(), W.in(), bias, bias_first, acc);
-    std::memcpy(sums, acc, sizeof acc);
-}
 
 void dense_rows(const TokenPanels& W, const float* x, std::int64_t ntok, const float* bias,
                 bool bias_first, float* y, std::int64_t r0, std::int64_t r1, std::uint64_t* nz,
@@ -270,8 +265,11 @@ void dense_rows(const TokenPanels& W, const float* x, std::int64_t ntok, const f
             const std::int64_t t1 = std::min(ntok, t0 + kTile);
             std::int64_t t = t0;
             for (; t + kDenseTokens <= t1; t += kDenseTokens)
-                dense_tokens<kDenseTokens>(W, x, bv, bias_first, g, t, sums + (t - t0) * 64);
-            for (; t < t1; ++t) dense_tokens<1>(W, x, bv, bias_first, g, t, sums + (t - t0) * 64);
+                dense_tile<kDenseTokens>(W.group(g), x + t * W.in(), W.in(), bv, bias_first,
+                                         sums + (t - t0) * 64);
+            for (; t < t1; ++t)
+                dense_tile<1>(W.group(g), x + t * W.in(), W.in(), bv, bias_first,
+                              sums + (t - t0) * 64);
             write_group(sums, t0, t1, len, out, s0, groups, y, nz, nt);
         }
     }
@@ -291,14 +289,9 @@ void token_rows(const TokenPanels& W, const TokenEvents& ev, const float* bias, 
     sc.cursor.resize(static_cast<std::size_t>(ntok));
     sc.sums.resize(static_cast<std::size_t>(std::min(ntok, kTile) * 64));
     const bool first = order == BiasOrder::first;
-    const std::int64_t in = W.in();
-    if (static_cast<double>(ev.chan.size()) >= kDenseFraction * static_cast<double>(in * ntok)) {
-        sc.dense.assign(static_cast<std::size_t>(in * ntok), 0.0f);
-        for (std::int64_t t = 0; t < ntok; ++t)
-            for (auto k = ev.begin[static_cast<std::size_t>(t)];
-                 k < ev.begin[static_cast<std::size_t>(t + 1)]; ++k)
-                sc.dense[static_cast<std::size_t>(t * in + ev.chan[k])] = ev.x[k];
-        dense_rows(W, sc.dense.data(), ntok, bias, first, y, r0, r1, nz, nt, sc.sums.data());
+    if (static_cast<double>(ev.chan.size()) >=
+        kDenseFraction * static_cast<double>(W.in() * ntok)) {
+        dense_rows(W, ev.values, ntok, bias, first, y, r0, r1, nz, nt, sc.sums.data());
         return;
     }
     if (!unit)

@@ -18,9 +18,11 @@ struct TokenEvents {
     std::vector<std::uint32_t> begin;  // per token: start in `chan` (tokens + 1 entries)
     std::vector<std::uint32_t> chan;   // active channels, token-major, ascending
     std::vector<float> x;              // their values
+    const float* values = nullptr;     // every input, [tokens][in], zeros included (not owned)
     bool negative = false;             // some x < 0
 
-    // From ascending flat indices i = t * in + c into `values` [tokens][in].
+    // From ascending flat indices i = t * in + c into `values` [tokens][in], which must
+    // outlive the events' use (the dense path reads it whole).
     void build(const IndexList& active, const float* values, std::int64_t in, std::int64_t tokens);
 };
 
@@ -70,7 +72,6 @@ class TokenPanels {
 struct alignas(64) TokenScratch {
     std::vector<std::uint32_t> cursor;  // per token: next event
     AlignedFloats sums;                 // per token of a tile: the running sums of 64 rows
-    std::vector<float> dense;           // the tokens' inputs as a dense [tokens][in] matrix
 };
 
 // Rows [r0, r1) of y [tokens][out], r0 a multiple of 64. `unit`: every x is +1 or -1 (add or

@@ -148,6 +148,16 @@ std::array<std::int64_t, 2> single_param(const NodeSpec& s, const std::string& p
 }
 
 void copy_activity(const Activity& in, Activity& out) {
+    if (in.active.size() > in.values.size() / 8) {
+        // Dense: `values` is complete, and one block copy beats an indexed store per entry.
+        out.values = in.values;
+        out.active = in.active;
+        out.listed = true;
+        out.unlisted = 0;
+        out.ternary = in.ternary;
+        out.all_ones = in.all_ones;
+        return;
+    }
     out.clear();
     for (auto i : in.active) out.values[i] = in.value_at(i);
     out.active = in.active;

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "conv_direct.hpp"
+#include "conv_gather.hpp"
 #include "memory.hpp"
 #include "synaptic.hpp"
 #include "synaptic_internal.hpp"
@@ -20,6 +21,7 @@ struct ConvScratch : NodeState {
     LargeVector<float> acc;                // one output row's sums [OW, Cout], 64-byte aligned
     std::vector<std::uint32_t> row_start;  // the events of each input row
     std::vector<float> padded;             // the direct path's padded input and tile
+    GatherConv::Scratch gather;            // the gather path's lists and sums
 };
 
 // A scatter costs about this many of the direct path's multiply-adds per tap it adds (a row of
@@ -28,6 +30,10 @@ struct ConvScratch : NodeState {
 // below about 19 % non-zero inputs on 32x32 and 16x16 maps, 22 % on 8x8 ones (more padding per
 // row).
 constexpr std::uint64_t kScatterCost = 5;
+// The same for the gather (GatherConv), measured likewise (bench/micro_nodes.cpp, BM_GatherConv
+// against BM_DirectConv): it breaks even at about 25 % non-zero inputs on 16x16 maps and 30 %
+// on 8x8 ones.
+constexpr std::uint64_t kGatherCost = 4;
 
 // acc[c] += w[c], acc[c] -= w[c], acc[c] += x w[c]: one tap's row of output channels.
 void add_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {
@@ -159,6 +165,8 @@ class ConvNode final : public Node {
         direct_ok_ = sh_ == 1 && sw_ == 1 && dh_ == 1 && dw_ == 1;
         if (direct_ok_)
             direct_.build({groups_, cin_g_, cout_g, H_, W_, kh_, kw_, ph_, pw_, OH_, OW_}, w_);
+        gather_ok_ = direct_ok_ && groups_ == 1;
+        if (gather_ok_) gather_.build({cin_, cout_, H_, W_, kh_, kw_, ph_, pw_, OH_, OW_}, w_);
     }
     // The weights as [Cin][tap][Cout/groups], so that one tap's output channels are contiguous;
     // for the runs path (runs_ok_) each kernel row's columns reversed, [Cin][kh][kw - 1 - kx].
@@ -204,8 +212,10 @@ class ConvNode final : public Node {
         auto& sc = static_cast<ConvScratch&>(*state);
         if (ctx.engine == Engine::dense)
             gather(in, out.values.data());
-        else if (direct_pays(in))
+        else if (const bool gather = gather_ok_ && binary(in); direct_pays(in, gather))
             direct_.run(in.values.data(), out.values.data(), sc.padded);
+        else if (gather)
+            gather_.run(in.active.data(), in.active.size(), out.values.data(), sc.gather);
         else
             scatter(in, sc, out.values.data());
         // Both engines book the event engine's count: padding taps are not synaptic events.
@@ -214,12 +224,21 @@ class ConvNode final : public Node {
         add_bias(out.values.data());
         out.scan();
     }
-    // The direct path for ternary inputs dense enough that multiplying every tap is cheaper.
-    bool direct_pays(const Activity& in) const {
+    // Listed inputs that are all +1.
+    static bool binary(const Activity& in) {
+        if (!in.listed || !in.ternary) return false;
+        if (in.all_ones) return true;
+        for (auto i : in.active)
+            if (in.values[i] < 0.0f) return false;
+        return true;
+    }
+    // The direct path for ternary inputs dense enough that multiplying every tap is cheaper
+    // than the event path (the gather for binary inputs, else the scatter).
+    bool direct_pays(const Activity& in, bool gather) const {
         if (!direct_ok_ || !in.ternary) return false;
-        const auto scatter = static_cast<std::uint64_t>(in.nonzero()) *
-                             static_cast<std::uint64_t>(kh_ * kw_ * (cout_ / groups_));
-        return scatter * kScatterCost >= direct_.lanes();
+        const auto taps = static_cast<std::uint64_t>(in.nonzero()) *
+                          static_cast<std::uint64_t>(kh_ * kw_ * (cout_ / groups_));
+        return taps * (gather ? kGatherCost : kScatterCost) >= direct_.lanes();
     }
     // Dense engine: each output sums its window in (input channel, row, column) order.
     void gather(const Activity& in, float* y) const {
@@ -394,6 +413,8 @@ class ConvNode final : public Node {
     std::uint64_t dense_taps_ = 0;
     DirectConv direct_;  // dense spike maps, stride and dilation 1
     bool direct_ok_ = false;
+    GatherConv gather_;  // binary spike maps, stride and dilation 1, one group
+    bool gather_ok_ = false;
     bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN
 };
 

@@ -102,11 +102,29 @@ class PoolNode final : public Node {
         return true;
     }
     // MaxPool of binary spikes, event by event: each spike sets the outputs whose windows hold
-    // it (reach_, per input position: no division per spike). The same values as the window
-    // scan, which the dense engine keeps.
+    // it (reach_: per input position, the offsets of those outputs in their channel's plane,
+    // padded with repeats to a fixed count, so a spike costs that many stores and no branch).
+    // The same values as the window scan, which the dense engine keeps.
     void max_of_spikes(const Activity& in, Activity& out) const {
         out.clear();
-        float* y = out.values.data();
+        switch (reach_n_) {
+            case 1:
+                set_reached<1>(in, out.values.data());
+                break;
+            case 2:
+                set_reached<2>(in, out.values.data());
+                break;
+            case 4:
+                set_reached<4>(in, out.values.data());
+                break;
+            default:
+                set_reached<0>(in, out.values.data());
+        }
+        out.scan();
+    }
+    template <int N>  // N = reach_n_, or 0: read it at run time
+    void set_reached(const Activity& in, float* y) const {
+        const std::int64_t n = N ? N : reach_n_;
         const auto plane = static_cast<std::uint32_t>(H_ * W_);
         std::uint32_t base = 0;  // the first index of the spike's channel (spikes ascend)
         float* yc = y;
@@ -115,11 +133,9 @@ class PoolNode final : public Node {
                 base += plane;
                 yc += OH_ * OW_;
             }
-            const Reach& r = reach_[i - base];
-            for (std::int64_t oy = r.oy0; oy < r.oy1; ++oy)
-                for (std::int64_t ox = r.ox0; ox < r.ox1; ++ox) yc[oy * OW_ + ox] = 1.0f;
+            const std::uint32_t* r = reach_.data() + (i - base) * n;
+            for (std::int64_t k = 0; k < n; ++k) yc[r[k]] = 1.0f;
         }
-        out.scan();
     }
     // The outputs [lo, hi) along one axis whose windows cover input position i.
     static std::pair<std::int64_t, std::int64_t> outputs_over(std::int64_t i, std::int64_t pad,
@@ -131,17 +147,33 @@ class PoolNode final : public Node {
     }
     void build_reach() {
         reach_.clear();
-        // 8 bytes per input position; maps beyond 16-bit output sizes keep the window scan.
-        if (mode_ != Mode::max || OH_ > 65535 || OW_ > 65535 || H_ * W_ > (std::int64_t{1} << 22))
-            return;
-        reach_.resize(static_cast<std::size_t>(H_ * W_));
+        reach_n_ = 0;
+        if (mode_ != Mode::max || H_ * W_ > (std::int64_t{1} << 22)) return;
+        // The most outputs one input reaches; every input must reach one (k >= s), else the
+        // window scan.
+        std::int64_t most = 0;
         for (std::int64_t iy = 0; iy < H_; ++iy)
             for (std::int64_t ix = 0; ix < W_; ++ix) {
                 const auto [oy0, oy1] = outputs_over(iy, ph_, kh_, sh_, OH_);
                 const auto [ox0, ox1] = outputs_over(ix, pw_, kw_, sw_, OW_);
-                reach_[static_cast<std::size_t>(iy * W_ + ix)] = {
-                    static_cast<std::uint16_t>(oy0), static_cast<std::uint16_t>(oy1),
-                    static_cast<std::uint16_t>(ox0), static_cast<std::uint16_t>(ox1)};
+                const std::int64_t k =
+                    std::max<std::int64_t>(oy1 - oy0, 0) * std::max<std::int64_t>(ox1 - ox0, 0);
+                if (k == 0) return;
+                most = std::max(most, k);
+            }
+        if (most > 16) return;
+        reach_n_ = most == 3 ? 4 : most;
+        reach_.resize(static_cast<std::size_t>(H_ * W_ * reach_n_));
+        for (std::int64_t iy = 0; iy < H_; ++iy)
+            for (std::int64_t ix = 0; ix < W_; ++ix) {
+                const auto [oy0, oy1] = outputs_over(iy, ph_, kh_, sh_, OH_);
+                const auto [ox0, ox1] = outputs_over(ix, pw_, kw_, sw_, OW_);
+                std::uint32_t* r = reach_.data() + (iy * W_ + ix) * reach_n_;
+                std::int64_t k = 0;
+                for (std::int64_t oy = oy0; oy < oy1; ++oy)
+                    for (std::int64_t ox = ox0; ox < ox1; ++ox)
+                        r[k++] = static_cast<std::uint32_t>(oy * OW_ + ox);
+                for (; k < reach_n_; ++k) r[k] = r[0];  // a repeated store sets nothing new
             }
     }
     // Each window's valid part (padding reads nothing), in row-major order.
@@ -187,10 +219,9 @@ class PoolNode final : public Node {
     std::int64_t kh_ = 1, kw_ = 1, sh_ = 1, sw_ = 1, ph_ = 0, pw_ = 0;
     std::int64_t C_ = 0, H_ = 0, W_ = 0, OH_ = 0, OW_ = 0;
     std::uint64_t window_cmps_ = 0;  // MaxPool's comparisons per step: each window's inputs - 1
-    struct Reach {
-        std::uint16_t oy0, oy1, ox0, ox1;  // the output windows an input position lies in
-    };
-    std::vector<Reach> reach_;
+    // Per input position: the reach_n_ outputs (oy * OW + ox) whose windows hold it.
+    std::vector<std::uint32_t> reach_;
+    std::int64_t reach_n_ = 0;
 };
 
 NodeExample pool_example() {

@@ -285,6 +285,55 @@ TEST_CASE("outputs kept from the first step of a direct-encoded input equal reco
     }
 }
 
+TEST_CASE("MaxPool2d of binary spikes, event by event, equals the window scan") {
+    // Kernels, strides and paddings where an input reaches up to 1, 4 and 9 outputs,
+    // and a stride past the kernel (some inputs reach none: the window scan path).
+    struct Pool {
+        double k, s, p;
+    };
+    std::mt19937_64 rng(17);
+    for (const Pool& pl : {Pool{3, 2, 1}, Pool{2, 2, 0}, Pool{3, 1, 1}, Pool{3, 3, 0},
+                           Pool{2, 1, 0}, Pool{2, 3, 0}, Pool{3, 2, 0}}) {
+        CAPTURE(pl.k);
+        CAPTURE(pl.s);
+        CAPTURE(pl.p);
+        const std::int64_t C = 3, H = 9, W = 11;
+        TempFile model, spikes;
+        ModelFile()
+            .node("input", "Input", {{"shape", P({double(C), double(H), double(W)})}})
+            .node("pool", "MaxPool2d",
+                  {{"kernel_size", P({pl.k, pl.k})},
+                   {"stride", P({pl.s, pl.s})},
+                   {"padding", P({pl.p, pl.p})}})
+            .node("output", "Output")
+            .edge("input", "pool")
+            .edge("pool", "output")
+            .write(model.path());
+        const auto sp = random_spikes(rng, static_cast<std::size_t>(2 * C * H * W), 0.15, false);
+        write_spikes(spikes.path(), sp, {1, 2, C, H, W});
+        const auto k = static_cast<std::int64_t>(pl.k), s = static_cast<std::int64_t>(pl.s),
+                   p = static_cast<std::int64_t>(pl.p);
+        const std::int64_t OH = (H + 2 * p - k) / s + 1, OW = (W + 2 * p - k) / s + 1;
+        auto ev = run_file(model.path(), spikes.path(), Engine::event);
+        auto de = run_file(model.path(), spikes.path(), Engine::dense);
+        check_same(*ev, *de, true);
+        for (std::int64_t t = 0; t < 2; ++t) {
+            std::vector<float> want(static_cast<std::size_t>(C * OH * OW), 0.0f);
+            for (std::int64_t c = 0; c < C; ++c)
+                for (std::int64_t oy = 0; oy < OH; ++oy)
+                    for (std::int64_t ox = 0; ox < OW; ++ox)
+                        for (std::int64_t ky = 0; ky < k; ++ky)
+                            for (std::int64_t kx = 0; kx < k; ++kx) {
+                                const std::int64_t iy = oy * s - p + ky, ix = ox * s - p + kx;
+                                if (iy < 0 || iy >= H || ix < 0 || ix >= W) continue;
+                                if (sp[static_cast<std::size_t>(((t * C + c) * H + iy) * W + ix)])
+                                    want[static_cast<std::size_t>((c * OH + oy) * OW + ox)] = 1.0f;
+                            }
+            CHECK(output_of(*ev, "pool", 0, t) == want);
+        }
+    }
+}
+
 TEST_CASE("unread index lists are skipped without changing a count or a spike") {
     // Unobserved, a Linear whose only consumer is a neuron only counts its non-zeros; recorded,
     // it lists them. Every node's counts, outputs and predictions must agree, on one thread and
@@ -715,7 +764,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "stride-1 convolutions on dense spike maps (the direct tile path) equal the scatter and a "
+    "stride-1 convolutions on spike maps (the direct tile, the gather and the scatter) equal a "
     "direct sum bit for bit") {
     // Densities below and above the switch to the direct path; output channels not a multiple
     // of its 8-channel tiles, widths across its 32-position tiles, groups, asymmetric padding
@@ -748,21 +797,27 @@ TEST_CASE(
             .edge("input", "conv")
             .edge("conv", "output")
             .write(model.path());
-        for (double rate : {0.03, 0.25, 0.5}) {
-            CAPTURE(rate);
-            TempFile spikes;
-            auto sp = random_spikes(rng, static_cast<std::size_t>(g.C * g.H * g.W), rate, true);
-            Shape sd = one_d ? Shape{1, 1, g.C, g.W} : Shape{1, 1, g.C, g.H, g.W};
-            write_spikes(spikes.path(), sp, sd);
-            const auto want =
-                conv_reference(g, w, [&](std::int64_t c, std::int64_t y, std::int64_t x) {
-                    return float(sp[static_cast<std::size_t>((c * g.H + y) * g.W + x)]);
-                });
-            for (auto eng : {Engine::event, Engine::dense}) {
-                CAPTURE(engine_name(eng));
-                CHECK(output_of(*run_file(model.path(), spikes.path(), eng), "conv", 0, 0) == want);
+        // Ternary spikes take the scatter or the direct tile; binary ones the gather (one
+        // group) or the direct tile.
+        for (double rate : {0.03, 0.25, 0.5})
+            for (bool ternary : {true, false}) {
+                CAPTURE(rate);
+                CAPTURE(ternary);
+                TempFile spikes;
+                auto sp =
+                    random_spikes(rng, static_cast<std::size_t>(g.C * g.H * g.W), rate, ternary);
+                Shape sd = one_d ? Shape{1, 1, g.C, g.W} : Shape{1, 1, g.C, g.H, g.W};
+                write_spikes(spikes.path(), sp, sd);
+                const auto want =
+                    conv_reference(g, w, [&](std::int64_t c, std::int64_t y, std::int64_t x) {
+                        return float(sp[static_cast<std::size_t>((c * g.H + y) * g.W + x)]);
+                    });
+                for (auto eng : {Engine::event, Engine::dense}) {
+                    CAPTURE(engine_name(eng));
+                    CHECK(output_of(*run_file(model.path(), spikes.path(), eng), "conv", 0, 0) ==
+                          want);
+                }
             }
-        }
         // Analog inputs (half of them zero) take the scatter's multiply-add rows.
         TempFile analog;
         std::vector<float> a(static_cast<std::size_t>(g.C * g.H * g.W));

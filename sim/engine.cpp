@@ -46,6 +46,7 @@ void tally_binary_input(const Activity& in, NodeStats& st) {
 
 struct Workspace {
     std::vector<Activity> out, prev;
+    std::vector<std::vector<Activity>> steps;  // node-major schedule: [node][step] outputs
     std::vector<std::unique_ptr<NodeState>> states;
     Activity sum, recurrent_sum, whole;        // gather_input: joined edges
     std::vector<int> feed_edges, cycle_edges;  // and a neuron's edges taken apart
@@ -224,7 +225,21 @@ struct RunShared {
     std::vector<char> list_out;
     std::vector<char> constant;  // output the same at every step of a sample (constant_nodes)
     ThreadTeam* team = nullptr;
+    bool node_major = false;                // RunConfig::node_major applies
+    std::vector<std::vector<int>> sources;  // per node: its edges' distinct source nodes
 };
+
+// Whether the run can go node by node (RunConfig::node_major): no edge waits a step or closes
+// a cycle, and T outputs of every node fit.
+bool node_major_fits(const Graph& g, const RunConfig& cfg, std::int64_t T) {
+    if (!cfg.node_major || !g.delayed_sources().empty()) return false;
+    std::uint64_t bytes = 0;
+    for (const Edge& e : g.edges())
+        if (e.delayed || e.closes_cycle) return false;
+    for (int u = 0; u < g.size(); ++u)
+        bytes += static_cast<std::uint64_t>(g.node(u).out_size()) * sizeof(float);
+    return bytes * static_cast<std::uint64_t>(T) <= RunConfig::kNodeMajorBytes;
+}
 
 // Nodes whose output cannot change within a sample: Input nodes whose source gives the same
 // activity at every step, then every pure node fed only by constant nodes without delay.
@@ -378,16 +393,19 @@ void timed_step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u)
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+void copy_outputs(const Activity& src, Activity& dst) {
+    dst.values = src.values;
+    dst.active = src.active;
+    dst.ternary = src.ternary;
+    dst.all_ones = src.all_ones;
+    dst.listed = src.listed;
+    dst.unlisted = src.unlisted;
+}
+
 // The sources of delayed edges: this step's output is what those edges carry next step.
 void keep_delayed_outputs(const Graph& g, Workspace& ws) {
-    for (int u : g.delayed_sources()) {
-        auto& src = ws.out[static_cast<std::size_t>(u)];
-        auto& dst = ws.prev[static_cast<std::size_t>(u)];
-        dst.values = src.values;
-        dst.active = src.active;
-        dst.ternary = src.ternary;
-        dst.all_ones = src.all_ones;
-    }
+    for (int u : g.delayed_sources())
+        copy_outputs(ws.out[static_cast<std::size_t>(u)], ws.prev[static_cast<std::size_t>(u)]);
 }
 
 // Argmax of the output summed over time; ties go to the lowest index.
@@ -400,6 +418,45 @@ std::int64_t argmax(const std::vector<float>& acc) {
             bv = acc[i];
         }
     return best;
+}
+
+// All T steps of a sample, node after node (RunShared::node_major). ws.out[v] is the slot
+// step_node reads and writes; before node u's step t, the step-t outputs of u and of its sources
+// are swapped into their slots, and swapped back after. Output sums go to `acc`, step by step.
+void run_node_major(const RunShared& r, Workspace& ws, StepContext& ctx, std::vector<float>& acc) {
+    const Graph& g = r.g;
+    auto& steps = ws.steps;
+    steps.resize(static_cast<std::size_t>(g.size()));
+    for (int u = 0; u < g.size(); ++u) {
+        auto& su = steps[static_cast<std::size_t>(u)];
+        if (static_cast<std::int64_t>(su.size()) == r.T) continue;
+        su.resize(static_cast<std::size_t>(r.T));
+        for (auto& a : su) a.reset(g.node(u).out_size());
+    }
+    for (int u : g.order()) {
+        const auto k = static_cast<std::size_t>(u);
+        const auto& src = r.sources[k];
+        for (std::int64_t t = 0; t < r.T; ++t) {
+            const auto ti = static_cast<std::size_t>(t);
+            ctx.step = t;
+            for (int v : src)
+                std::swap(ws.out[static_cast<std::size_t>(v)],
+                          steps[static_cast<std::size_t>(v)][ti]);
+            std::swap(ws.out[k], steps[k][ti]);
+            // A constant node is stepped at t = 0 only; later steps keep that output.
+            if (t > 0 && r.constant[k]) copy_outputs(steps[k][0], ws.out[k]);
+            if (r.cfg.time_nodes)
+                timed_step_node(r, ws, ctx, u);
+            else
+                step_node(r, ws, ctx, u);
+            std::swap(ws.out[k], steps[k][ti]);
+            for (int v : src)
+                std::swap(ws.out[static_cast<std::size_t>(v)],
+                          steps[static_cast<std::size_t>(v)][ti]);
+        }
+    }
+    for (const Activity& o : steps[static_cast<std::size_t>(r.out_node)])
+        for (auto i : o.active) acc[i] += o.values[i];
 }
 
 // Sample first + k, all T steps, on this thread (its blocks on the team, if any). Writes its
@@ -422,7 +479,7 @@ std::vector<NodeStats> run_sample(const RunShared& r, Workspace& ws, std::int64_
     prime_delayed_sources(g, ws, ctx);
     const Activity& output = ws.out[static_cast<std::size_t>(r.out_node)];
     std::vector<float> acc(static_cast<std::size_t>(g.node(r.out_node).out_size()), 0.0f);
-    for (std::int64_t t = 0; t < r.T; ++t) {
+    for (std::int64_t t = 0; t < r.T && !r.node_major; ++t) {
         ctx.step = t;
         if (r.cfg.time_nodes)
             for (int u : g.order()) timed_step_node(r, ws, ctx, u);
@@ -431,6 +488,7 @@ std::vector<NodeStats> run_sample(const RunShared& r, Workspace& ws, std::int64_
         for (auto i : output.active) acc[i] += output.values[i];
         keep_delayed_outputs(g, ws);
     }
+    if (r.node_major) run_node_major(r, ws, ctx, acc);
     res.predictions[static_cast<std::size_t>(k)] = argmax(acc);
     res.output_sum[static_cast<std::size_t>(k)] = std::move(acc);
     return std::move(ws.stats);
@@ -485,7 +543,7 @@ RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs
                    const RunConfig& cfg, RunResult& res) {
     if (cfg.threads < 1) throw OptionError("threads", "must be at least 1");
     const std::int64_t fixed = check_inputs(g, inputs, cfg.timesteps);
-    RunShared r{g, cfg, inputs, {}, {}, 0, 0, -1, {}, {}, nullptr};
+    RunShared r{g, cfg, inputs, {}, {}, 0, 0, -1, {}, {}, nullptr, false, {}};
     r.source_of.assign(static_cast<std::size_t>(g.size()), -1);
     for (std::size_t k = 0; k < inputs.size(); ++k) {
         r.source_of[static_cast<std::size_t>(g.inputs()[k])] = static_cast<int>(k);
@@ -513,6 +571,14 @@ RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs
     res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
     r.list_out = listed_outputs(g, cfg, r.out_node);
     r.constant = constant_nodes(g, inputs, cfg);
+    r.node_major = node_major_fits(g, cfg, r.T);
+    r.sources.assign(static_cast<std::size_t>(g.size()), {});
+    for (int u = 0; u < g.size(); ++u) {
+        auto& src = r.sources[static_cast<std::size_t>(u)];
+        for (int ei : g.in_edges(u)) src.push_back(g.edges()[static_cast<std::size_t>(ei)].src);
+        std::sort(src.begin(), src.end());
+        src.erase(std::unique(src.begin(), src.end()), src.end());
+    }
     return r;
 }
 

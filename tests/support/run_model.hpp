@@ -42,7 +42,8 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
                                          Engine engine = Engine::event, int threads = 1,
                                          std::int64_t T = 0, UserLoadOptions lo = {},
                                          Encoding enc = Encoding::direct, std::uint64_t seed = 0,
-                                         bool observe = true, bool reuse_constant = true) {
+                                         bool observe = true, bool reuse_constant = true,
+                                         bool node_major = true) {
     auto o = std::make_unique<Outcome>();
     RunRequest q;
     q.model = model;
@@ -59,6 +60,7 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
     // the split paths too (by default small layers stay on one thread).
     cfg.parallel_work = 0;
     cfg.reuse_constant = reuse_constant;
+    cfg.node_major = node_major;
     // Unobserved runs let producers skip index lists no consumer reads (list_output).
     cfg.observer = observe ? &o->capture : nullptr;
     o->result = p.simulate(cfg);

@@ -134,7 +134,7 @@ void BM_GatherConv(benchmark::State& state) {
     std::vector<float> y(static_cast<std::size_t>(cout * side * side));
     synaptic::GatherConv::Scratch scratch;
     for (auto _ : state) {
-        conv.run(active.data(), active.size(), y.data(), scratch);
+        conv.run(active.data(), active.size(), nullptr, y.data(), scratch);
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["Gtaps"] = benchmark::Counter(static_cast<double>(active.size() * 9) / 1e9,

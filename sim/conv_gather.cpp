@@ -76,7 +76,8 @@ void GatherConv::build(const GatherConvShape& s, const std::vector<float>& w) {
                     w[static_cast<std::size_t>((co * s.cin + ci) * taps_ + t)];
 }
 
-void GatherConv::run(const std::uint32_t* active, std::size_t n, float* y, Scratch& sc) const {
+void GatherConv::run(const std::uint32_t* active, std::size_t n, const float* bias, float* y,
+                     Scratch& sc) const {
     // row_start[ci * H + iy]: where input row (ci, iy) begins among the ascending events.
     sc.row_start.assign(static_cast<std::size_t>(s_.cin * s_.H + 1), 0);
     std::size_t r = 0;
@@ -92,7 +93,7 @@ void GatherConv::run(const std::uint32_t* active, std::size_t n, float* y, Scrat
     for (std::int64_t oy = 0; oy < s_.OH; ++oy) {
         list_row(active, oy, sc);
         sum_row(sc);
-        store_row(sc, oy, y);
+        store_row(sc, oy, bias, y);
     }
 }
 
@@ -139,7 +140,7 @@ void GatherConv::sum_row(Scratch& sc) const {
 
 // The row's sums [OW][channels] into y [cout][OH][OW], written along the output row: blocks of
 // 16 columns by 16 channels transposed in registers, the rest one by one.
-void GatherConv::store_row(const Scratch& sc, std::int64_t oy, float* y) const {
+void GatherConv::store_row(const Scratch& sc, std::int64_t oy, const float* bias, float* y) const {
     const std::int64_t plane = s_.OH * s_.OW;
     std::int64_t ox0 = 0;
 #ifdef __AVX512F__
@@ -150,15 +151,19 @@ void GatherConv::store_row(const Scratch& sc, std::int64_t oy, float* y) const {
                 r[i] = _mm512_load_ps(&sc.sums[static_cast<std::size_t>((ox0 + i) * ld_ + co0)]);
             transpose16(r);
             const int nc = static_cast<int>(std::min<std::int64_t>(16, s_.cout - co0));
-            for (int c = 0; c < nc; ++c)
+            for (int c = 0; c < nc; ++c) {
+                if (bias) r[c] = _mm512_add_ps(r[c], _mm512_set1_ps(bias[co0 + c]));
                 _mm512_storeu_ps(y + (co0 + c) * plane + oy * s_.OW + ox0, r[c]);
+            }
         }
 #endif
     if (ox0 == s_.OW) return;
     for (std::int64_t co = 0; co < s_.cout; ++co) {
         float* yr = y + co * plane + oy * s_.OW;
+        const float b = bias ? bias[co] : 0.0f;
         for (std::int64_t ox = ox0; ox < s_.OW; ++ox)
-            yr[ox] = sc.sums[static_cast<std::size_t>(ox * ld_ + co)];
+            yr[ox] = bias ? sc.sums[static_cast<std::size_t>(ox * ld_ + co)] + b
+                          : sc.sums[static_cast<std::size_t>(ox * ld_ + co)];
     }
 }
 

@@ -29,13 +29,15 @@ class GatherConv {
     // w: [cout][cin][kh][kw], as PyTorch stores it.
     void build(const GatherConvShape& s, const std::vector<float>& w);
     // active: the ascending indices of the non-zero inputs of x [cin][H][W], every one of them
-    // equal to +1. Writes all of y [cout][OH][OW] (no bias).
-    void run(const std::uint32_t* active, std::size_t n, float* y, Scratch& sc) const;
+    // equal to +1. Writes all of y [cout][OH][OW]: each sum, plus bias[co] after it when bias
+    // is not null.
+    void run(const std::uint32_t* active, std::size_t n, const float* bias, float* y,
+             Scratch& sc) const;
 
   private:
     void list_row(const std::uint32_t* active, std::int64_t oy, Scratch& sc) const;
     void sum_row(Scratch& sc) const;
-    void store_row(const Scratch& sc, std::int64_t oy, float* y) const;
+    void store_row(const Scratch& sc, std::int64_t oy, const float* bias, float* y) const;
 
     GatherConvShape s_;
     std::int64_t taps_ = 1, ld_ = 16;  // ld_: output channels rounded up to 16

@@ -3,7 +3,8 @@
 // order every convolution path of ternion sums in, so the results must be equal, not close.
 // Shapes cover output rows of 16 and 32 columns (transposed to [C, H, W] 16 x 16 at a time) and
 // other widths, output channels past one register block of 192 and not a multiple of 16,
-// padding 0 to 2, kernels 1x1, 3x3, 5x5 and 2x4, a 1-row map, and empty inputs.
+// padding 0 to 2, kernels 1x1, 3x3, 5x5 and 2x4, a 1-row map, empty inputs, with and without
+// the bias it adds as it stores.
 #include <doctest/doctest.h>
 
 #include <random>
@@ -72,9 +73,17 @@ TEST_CASE("GatherConv equals each output's window summed in input order, bit for
                     x[i] = 1;
                     active.push_back(static_cast<std::uint32_t>(i));
                 }
+            // With a bias (every other rate), each output is its sum, then + bias.
+            std::vector<float> bias;
+            if (rate == 0.05f || rate == 1.0f)
+                for (std::int64_t c = 0; c < s.cout; ++c) bias.push_back(wd(rng));
             std::vector<float> y(static_cast<std::size_t>(s.cout * s.OH * s.OW), -7.0f);
-            conv.run(active.data(), active.size(), y.data(), scratch);
-            const auto want = reference(s, w, x);
+            conv.run(active.data(), active.size(), bias.empty() ? nullptr : bias.data(), y.data(),
+                     scratch);
+            auto want = reference(s, w, x);
+            if (!bias.empty())
+                for (std::size_t i = 0; i < want.size(); ++i)
+                    want[i] = want[i] + bias[i / static_cast<std::size_t>(s.OH * s.OW)];
             std::size_t differ = 0;
             for (std::size_t i = 0; i < y.size(); ++i) differ += y[i] != want[i];
             CHECK(differ == 0);

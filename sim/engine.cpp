@@ -225,14 +225,19 @@ struct RunShared {
     std::vector<char> list_out;
     std::vector<char> constant;  // output the same at every step of a sample (constant_nodes)
     ThreadTeam* team = nullptr;
-    bool node_major = false;                // RunConfig::node_major applies
+    bool node_major = false;                // RunConfig::schedule: node by node
     std::vector<std::vector<int>> sources;  // per node: its edges' distinct source nodes
 };
 
-// Whether the run can go node by node (RunConfig::node_major): no edge waits a step or closes
-// a cycle, and T outputs of every node fit.
-bool node_major_fits(const Graph& g, const RunConfig& cfg, std::int64_t T) {
-    if (!cfg.node_major || !g.delayed_sources().empty()) return false;
+// Whether the run goes node by node (RunConfig::schedule): asked for, or automatic with enough
+// samples per thread; and no edge waits a step or closes a cycle, and T outputs of every node
+// fit.
+bool node_major_fits(const Graph& g, const RunConfig& cfg, std::int64_t T, std::int64_t samples) {
+    using S = RunConfig::Schedule;
+    if (cfg.schedule == S::step_major || !g.delayed_sources().empty()) return false;
+    if (cfg.schedule == S::automatic &&
+        samples < RunConfig::kNodeMajorSamples * static_cast<std::int64_t>(cfg.threads))
+        return false;
     std::uint64_t bytes = 0;
     for (const Edge& e : g.edges())
         if (e.delayed || e.closes_cycle) return false;
@@ -571,7 +576,7 @@ RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs
     res.sample_s.assign(static_cast<std::size_t>(count), 0.0);
     r.list_out = listed_outputs(g, cfg, r.out_node);
     r.constant = constant_nodes(g, inputs, cfg);
-    r.node_major = node_major_fits(g, cfg, r.T);
+    r.node_major = node_major_fits(g, cfg, r.T, count);
     r.sources.assign(static_cast<std::size_t>(g.size()), {});
     for (int u = 0; u < g.size(); ++u) {
         auto& src = r.sources[static_cast<std::size_t>(u)];

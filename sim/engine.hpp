@@ -81,14 +81,18 @@ struct RunConfig {
     // compute from it) are computed at the first step and kept; their counts are booked every
     // step as computed. Off only to check that this changes nothing.
     bool reuse_constant = true;
-    // Feed-forward graphs (no delayed edge, no cycle) run node by node: each node takes all T
-    // steps of a sample before the next node starts, keeping its T outputs. Every node still
+    // Feed-forward graphs (no delayed edge, no cycle) can run node by node: each node takes all
+    // T steps of a sample before the next node starts, keeping its T outputs. Every node still
     // sees the same inputs in the same step order, so results and counts are those of the
     // step-by-step schedule; but a layer's weights are read from memory once per sample
     // instead of once per step (a Spikformer's ~37 MB of weights do not stay in a 32 MB L3
-    // across a whole step). Graphs with delays or cycles, and runs whose T outputs of every
-    // node would pass kNodeMajorBytes, keep the step-by-step schedule. Off to compare the two.
-    bool node_major = true;
+    // across a whole step). The T outputs of every node are allocated once per worker thread,
+    // which costs about as much as a few samples save, so `automatic` runs node by node when
+    // each thread has at least kNodeMajorSamples samples; graphs with delays or cycles, and
+    // runs whose T outputs of all nodes would pass kNodeMajorBytes, always go step by step.
+    enum class Schedule { automatic, node_major, step_major };
+    Schedule schedule = Schedule::automatic;
+    static constexpr std::int64_t kNodeMajorSamples = 4;
     static constexpr std::uint64_t kNodeMajorBytes = std::uint64_t{512} << 20;
 };
 

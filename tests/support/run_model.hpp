@@ -60,7 +60,8 @@ inline std::unique_ptr<Outcome> run_file(const std::string& model, const std::st
     // the split paths too (by default small layers stay on one thread).
     cfg.parallel_work = 0;
     cfg.reuse_constant = reuse_constant;
-    cfg.node_major = node_major;
+    // Node by node wherever the graph allows, however few the samples (or step by step).
+    cfg.schedule = node_major ? RunConfig::Schedule::node_major : RunConfig::Schedule::step_major;
     // Unobserved runs let producers skip index lists no consumer reads (list_output).
     cfg.observer = observe ? &o->capture : nullptr;
     o->result = p.simulate(cfg);

@@ -22,15 +22,17 @@ Training runs the model multi-step (each layer over all T steps at once, BatchNo
 over all steps) with AdamW and a one-cycle learning rate over all epochs; --threads 1 per model
 lets the BSA and SSA models train side by side on two cores. The bundled Fashion-MNIST models:
   nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds bsa --stem 32 \
-      --dim 64 --heads 2 --epochs 12 --threads 1 --seed 0 --linear blas  # and --kinds ssa
+      --dim 96 --heads 3 --epochs 12 --threads 1 --seed 0 --linear blas
+  nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds ssa --stem 32 \
+      --dim 96 --heads 3 --epochs 12 --threads 2 --seed 0 --linear blas
 (all 60 000 training images, 12 epochs, batch 64; fmnist_reference.json records the time).
 --linear blas computes the Linear layers with torch's BLAS, which is fast with OpenBLAS
 (libopenblas0-openmp, installed by tools/install_deps.sh); Debian's default reference libblas
 makes --linear conv, the default, the faster one (the digits models were trained that way).
 
 Usage: /usr/bin/python3 tools/train_spikformer.py [--epochs 40] [--threads 2] [--out models/bundled]
-       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 32 --dim 64 \
-           --epochs 12 --linear blas
+       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 32 --dim 96 \
+           --heads 3 --epochs 12 --linear blas
 """
 import argparse
 import json

@@ -93,15 +93,21 @@ void BM_BsaStep(benchmark::State& state) {
     });
 }
 
+// 3x3 weights [cout][cin][3][3], N(0, 0.05).
+std::vector<float> conv_weights(std::mt19937& rng, std::int64_t cin, std::int64_t cout) {
+    std::normal_distribution<float> nd(0.0f, 0.05f);
+    std::vector<float> w(static_cast<std::size_t>(cout * cin * 9));
+    for (auto& v : w) v = nd(rng);
+    return w;
+}
+
 // Spikformer CIFAR-10's 3x3 stem convolutions (padding 1) on binary input maps; arguments:
 // input channels, output channels, map side, spike rate in percent. Counter: multiply-adds per
 // nanosecond (every tap of every output, as the direct path computes them).
 void BM_DirectConv(benchmark::State& state) {
     const std::int64_t cin = state.range(0), cout = state.range(1), side = state.range(2);
     std::mt19937 rng(7);
-    std::normal_distribution<float> nd(0.0f, 0.05f);
-    std::vector<float> w(static_cast<std::size_t>(cout * cin * 9));
-    for (auto& v : w) v = nd(rng);
+    const auto w = conv_weights(rng, cin, cout);
     synaptic::DirectConv conv;
     conv.build({1, cin, cout, side, side, 3, 3, 1, 1, side, side}, w);
     std::bernoulli_distribution fire(static_cast<double>(state.range(3)) / 100.0);
@@ -122,9 +128,7 @@ void BM_DirectConv(benchmark::State& state) {
 void BM_GatherConv(benchmark::State& state) {
     const std::int64_t cin = state.range(0), cout = state.range(1), side = state.range(2);
     std::mt19937 rng(7);
-    std::normal_distribution<float> nd(0.0f, 0.05f);
-    std::vector<float> w(static_cast<std::size_t>(cout * cin * 9));
-    for (auto& v : w) v = nd(rng);
+    const auto w = conv_weights(rng, cin, cout);
     synaptic::GatherConv conv;
     conv.build({cin, cout, side, side, 3, 3, 1, 1, side, side}, w);
     std::bernoulli_distribution fire(static_cast<double>(state.range(3)) / 100.0);

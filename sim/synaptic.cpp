@@ -147,6 +147,14 @@ std::array<std::int64_t, 2> single_param(const NodeSpec& s, const std::string& p
     return {1, v[0]};
 }
 
+bool listed_ones(const Activity& in) {
+    if (!in.listed || !in.ternary) return false;
+    if (in.all_ones) return true;
+    for (auto i : in.active)
+        if (in.values[i] < 0.0f) return false;
+    return true;
+}
+
 void copy_activity(const Activity& in, Activity& out) {
     if (in.active.size() > in.values.size() / 8) {
         // Dense: `values` is complete, and one block copy beats an indexed store per entry.

@@ -245,17 +245,9 @@ class ConvNode final : public Node {
     enum class Path { dense, direct, gather_lists, scatter };
     Path choose_path(const Activity& in, Engine engine) const {
         if (engine == Engine::dense) return Path::dense;
-        const bool lists = gather_ok_ && binary(in);
+        const bool lists = gather_ok_ && listed_ones(in);
         if (direct_pays(in, lists)) return Path::direct;
         return lists ? Path::gather_lists : Path::scatter;
-    }
-    // Listed inputs that are all +1.
-    static bool binary(const Activity& in) {
-        if (!in.listed || !in.ternary) return false;
-        if (in.all_ones) return true;
-        for (auto i : in.active)
-            if (in.values[i] < 0.0f) return false;
-        return true;
     }
     // The direct path for ternary inputs dense enough that multiplying every tap is cheaper
     // than the event path (the gather for binary inputs, else the scatter).

@@ -39,6 +39,9 @@ std::array<std::int64_t, 2> single_param(const NodeSpec& s, const std::string& p
                                          std::int64_t min);
 // out = in (values, list and flags), for nodes that only reshape.
 void copy_activity(const Activity& in, Activity& out);
+// Listed inputs whose non-zeros are all +1 (binary spikes): what the event paths of max-pooling
+// and of the convolution gather take.
+bool listed_ones(const Activity& in);
 
 using In = NodeExample::Input;
 

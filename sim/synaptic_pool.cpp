@@ -60,7 +60,7 @@ class PoolNode final : public Node {
               const StepContext& ctx) const override {
         // MaxPool's comparisons depend on the windows alone, whichever path computes them.
         if (mode_ == Mode::max) ctx.ops->cmp += window_cmps_;
-        if (!reach_.empty() && ctx.engine == Engine::event && binary_spikes(in)) {
+        if (!reach_.empty() && ctx.engine == Engine::event && listed_ones(in)) {
             max_of_spikes(in, out);
             return;
         }
@@ -92,16 +92,9 @@ class PoolNode final : public Node {
         const std::int64_t x0 = ox * sw_ - pw_;
         return {std::max<std::int64_t>(x0, 0), std::min(x0 + kw_, W_)};
     }
-    // Listed spikes that are all +1: then a window's maximum is 1 where it holds a spike, else 0
-    // (a window always reads at least one zero or lies over padding alone, which gives 0 too).
-    static bool binary_spikes(const Activity& in) {
-        if (!in.listed || !in.ternary) return false;
-        if (in.all_ones) return true;
-        for (auto i : in.active)
-            if (in.values[i] < 0.0f) return false;
-        return true;
-    }
-    // MaxPool of binary spikes, event by event: each spike sets the outputs whose windows hold
+    // MaxPool of binary spikes (listed_ones), event by event: a window's maximum is 1 where it
+    // holds a spike, else 0 (a window always reads at least one zero or lies over padding
+    // alone, which gives 0 too). Each spike sets the outputs whose windows hold
     // it (reach_: per input position, the offsets of those outputs in their channel's plane,
     // padded with repeats to a fixed count, so a spike costs that many stores and no branch).
     // The same values as the window scan, which the dense engine keeps.

@@ -34,10 +34,10 @@ void tsn_row(const float* __restrict x, float* __restrict h, float* __restrict s
 // Sixteen floats; GCC lowers the vector extension to what -march allows.
 using v16 = float __attribute__((vector_size(64)));
 
-inline v16 load16(const float* p) {
-    v16 v;
+// Through a pointer, not returned by value: a function returning a 64-byte vector changes the
+// calling convention below AVX-512 (GCC's -Wpsabi).
+inline void load16(v16& v, const float* p) {
     std::memcpy(&v, p, sizeof v);
-    return v;
 }
 
 // Rows r of out (R rows, dh channels each, `ld` apart): sum over keys j, ascending, of
@@ -52,7 +52,8 @@ void mix_rows(const float* const* w, const float* __restrict v, std::int64_t N, 
     for (; c0 + 16 <= dh; c0 += 16) {
         v16 acc[R] = {};
         for (std::int64_t j = 0; j < N; ++j) {
-            const v16 x = load16(v + j * D + c0);
+            v16 x;
+            load16(x, v + j * D + c0);
             for (int r = 0; r < R; ++r) acc[r] += w[r][j] * x;
         }
         for (int r = 0; r < R; ++r) std::memcpy(out + r * ld + c0, &acc[r], sizeof(v16));
@@ -216,7 +217,8 @@ void BsaNode::score_pairs(State& s, std::int64_t h, std::int32_t* S) const {
         for (std::int64_t j0 = 0; j0 < np; j0 += 16) {
             v16 acc[R] = {};
             for (std::int64_t c = 0; c < dh; ++c) {
-                const v16 k = load16(s.kt.data() + c * np + j0);
+                v16 k;
+                load16(k, s.kt.data() + c * np + j0);
                 for (int r = 0; r < R; ++r) acc[r] += q[(i + r) * D + c] * k;
             }
             for (int r = 0; r < R; ++r)

@@ -12,10 +12,10 @@ namespace {
 using vf = float __attribute__((vector_size(64)));
 static_assert(sizeof(vf) == DirectConv::kLanes * sizeof(float));
 
-inline vf load(const float* p) {
-    vf v;
+// Through a pointer, not returned by value: a function returning a 64-byte vector changes the
+// calling convention below AVX-512 (GCC's -Wpsabi).
+inline void load(vf& v, const float* p) {
     std::memcpy(&v, p, sizeof v);
-    return v;
 }
 
 }  // namespace
@@ -115,7 +115,7 @@ void DirectConv::tile(const float* xg, const float* wb, std::int64_t v0, float* 
             for (std::int64_t kx = 0; kx < s_.kw; ++kx) {
                 const std::int64_t off = cl * plane_ + ky * Wp_ + kx;
                 vf x[Nv];
-                for (int v = 0; v < Nv; ++v) x[v] = load(xv[v] + off);
+                for (int v = 0; v < Nv; ++v) load(x[v], xv[v] + off);
                 const float* w = wc + (ky * s_.kw + kx) * Co;
                 for (int j = 0; j < Co; ++j)
                     for (int v = 0; v < Nv; ++v) acc[j][v] += x[v] * w[j];

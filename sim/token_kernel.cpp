@@ -1,7 +1,6 @@
 #include "sim/token_kernel.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cstring>
 #ifdef __AVX512F__
 #include <immintrin.h>
@@ -186,13 +185,15 @@ void rows_kernel(const TokenPanels& W, const std::uint32_t* __restrict begin,
                         if constexpr (M == Mode::ones) {
                             a0 += col[0], a1 += col[1], a2 += col[2], a3 += col[3];
                         } else if constexpr (M == Mode::signs) {
+                            // Vector casts reinterpret bits (no std::bit_cast: a function
+                            // returning a 64-byte vector changes the ABI below AVX-512).
                             std::int32_t bits;
                             std::memcpy(&bits, xs + k, 4);
                             const std::int32_t s = bits & static_cast<std::int32_t>(0x80000000u);
-                            a0 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[0]) ^ s);
-                            a1 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[1]) ^ s);
-                            a2 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[2]) ^ s);
-                            a3 += std::bit_cast<v16f>(std::bit_cast<v16i>(col[3]) ^ s);
+                            a0 += (v16f)((v16i)col[0] ^ s);
+                            a1 += (v16f)((v16i)col[1] ^ s);
+                            a2 += (v16f)((v16i)col[2] ^ s);
+                            a3 += (v16f)((v16i)col[3] ^ s);
                         } else {
                             const float xv = xs[k];
                             a0 += xv * col[0], a1 += xv * col[1];

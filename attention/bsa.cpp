@@ -9,6 +9,7 @@
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"
+#include "sim/simd/simd.hpp"
 
 namespace ternion {
 
@@ -29,41 +30,6 @@ float pow2_neg(std::int32_t e) {
 void tsn_row(const float* __restrict x, float* __restrict h, float* __restrict s, std::int64_t n,
              TsnParams p) {
     for (std::int64_t c = 0; c < n; ++c) s[c] = spiking::tsn_step(h[c], x[c], p);
-}
-
-// Sixteen floats; GCC lowers the vector extension to what -march allows.
-using v16 = float __attribute__((vector_size(64)));
-
-// Through a pointer, not returned by value: a function returning a 64-byte vector changes the
-// calling convention below AVX-512 (GCC's -Wpsabi).
-inline void load16(v16& v, const float* p) {
-    std::memcpy(&v, p, sizeof v);
-}
-
-// Rows r of out (R rows, dh channels each, `ld` apart): sum over keys j, ascending, of
-// w[r][j] V_j (V_j: dh channels at v + j * D), each product rounded before its add. The sums
-// of R rows by 16 channels stay in registers across all keys: R independent add chains hide
-// the add latency (one row's chain alone waits on each add, and a row kept in memory waits on
-// a store and a reload per key).
-template <int R>
-void mix_rows(const float* const* w, const float* __restrict v, std::int64_t N, std::int64_t D,
-              std::int64_t dh, float* out, std::int64_t ld) {
-    std::int64_t c0 = 0;
-    for (; c0 + 16 <= dh; c0 += 16) {
-        v16 acc[R] = {};
-        for (std::int64_t j = 0; j < N; ++j) {
-            v16 x;
-            load16(x, v + j * D + c0);
-            for (int r = 0; r < R; ++r) acc[r] += w[r][j] * x;
-        }
-        for (int r = 0; r < R; ++r) std::memcpy(out + r * ld + c0, &acc[r], sizeof(v16));
-    }
-    for (; c0 < dh; ++c0)  // channels past the last 16 (heads of other widths)
-        for (int r = 0; r < R; ++r) {
-            float a = 0.0f;
-            for (std::int64_t j = 0; j < N; ++j) a += w[r][j] * v[j * D + c0];
-            out[r * ld + c0] = a;
-        }
 }
 
 }  // namespace
@@ -212,23 +178,10 @@ std::uint64_t BsaNode::head_keys(State& s, std::int64_t h) const {
 void BsaNode::score_pairs(State& s, std::int64_t h, std::int32_t* S) const {
     const std::int64_t N = tokens_, D = dim_, dh = head_dim_, np = (N + 15) / 16 * 16;
     const float* q = s.b.q.data() + h * dh;
-    const auto rows = [&](std::int64_t i, auto r_count) {
-        constexpr int R = decltype(r_count)::value;
-        for (std::int64_t j0 = 0; j0 < np; j0 += 16) {
-            v16 acc[R] = {};
-            for (std::int64_t c = 0; c < dh; ++c) {
-                v16 k;
-                load16(k, s.kt.data() + c * np + j0);
-                for (int r = 0; r < R; ++r) acc[r] += q[(i + r) * D + c] * k;
-            }
-            for (int r = 0; r < R; ++r)
-                for (std::int64_t j = j0; j < std::min(N, j0 + 16); ++j)
-                    S[(i + r) * N + j] = static_cast<std::int32_t>(acc[r][j - j0]);
-        }
-    };
+    const auto scores = simd::kernels().bsa_scores;
     std::int64_t i = 0;
-    for (; i + 4 <= N; i += 4) rows(i, std::integral_constant<int, 4>{});
-    for (; i < N; ++i) rows(i, std::integral_constant<int, 1>{});
+    for (; i + 4 <= N; i += 4) scores(q + i * D, D, 4, s.kt.data(), np, N, dh, S + i * N);
+    for (; i < N; ++i) scores(q + i * D, D, 1, s.kt.data(), np, N, dh, S + i * N);
 }
 
 void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {
@@ -249,15 +202,16 @@ void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {
     }
     const float* v = s.b.v.data() + c0;
     float* y = s.b.y.data() + c0;
+    const auto mix = simd::kernels().bsa_mix;
     std::int64_t i = 0;
     const auto rows = [&](std::int64_t r) { return s.wts.data() + (i + r) * N; };
     for (; i + 4 <= N; i += 4) {
         const float* w[4] = {rows(0), rows(1), rows(2), rows(3)};
-        mix_rows<4>(w, v, N, D, dh, y + i * D, D);
+        mix(w, 4, v, N, D, dh, y + i * D, D);
     }
     for (; i < N; ++i) {
         const float* w[1] = {rows(0)};
-        mix_rows<1>(w, v, N, D, dh, y + i * D, D);
+        mix(w, 1, v, N, D, dh, y + i * D, D);
     }
 }
 

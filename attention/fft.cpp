@@ -178,8 +178,10 @@ namespace {
 // Eight floats, one AVX2 register (two SSE registers on the baseline ISA).
 using v8 = float __attribute__((vector_size(32)));
 
-inline v8 splat(float a) {
-    return v8{a, a, a, a, a, a, a, a};
+// Through a reference, not returned by value: a function returning a 32-byte vector changes the
+// calling convention below AVX (GCC's -Wpsabi).
+inline void splat(v8& v, float a) {
+    v = v8{a, a, a, a, a, a, a, a};
 }
 
 // r[k][l] <-> r[l][k]: eight channels of eight consecutive samples become eight lane vectors
@@ -308,9 +310,15 @@ inline void dif4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
             continue;
         }
         const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
-        const v8 w1r = splat(w1.real()), w1i = splat(w1.imag());
-        const v8 w2r = splat(w2.real()), w2i = splat(w2.imag());
-        const v8 w3r = splat(w3.real()), w3i = splat(w3.imag());
+        v8 w1r, w1i;
+        splat(w1r, w1.real());
+        splat(w1i, w1.imag());
+        v8 w2r, w2i;
+        splat(w2r, w2.real());
+        splat(w2i, w2.imag());
+        v8 w3r, w3i;
+        splat(w3r, w3.real());
+        splat(w3i, w3.imag());
         const v8 t1r = cr + di, t1i = ci - dr;  // c - i d
         const v8 t2r = ar - br, t2i = ai - bi;  // a - b
         const v8 t3r = cr - di, t3i = ci + dr;  // c + i d
@@ -333,9 +341,15 @@ inline void dit4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
         v8 y3r = re[j3], y3i = im[j3];
         if (j != 0) {
             const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
-            const v8 w1r = splat(w1.real()), w1i = splat(w1.imag());
-            const v8 w2r = splat(w2.real()), w2i = splat(w2.imag());
-            const v8 w3r = splat(w3.real()), w3i = splat(w3.imag());
+            v8 w1r, w1i;
+            splat(w1r, w1.real());
+            splat(w1i, w1.imag());
+            v8 w2r, w2i;
+            splat(w2r, w2.real());
+            splat(w2i, w2.imag());
+            v8 w3r, w3i;
+            splat(w3r, w3.real());
+            splat(w3i, w3.imag());
             const v8 u1r = y1r * w1r + y1i * w1i, u1i = y1i * w1r - y1r * w1i;
             const v8 u2r = y2r * w2r + y2i * w2i, u2i = y2i * w2r - y2r * w2i;
             const v8 u3r = y3r * w3r + y3i * w3i, u3i = y3i * w3r - y3r * w3i;
@@ -356,8 +370,8 @@ inline void dit4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
 }
 
 inline void times(v8& xr, v8& xi, float zr, float zi) {
-    const v8 r = xr * splat(zr) - xi * splat(zi);
-    xi = xr * splat(zi) + xi * splat(zr);
+    const v8 r = xr * zr - xi * zi;  // a scalar operand acts as its splat
+    xi = xr * zi + xi * zr;
     xr = r;
 }
 
@@ -585,9 +599,9 @@ void ChannelConvolver::run(const float* v, float* y, std::int64_t n, std::int64_
             if (nim)
                 gather(v + (c0 + 8) * sc, nim, im);
             else
-                for (std::int64_t j = 0; j < n; ++j) im[2 * j] = splat(0.0f);
+                for (std::int64_t j = 0; j < n; ++j) im[2 * j] = v8{};
         }
-        for (std::int64_t j = n; j < L; ++j) re[2 * j] = im[2 * j] = splat(0.0f);
+        for (std::int64_t j = n; j < L; ++j) re[2 * j] = im[2 * j] = v8{};
         transform(reinterpret_cast<float*>(re));
         if (contiguous) {
             std::memcpy(y + c0, re, static_cast<std::size_t>(n) * 2 * sizeof(v8));

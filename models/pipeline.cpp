@@ -1,5 +1,7 @@
 #include "models/pipeline.hpp"
 
+#include "sim/simd/simd.hpp"
+
 #include <openssl/evp.h>
 
 #include <algorithm>
@@ -418,6 +420,7 @@ void Pipeline::write_trace(const RunReport& r) const {
         {"seed", std::to_string(r.seed)},
         {"encoding", encoding_name(r.encoding)},
         {"version", TERNION_VERSION},
+        {"kernels", simd::level_name(simd::level())},
         {"git_revision", *TERNION_GIT_REV ? TERNION_GIT_REV : "unknown"},
         {"command_line", req_.command_line},
         {"profile", profile_.name},

@@ -6,6 +6,7 @@
 
 #include "models/pipeline.hpp"
 #include "sim/format.hpp"
+#include "sim/simd/simd.hpp"
 
 namespace ternion {
 
@@ -43,7 +44,10 @@ nlohmann::json timing_json(const RunReport& r) {
     nlohmann::json t = {{"load_s", r.load_s},
                         {"price_s", r.price_s},
                         {"simulate_s", sim},
-                        {"samples_per_s", sim > 0 ? S / sim : 0.0}};
+                        {"samples_per_s", sim > 0 ? S / sim : 0.0},
+                        // Which vector kernels ran (sim/simd): timings depend on it, results not.
+                        {"kernels", simd::level_name(simd::level())},
+                        {"cpu_best_kernels", simd::level_name(simd::detect())}};
     // Latency of one inference: the median is what a warm, steady stream of samples costs
     // (the first sample also pays for first-touch allocations and cold caches).
     if (!r.result.sample_s.empty()) {
@@ -168,8 +172,8 @@ std::string report_text(const RunReport& r) {
                              static_cast<long long>(r.correct),
                              static_cast<long long>(r.result.samples));
     const double sim = r.result.simulate_s;
-    out += printf_string("time: load %.3f s, simulate %.3f s (%.1f samples/s)\n", r.load_s, sim,
-                         sim > 0 ? S / sim : 0.0);
+    out += printf_string("time: load %.3f s, simulate %.3f s (%.1f samples/s, %s kernels)\n",
+                         r.load_s, sim, sim > 0 ? S / sim : 0.0, simd::short_name(simd::level()));
     if (r.record.node_times) print_node_times(out, r);
     if (!r.trace_path.empty()) out += "trace: " + r.trace_path + "\n";
     return out;

@@ -17,12 +17,13 @@ struct DirectConvShape {
 
 class DirectConv {
   public:
-    // A register tile is a few output channels by a few 16-lane vectors of output positions.
-    // Where each output row is a whole number of vectors (widths 16, 32, ...), a vector is 16
-    // outputs of one row and no lane is spare; otherwise the vectors run along the padded
-    // rows (padding columns included): 8 channels x 2 vectors, or 4 x 5 where that leaves
-    // fewer spare lanes (8x8 maps: 80 padded positions, exactly 5 vectors).
-    static constexpr std::int64_t kLanes = 16;
+    // A register tile is a few output channels by a few vectors of output positions, as many
+    // lanes as the CPU's vector registers hold (sim/simd: 16 with AVX-512, 8 with AVX2, 4 with
+    // SSE). Where each output row is a whole number of vectors, a vector is outputs of one row
+    // and no lane is spare; otherwise the vectors run along the padded rows (padding columns
+    // included). Of the two tile shapes the level offers (AVX-512: 8 channels x 2 vectors or
+    // 4 x 5) the one with less spare work is taken (8x8 maps: 80 padded positions, exactly 5
+    // vectors of 16).
     // w: [groups * cout_g][cin_g][kh][kw], as PyTorch stores it.
     void build(const DirectConvShape& s, const std::vector<float>& w);
     // x: [groups * cin_g][H][W] with values in {-1, 0, 1}; y: [groups * cout_g][OH][OW].
@@ -30,19 +31,19 @@ class DirectConv {
     // The multiply-adds of one run (tiles x channels x taps x lanes), to weigh against a scatter.
     std::uint64_t lanes() const {
         return static_cast<std::uint64_t>(s_.groups * blocks_ * co_ * s_.cin_g * taps_ * slots_ *
-                                          kLanes);
+                                          lanes_);
     }
 
   private:
     void plan_vectors(bool row_vectors);
     void pad(const float* x, float* xp) const;
-    template <int Co, int Nv>
-    void tile(const float* xg, const float* wb, std::int64_t v0, float* out) const;
     void store(const float* out, std::int64_t co0, std::int64_t co1, std::int64_t v0,
                float* y) const;
 
     DirectConvShape s_;
     std::int64_t Hp_ = 1, Wp_ = 1, plane_ = 1, blocks_ = 1, taps_ = 1;
+    std::int64_t lanes_ = 16;            // floats per vector
+    int shape_ = 0;                      // which of the level's tile shapes
     std::int64_t co_ = 8, nv_ = 2;       // the tile: output channels x vectors
     std::int64_t slots_ = 0;             // vectors per map, a whole number of tiles
     std::vector<std::int64_t> base_;     // per vector: its first lane's offset in a padded plane

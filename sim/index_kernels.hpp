@@ -1,43 +1,22 @@
 // Turning flags and non-zero values into ascending index lists: the kernels every producer of
 // an Activity uses (neurons' spikes, layers' non-zero outputs). Flags are computed in blocks
-// compilers vectorise and compressed into indices with AVX-512 where the machine has it, so the
-// work follows the number of elements without a mispredicted branch per element.
+// compilers vectorise and turned into indices by the CPU's best kernel (sim/simd: AVX-512
+// compression, AVX2 byte masks), so the work follows the number of elements without a
+// mispredicted branch per element.
 #pragma once
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 
-#if defined(__AVX512F__) && defined(__AVX512BW__) && defined(__AVX512VL__)
-#include <immintrin.h>
-#define TERNION_COMPRESS 1
-#endif
+#include "sim/simd/simd.hpp"
 
 namespace ternion {
 
 // Writes base + j for every set bit j of `mask`, ascending, to out (room for 64 even when fewer
-// bits are set: whole vectors are stored) and returns how many.
+// bits are set: whole vectors may be stored) and returns how many.
 inline std::size_t mask_indices(std::uint64_t mask, std::uint32_t base, std::uint32_t* out) {
-#ifdef TERNION_COMPRESS
-    // Compress in registers, then a plain store: Zen 4 microcodes compress-to-memory.
-    std::size_t n = 0;
-    const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    for (int q = 0; q < 4 && mask; ++q, mask >>= 16) {
-        const auto m = static_cast<__mmask16>(mask & 0xffffu);
-        const __m512i idx =
-            _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(base) + 16 * q));
-        _mm512_storeu_si512(out + n, _mm512_maskz_compress_epi32(m, idx));
-        n += static_cast<std::size_t>(__builtin_popcount(m));
-    }
-    return n;
-#else
-    std::size_t n = 0;
-    while (mask) {
-        out[n++] = base + static_cast<std::uint32_t>(__builtin_ctzll(mask));
-        mask &= mask - 1;
-    }
-    return n;
-#endif
+    return simd::kernels().mask_to_indices(mask, base, out);
 }
 
 // Writes the indices i in [b0, b1) where flag(i) holds to out (room for b1 - b0) and returns
@@ -49,32 +28,11 @@ template <class Flag>
 std::size_t collect_indices(std::int64_t b0, std::int64_t b1, Flag flag, std::uint32_t* out) {
     std::size_t n = 0;
     alignas(64) std::uint8_t f[256];
+    const auto flags_to = simd::kernels().flags_to_indices;
     for (std::int64_t c0 = b0; c0 < b1; c0 += 256) {
         const std::int64_t len = std::min<std::int64_t>(256, b1 - c0);
         for (std::int64_t i = 0; i < len; ++i) f[i] = flag(c0 + i) ? 1 : 0;
-        std::int64_t i = 0;
-#ifdef TERNION_COMPRESS
-        // Stores run up to 63 entries past the last hit; n <= c0 - b0 + i keeps them inside
-        // the room of b1 - b0 while a whole 64 remain.
-        for (; i + 64 <= len; i += 64) {
-            const __m512i bytes = _mm512_load_si512(f + i);
-            const std::uint64_t m = _mm512_test_epi8_mask(bytes, bytes);
-            if (m) n += mask_indices(m, static_cast<std::uint32_t>(c0 + i), out + n);
-        }
-#else
-        for (; i + 8 <= len; i += 8) {
-            std::uint64_t w;
-            __builtin_memcpy(&w, f + i, 8);
-            while (w) {
-                out[n++] = static_cast<std::uint32_t>(c0 + i + (__builtin_ctzll(w) >> 3));
-                w &= w - 1;
-            }
-        }
-#endif
-        for (; i < len; ++i) {
-            out[n] = static_cast<std::uint32_t>(c0 + i);
-            n += f[i];
-        }
+        n += flags_to(f, len, static_cast<std::uint32_t>(c0), out + n);
     }
     return n;
 }

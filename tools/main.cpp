@@ -8,6 +8,7 @@
 #include "sim/error.hpp"
 #include "sim/h5io.hpp"
 #include "sim/h5vet.hpp"
+#include "sim/simd/simd.hpp"
 #include "ternion_git_revision.hpp"
 #include "tools/cli_dist.hpp"
 #include "tools/commands.hpp"
@@ -56,6 +57,10 @@ int dispatch(const std::string& cmd, const ternion::cli::Args& args) {
         if (cmd == "version" || cmd == "--version") {
             std::printf("ternion %s (%s)%s\n", TERNION_VERSION, TERNION_GIT_REV,
                         ternion::dist::built_with_mpi() ? ", with MPI" : "");
+            // The kernels a run uses, and the CPU's best (TERNION_ISA may force a lower one).
+            std::printf("kernels: %s; this CPU runs up to %s\n",
+                        ternion::simd::level_name(ternion::simd::level()),
+                        ternion::simd::level_name(ternion::simd::detect()));
             return 0;
         }
         std::fprintf(stderr, "ternion: error: unknown command '%s' (see `ternion --help`)\n",

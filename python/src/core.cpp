@@ -14,6 +14,7 @@
 #include "models/pipeline.hpp"
 #include "sim/error.hpp"
 #include "sim/h5vet.hpp"
+#include "sim/simd/simd.hpp"
 
 namespace py = pybind11;
 using namespace ternion;
@@ -354,6 +355,10 @@ PYBIND11_MODULE(_core, m) {
           py::arg("timesteps"), py::arg("encoding"));
     m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
           py::arg("options"));
+    m.def("kernels", [] {
+        return py::dict(py::arg("kernels") = simd::level_name(simd::level()),
+                        py::arg("cpu_best") = simd::level_name(simd::detect()));
+    });
     m.def("profiles", &hw::list_profiles);
     m.def("describe_profile",
           [](const std::string& name) { return hw::describe_profile(hw::load_profile(name)); });

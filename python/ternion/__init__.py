@@ -13,10 +13,10 @@ Importing the package loads neither torch nor h5py; the simulator is loaded on f
 """
 
 __all__ = ["load", "load_bundled", "build", "run", "Result", "Model", "Error", "profiles",
-           "describe_profile", "attention", "attention_kinds", "export", "ExportError"]
+           "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError"]
 
 _API = {"load", "load_bundled", "build", "run", "Result", "Model", "Error", "profiles",
-        "describe_profile", "attention", "attention_kinds"}
+        "describe_profile", "attention", "attention_kinds", "kernels"}
 
 
 def export(module, example_input, path, **options):

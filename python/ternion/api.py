@@ -211,5 +211,11 @@ def attention(kind, weights, x, t=None, heads=0, causal=None, renormalize=None, 
                            heads, causal, renormalize, profile or _core.default_profile)
 
 
+def kernels():
+    """Which vector kernels runs use ({'kernels': ..., 'cpu_best': ...}): the CPU's best level
+    unless the environment variable TERNION_ISA (v2, v3, v4) forced a lower one at start."""
+    return dict(_core.kernels())
+
+
 def attention_kinds():
     return list(_core.attention_kinds())

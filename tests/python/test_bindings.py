@@ -390,3 +390,22 @@ def test_encoding_per_input_node(core, ternion_bin, two_streams, tmp_path):
     with pytest.raises(core.Error, match=re.escape("option --encoding: 'c' is not an Input node "
                                                    "(Input nodes: a, b)")):
         core.run(m, {"a": xa, "b": t["xb"]}, encoding={"c": "poisson"}, timesteps=T)
+
+
+def test_kernels_level_is_the_clis(ternion_bin):
+    # The extension reports the vector kernels it runs, as `ternion version` does; a forced
+    # lower level (TERNION_ISA, read at start) shows in both.
+    k = ternion.kernels()
+    assert set(k) == {"kernels", "cpu_best"}
+    out = subprocess.run([ternion_bin, "version"], capture_output=True, text=True,
+                         check=True).stdout
+    assert f"kernels: {k['kernels']}; this CPU runs up to {k['cpu_best']}" in out
+    code = ("import ternion, json; print(json.dumps(ternion.kernels()))")
+    # The child imports the same package as this process.
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(ternion.__file__)))
+    env = {**os.environ, "TERNION_ISA": "v2",
+           "PYTHONPATH": os.pathsep.join([pkg, os.environ.get("PYTHONPATH", "")])}
+    forced = json.loads(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                       capture_output=True, text=True).stdout)
+    assert forced["kernels"].startswith("x86-64-v2") or forced["kernels"] == "portable"
+    assert forced["cpu_best"] == k["cpu_best"]

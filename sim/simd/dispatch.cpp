@@ -1,0 +1,108 @@
+// Which level's kernels run: the CPU's best, or a lower one that TERNION_ISA asks for.
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
+
+#include "sim/simd/simd.hpp"
+
+namespace ternion::simd {
+
+// Each level's table, from sim/simd/kernels.cpp compiled for that level.
+namespace v2 {
+const Table& table();
+}
+#if TERNION_SIMD_X86
+namespace v3 {
+const Table& table();
+}
+namespace v4 {
+const Table& table();
+}
+#endif
+
+const char* level_name(Level l) {
+    switch (l) {
+        case Level::v4:
+            return "x86-64-v4 (AVX-512)";
+        case Level::v3:
+            return "x86-64-v3 (AVX2, FMA)";
+        case Level::v2:
+            break;
+    }
+#if TERNION_SIMD_X86
+    return "x86-64-v2 (SSE4.2)";
+#else
+    return "portable";
+#endif
+}
+
+const char* short_name(Level l) {
+    switch (l) {
+        case Level::v4:
+            return "v4";
+        case Level::v3:
+            return "v3";
+        case Level::v2:
+            break;
+    }
+    return "v2";
+}
+
+Level detect() {
+#if TERNION_SIMD_X86
+    // libgcc's checks include the operating system's support (XCR0) for the wider registers.
+    __builtin_cpu_init();
+    const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                    __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
+                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe");
+    const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                    __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
+                    __builtin_cpu_supports("avx512vl");
+    return v4 ? Level::v4 : v3 ? Level::v3 : Level::v2;
+#else
+    return Level::v2;
+#endif
+}
+
+namespace {
+
+Level choose() {
+    const Level best = detect();
+    const char* env = std::getenv("TERNION_ISA");
+    if (!env || !*env) return best;
+    std::string s = env;
+    if (s.rfind("x86-64-", 0) == 0) s = s.substr(7);
+    Level want;
+    if (s == "v2")
+        want = Level::v2;
+    else if (s == "v3")
+        want = Level::v3;
+    else if (s == "v4")
+        want = Level::v4;
+    else
+        throw std::runtime_error("TERNION_ISA='" + std::string(env) +
+                                 "' is not a level: use v2, v3 or v4 (x86-64-v2 ...)");
+    if (static_cast<int>(want) > static_cast<int>(best))
+        throw std::runtime_error("TERNION_ISA=" + std::string(env) + " asks for " +
+                                 level_name(want) + ", but this CPU runs at most " +
+                                 level_name(best));
+    return want;
+}
+
+const Table& table_of(Level l) {
+#if TERNION_SIMD_X86
+    if (l == Level::v4) return v4::table();
+    if (l == Level::v3) return v3::table();
+#endif
+    (void)l;
+    return v2::table();
+}
+
+}  // namespace
+
+const Table& kernels() {
+    static const Table& t = table_of(choose());
+    return t;
+}
+
+}  // namespace ternion::simd

@@ -1,0 +1,24 @@
+#!/bin/sh
+# The vector kernels of sim/simd are compiled once per instruction-set level. Any inline function
+# or template of another namespace that such an object defines out of line (a weak symbol) could
+# be the copy the linker keeps for the whole program, and it may then run AVX-512 code on a CPU
+# without it. So the kernels' objects may define no global or weak symbol outside their own
+# level's namespace ternion::simd::vN. Usage: simd_symbols.sh libternion_simd.a
+set -eu
+lib=$1
+out=$(nm -A -C --defined-only "$lib" | awk '
+    # lines: archive:member:address type name
+    { split($1, p, ":"); member = p[2]; type = $2; $1 = ""; $2 = ""; name = substr($0, 3) }
+    member ~ /kernels\.cpp\.o$/ && type ~ /^[A-Z]$|^[uvVwW]$/ && name !~ /^ternion::simd::v[0-9]+::/ {
+        print member ": " type " " name }')
+n=$(nm -A -C --defined-only "$lib" | grep -c 'kernels\.cpp\.o:.* T ternion::simd::v[0-9]*::table()' || true)
+if [ "$n" -lt 1 ]; then
+    echo "simd_symbols: no level's table() found in $lib" >&2
+    exit 1
+fi
+if [ -n "$out" ]; then
+    echo "simd_symbols: symbols outside their level's namespace in $lib:" >&2
+    echo "$out" >&2
+    exit 1
+fi
+echo "simd_symbols: $n level objects, no symbol outside ternion::simd::vN"

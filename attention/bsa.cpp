@@ -104,29 +104,31 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
 }
 
 void BsaNode::fire_qk(State& s, const StepContext& ctx) const {
-    const std::int64_t N = tokens_, D = dim_;
-    Buffers& b = s.b;
-    std::uint64_t nq = 0, nk = 0, nqn = 0, nkn = 0;
-    for (std::int64_t n = 0; n < N; ++n) {
-        const float* p = b.proj.data() + n * 3 * D;
-        float *q = b.q.data() + n * D, *k = b.k.data() + n * D;
-        float *hq = s.hq.data() + n * D, *hk = s.hk.data() + n * D;
-        tsn_row(p, hq, q, D, qk_);
-        tsn_row(p + D, hk, k, D, qk_);
-        std::copy(p + 2 * D, p + 3 * D, b.v.data() + n * D);  // V stays a membrane potential
-        for (std::int64_t c = 0; c < D; ++c) {
-            nq += q[c] != 0.0f;
-            nk += k[c] != 0.0f;
-            nqn += q[c] < 0.0f;
-            nkn += k[c] < 0.0f;
+    simd::at_level([&] {
+        const std::int64_t N = tokens_, D = dim_;
+        Buffers& b = s.b;
+        std::uint64_t nq = 0, nk = 0, nqn = 0, nkn = 0;
+        for (std::int64_t n = 0; n < N; ++n) {
+            const float* p = b.proj.data() + n * 3 * D;
+            float *q = b.q.data() + n * D, *k = b.k.data() + n * D;
+            float *hq = s.hq.data() + n * D, *hk = s.hk.data() + n * D;
+            tsn_row(p, hq, q, D, qk_);
+            tsn_row(p + D, hk, k, D, qk_);
+            std::copy(p + 2 * D, p + 3 * D, b.v.data() + n * D);  // V stays a membrane potential
+            for (std::int64_t c = 0; c < D; ++c) {
+                nq += q[c] != 0.0f;
+                nk += k[c] != 0.0f;
+                nqn += q[c] < 0.0f;
+                nkn += k[c] < 0.0f;
+            }
         }
-    }
-    book_neurons(ctx, 2 * sz(N * D));
-    AttentionCounts& att = counts(ctx);
-    att.q_spikes += nq;
-    att.k_spikes += nk;
-    att.q_neg_spikes += nqn;
-    att.k_neg_spikes += nkn;
+        book_neurons(ctx, 2 * sz(N * D));
+        AttentionCounts& att = counts(ctx);
+        att.q_spikes += nq;
+        att.k_spikes += nk;
+        att.q_neg_spikes += nqn;
+        att.k_neg_spikes += nkn;
+    });
 }
 
 std::uint64_t BsaNode::score_head(State& s, std::int64_t h, Engine engine) const {
@@ -235,16 +237,18 @@ void BsaNode::book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) con
 }
 
 void BsaNode::fire_output(State& s, Activity& out, const StepContext& ctx) const {
-    std::vector<float>& y = s.b.y;
-    std::uint64_t neg = 0;
-    for (std::size_t i = 0; i < y.size(); ++i) {
-        y[i] = spiking::tsn_step(s.hout[i], y[i], out_);
-        neg += y[i] < 0.0f;
-    }
-    book_neurons(ctx, sz(tokens_ * dim_));
-    counts(ctx).out_neg_spikes += neg;
-    const auto spikes = emit(y, out);
-    book_spikes(ctx, spikes);
+    simd::at_level([&] {
+        std::vector<float>& y = s.b.y;
+        std::uint64_t neg = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) {
+            y[i] = spiking::tsn_step(s.hout[i], y[i], out_);
+            neg += y[i] < 0.0f;
+        }
+        book_neurons(ctx, sz(tokens_ * dim_));
+        counts(ctx).out_neg_spikes += neg;
+        const auto spikes = emit(y, out);
+        book_spikes(ctx, spikes);
+    });
 }
 
 }  // namespace ternion

@@ -5,6 +5,7 @@
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"
+#include "sim/simd/simd.hpp"
 
 namespace ternion {
 
@@ -69,26 +70,28 @@ void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
 }
 
 void SdsaNode::fire_qkv(State& s, const StepContext& ctx) const {
-    const std::int64_t N = tokens_, D = dim_;
-    Buffers& b = s.b;
-    std::uint64_t nq = 0, nk = 0, nv = 0;
-    for (std::int64_t n = 0; n < N; ++n) {
-        const float* p = b.proj.data() + n * 3 * D;
-        for (std::int64_t c = 0; c < D; ++c) {
-            const auto i = sz(n * D + c);
-            b.q[i] = spiking::lif_step(s.hq[i], p[c], lif_);
-            b.k[i] = spiking::lif_step(s.hk[i], p[D + c], lif_);
-            b.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_);
-            nq += b.q[i] != 0.0f;
-            nk += b.k[i] != 0.0f;
-            nv += b.v[i] != 0.0f;
+    simd::at_level([&] {
+        const std::int64_t N = tokens_, D = dim_;
+        Buffers& b = s.b;
+        std::uint64_t nq = 0, nk = 0, nv = 0;
+        for (std::int64_t n = 0; n < N; ++n) {
+            const float* p = b.proj.data() + n * 3 * D;
+            for (std::int64_t c = 0; c < D; ++c) {
+                const auto i = sz(n * D + c);
+                b.q[i] = spiking::lif_step(s.hq[i], p[c], lif_);
+                b.k[i] = spiking::lif_step(s.hk[i], p[D + c], lif_);
+                b.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_);
+                nq += b.q[i] != 0.0f;
+                nk += b.k[i] != 0.0f;
+                nv += b.v[i] != 0.0f;
+            }
         }
-    }
-    book_neurons(ctx, 3 * sz(N * D) + sz(D));
-    AttentionCounts& att = counts(ctx);
-    att.q_spikes += nq;
-    att.k_spikes += nk;
-    att.v_spikes += nv;
+        book_neurons(ctx, 3 * sz(N * D) + sz(D));
+        AttentionCounts& att = counts(ctx);
+        att.q_spikes += nq;
+        att.k_spikes += nk;
+        att.v_spikes += nv;
+    });
 }
 
 std::uint64_t SdsaNode::column_coincidences(const std::vector<float>& a,

@@ -6,6 +6,7 @@
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"
+#include "sim/simd/simd.hpp"
 
 namespace ternion {
 
@@ -130,69 +131,73 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
 }
 
 void SsaNode::fire_qkv(State& s, const StepContext& ctx) const {
-    const std::int64_t N = tokens_, D = dim_;
-    Buffers& b = s.b;
-    for (std::int64_t n = 0; n < N; ++n) {
-        const float* p = b.proj.data() + n * 3 * D;
-        spiking::lif_row(&s.hq[sz(n * D)], p, &b.q[sz(n * D)], D, lif_);
-        spiking::lif_row(&s.hk[sz(n * D)], p + D, &b.k[sz(n * D)], D, lif_);
-        spiking::lif_row(&s.hv[sz(n * D)], p + 2 * D, &b.v[sz(n * D)], D, lif_);
-    }
-    std::uint64_t nq = 0, nk = 0, nv = 0;
-    for (std::size_t i = 0; i < b.q.size(); ++i) {
-        nq += b.q[i] != 0.0f;
-        nk += b.k[i] != 0.0f;
-        nv += b.v[i] != 0.0f;
-    }
-    book_neurons(ctx, 3 * sz(N * D));
-    AttentionCounts& att = counts(ctx);
-    att.q_spikes += nq;
-    att.k_spikes += nk;
-    att.v_spikes += nv;
+    simd::at_level([&] {
+        const std::int64_t N = tokens_, D = dim_;
+        Buffers& b = s.b;
+        for (std::int64_t n = 0; n < N; ++n) {
+            const float* p = b.proj.data() + n * 3 * D;
+            spiking::lif_row(&s.hq[sz(n * D)], p, &b.q[sz(n * D)], D, lif_);
+            spiking::lif_row(&s.hk[sz(n * D)], p + D, &b.k[sz(n * D)], D, lif_);
+            spiking::lif_row(&s.hv[sz(n * D)], p + 2 * D, &b.v[sz(n * D)], D, lif_);
+        }
+        std::uint64_t nq = 0, nk = 0, nv = 0;
+        for (std::size_t i = 0; i < b.q.size(); ++i) {
+            nq += b.q[i] != 0.0f;
+            nk += b.k[i] != 0.0f;
+            nv += b.v[i] != 0.0f;
+        }
+        book_neurons(ctx, 3 * sz(N * D));
+        AttentionCounts& att = counts(ctx);
+        att.q_spikes += nq;
+        att.k_spikes += nk;
+        att.v_spikes += nv;
+    });
 }
 
 void SsaNode::build_masks(State& s, std::int64_t h) const {
-    const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
-    const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
-    // Both masks are built from contiguous runs of the head's channels, in loops without a
-    // branch the compiler can vectorise: spikes fire at 20-35 %, where a branch per test
-    // mispredicts often. Column words are word-major so that one token updates dh consecutive
-    // words.
-    std::fill(s.kt.begin(), s.kt.end(), 0);
-    std::fill(s.vt.begin(), s.vt.end(), 0);
-    std::fill(s.qt.begin(), s.qt.end(), 0);
-    for (std::int64_t n = 0; n < N; ++n) {
-        const float* qn = &s.b.q[sz(n * D + c0)];
-        const float* kn = &s.b.k[sz(n * D + c0)];
-        const float* vn = &s.b.v[sz(n * D + c0)];
-        for (std::int64_t w = 0; w < W; ++w) {
-            const std::int64_t cb = 64 * w, ce = std::min(dh, cb + 64);
-            std::uint64_t mq = 0, mk = 0, mv = 0;
-            for (std::int64_t c = cb; c < ce; ++c) {
-                mq |= std::uint64_t{qn[c] != 0.0f} << (c - cb);
-                mk |= std::uint64_t{kn[c] != 0.0f} << (c - cb);
-                mv |= std::uint64_t{vn[c] != 0.0f} << (c - cb);
+    simd::at_level([&] {
+        const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
+        const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
+        // Both masks are built from contiguous runs of the head's channels, in loops without a
+        // branch the compiler can vectorise: spikes fire at 20-35 %, where a branch per test
+        // mispredicts often. Column words are word-major so that one token updates dh consecutive
+        // words.
+        std::fill(s.kt.begin(), s.kt.end(), 0);
+        std::fill(s.vt.begin(), s.vt.end(), 0);
+        std::fill(s.qt.begin(), s.qt.end(), 0);
+        for (std::int64_t n = 0; n < N; ++n) {
+            const float* qn = &s.b.q[sz(n * D + c0)];
+            const float* kn = &s.b.k[sz(n * D + c0)];
+            const float* vn = &s.b.v[sz(n * D + c0)];
+            for (std::int64_t w = 0; w < W; ++w) {
+                const std::int64_t cb = 64 * w, ce = std::min(dh, cb + 64);
+                std::uint64_t mq = 0, mk = 0, mv = 0;
+                for (std::int64_t c = cb; c < ce; ++c) {
+                    mq |= std::uint64_t{qn[c] != 0.0f} << (c - cb);
+                    mk |= std::uint64_t{kn[c] != 0.0f} << (c - cb);
+                    mv |= std::uint64_t{vn[c] != 0.0f} << (c - cb);
+                }
+                s.qm[sz(n * W + w)] = mq;
+                s.km[sz(n * W + w)] = mk;
+                s.vm[sz(n * W + w)] = mv;
             }
-            s.qm[sz(n * W + w)] = mq;
-            s.km[sz(n * W + w)] = mk;
-            s.vm[sz(n * W + w)] = mv;
+            const int bit = static_cast<int>(n % 64);
+            std::uint64_t* qt = &s.qt[sz(n / 64 * dh)];
+            std::uint64_t* kt = &s.kt[sz(n / 64 * dh)];
+            std::uint64_t* vt = &s.vt[sz(n / 64 * dh)];
+            for (std::int64_t c = 0; c < dh; ++c) {
+                qt[c] |= std::uint64_t{qn[c] != 0.0f} << bit;
+                kt[c] |= std::uint64_t{kn[c] != 0.0f} << bit;
+                vt[c] |= std::uint64_t{vn[c] != 0.0f} << bit;
+            }
         }
-        const int bit = static_cast<int>(n % 64);
-        std::uint64_t* qt = &s.qt[sz(n / 64 * dh)];
-        std::uint64_t* kt = &s.kt[sz(n / 64 * dh)];
-        std::uint64_t* vt = &s.vt[sz(n / 64 * dh)];
+        // Query spikes per channel (s.cnt), key spikes per channel (kcnt).
+        std::uint32_t* kcnt = s.cnt.data() + dh;
         for (std::int64_t c = 0; c < dh; ++c) {
-            qt[c] |= std::uint64_t{qn[c] != 0.0f} << bit;
-            kt[c] |= std::uint64_t{kn[c] != 0.0f} << bit;
-            vt[c] |= std::uint64_t{vn[c] != 0.0f} << bit;
+            s.cnt[sz(c)] = static_cast<std::uint32_t>(popcount(&s.qt[sz(c)], NW, dh));
+            kcnt[c] = static_cast<std::uint32_t>(popcount(&s.kt[sz(c)], NW, dh));
         }
-    }
-    // Query spikes per channel (s.cnt), key spikes per channel (kcnt).
-    std::uint32_t* kcnt = s.cnt.data() + dh;
-    for (std::int64_t c = 0; c < dh; ++c) {
-        s.cnt[sz(c)] = static_cast<std::uint32_t>(popcount(&s.qt[sz(c)], NW, dh));
-        kcnt[c] = static_cast<std::uint32_t>(popcount(&s.kt[sz(c)], NW, dh));
-    }
+    });
 }
 
 void SsaNode::keep_scores(State& s, std::int64_t h) const {
@@ -251,54 +256,58 @@ SsaNode::AssociationCost SsaNode::association_cost(State& s) const {
 }
 
 void SsaNode::multiply_head(State& s, std::int64_t h, bool qk_first, Engine engine) const {
-    // Small integers, identical for both associations and engines.
-    const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
-    const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
-    std::int32_t* S = s.s.data();
-    std::int32_t* Y = s.yi.data();
-    std::fill(s.yi.begin(), s.yi.end(), 0);
-    if (engine == Engine::dense) {
-        spiking_detail::dense_scores(s.b.q.data(), s.b.k.data(), N, D, c0, dh, S);
-        for (std::int64_t i = 0; i < N; ++i)
+    simd::at_level([&] {
+        // Small integers, identical for both associations and engines.
+        const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
+        const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
+        std::int32_t* S = s.s.data();
+        std::int32_t* Y = s.yi.data();
+        std::fill(s.yi.begin(), s.yi.end(), 0);
+        if (engine == Engine::dense) {
+            spiking_detail::dense_scores(s.b.q.data(), s.b.k.data(), N, D, c0, dh, S);
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j)
+                    for (std::int64_t c = 0; c < dh; ++c)
+                        Y[i * dh + c] +=
+                            S[i * N + j] * static_cast<std::int32_t>(s.b.v[sz(j * D + c0 + c)]);
+        } else if (qk_first) {
+            std::fill(S, S + N * N, 0);
+            for (std::int64_t i = 0; i < N; ++i)
+                for_bits(&s.qm[sz(i * W)], W, [&](std::int64_t c) {
+                    for_bits(
+                        &s.kt[sz(c)], NW, [&](std::int64_t j) { ++S[i * N + j]; }, dh);
+                });
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t j = 0; j < N; ++j)
+                    if (const std::int32_t a = S[i * N + j])
+                        for_bits(&s.vm[sz(j * W)], W, [&](std::int64_t c) { Y[i * dh + c] += a; });
+        } else {
+            std::fill(S, S + dh * dh, 0);
             for (std::int64_t j = 0; j < N; ++j)
-                for (std::int64_t c = 0; c < dh; ++c)
-                    Y[i * dh + c] +=
-                        S[i * N + j] * static_cast<std::int32_t>(s.b.v[sz(j * D + c0 + c)]);
-    } else if (qk_first) {
-        std::fill(S, S + N * N, 0);
+                for_bits(&s.km[sz(j * W)], W, [&](std::int64_t c) {
+                    for_bits(&s.vm[sz(j * W)], W, [&](std::int64_t c2) { ++S[c * dh + c2]; });
+                });
+            for (std::int64_t i = 0; i < N; ++i)
+                for_bits(&s.qm[sz(i * W)], W, [&](std::int64_t c) {
+                    for (std::int64_t c2 = 0; c2 < dh; ++c2) Y[i * dh + c2] += S[c * dh + c2];
+                });
+        }
         for (std::int64_t i = 0; i < N; ++i)
-            for_bits(&s.qm[sz(i * W)], W, [&](std::int64_t c) {
-                for_bits(
-                    &s.kt[sz(c)], NW, [&](std::int64_t j) { ++S[i * N + j]; }, dh);
-            });
-        for (std::int64_t i = 0; i < N; ++i)
-            for (std::int64_t j = 0; j < N; ++j)
-                if (const std::int32_t a = S[i * N + j])
-                    for_bits(&s.vm[sz(j * W)], W, [&](std::int64_t c) { Y[i * dh + c] += a; });
-    } else {
-        std::fill(S, S + dh * dh, 0);
-        for (std::int64_t j = 0; j < N; ++j)
-            for_bits(&s.km[sz(j * W)], W, [&](std::int64_t c) {
-                for_bits(&s.vm[sz(j * W)], W, [&](std::int64_t c2) { ++S[c * dh + c2]; });
-            });
-        for (std::int64_t i = 0; i < N; ++i)
-            for_bits(&s.qm[sz(i * W)], W, [&](std::int64_t c) {
-                for (std::int64_t c2 = 0; c2 < dh; ++c2) Y[i * dh + c2] += S[c * dh + c2];
-            });
-    }
-    for (std::int64_t i = 0; i < N; ++i)
-        for (std::int64_t c = 0; c < dh; ++c)
-            s.b.y[sz(i * D + c0 + c)] = static_cast<float>(Y[i * dh + c]) * scale_;
+            for (std::int64_t c = 0; c < dh; ++c)
+                s.b.y[sz(i * D + c0 + c)] = static_cast<float>(Y[i * dh + c]) * scale_;
+    });
 }
 
 void SsaNode::fire_output(State& s, Activity& out, const StepContext& ctx) const {
-    // Attention LIF; the scale is a power of two folded into its threshold in hardware terms,
-    // so it is not counted as an operation (docs/bsa.md).
-    std::vector<float>& y = s.b.y;
-    for (std::size_t i = 0; i < y.size(); ++i) y[i] = spiking::lif_step(s.hout[i], y[i], attn_);
-    book_neurons(ctx, sz(tokens_ * dim_));
-    const auto spikes = emit(y, out);
-    book_spikes(ctx, spikes);
+    simd::at_level([&] {
+        // Attention LIF; the scale is a power of two folded into its threshold in hardware terms,
+        // so it is not counted as an operation (docs/bsa.md).
+        std::vector<float>& y = s.b.y;
+        for (std::size_t i = 0; i < y.size(); ++i) y[i] = spiking::lif_step(s.hout[i], y[i], attn_);
+        book_neurons(ctx, sz(tokens_ * dim_));
+        const auto spikes = emit(y, out);
+        book_spikes(ctx, spikes);
+    });
 }
 
 }  // namespace ternion

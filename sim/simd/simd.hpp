@@ -84,11 +84,50 @@ struct Table {
                                     std::uint32_t* out);
 };
 
+// Elementwise loops outside the kernels (neuron updates, attention neurons): at_level(f) runs
+// f(), a lambda, in a copy compiled for the kernels' level. `flatten` inlines everything f
+// calls into that copy, so the compiler vectorises it with the level's instructions; the
+// closure type is the caller's own, so no other code can link to these copies. Same operations
+// in the same order at every level: elementwise loops round alike whatever the vector width.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TERNION_SIMD_V3_ISA "avx2,fma,bmi,bmi2,f16c,movbe,lzcnt"
+#define TERNION_SIMD_V4_ISA TERNION_SIMD_V3_ISA ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
+template <class F>
+[[gnu::target(TERNION_SIMD_V4_ISA), gnu::flatten]] void run_v4(const F& f) {
+    f();
+}
+template <class F>
+[[gnu::target(TERNION_SIMD_V3_ISA), gnu::flatten]] void run_v3(const F& f) {
+    f();
+}
+#endif
+template <class F>
+[[gnu::flatten]] void run_v2(const F& f) {
+    f();
+}
+
 // The kernels in use: the CPU's best level, or TERNION_ISA's. Chosen at the first call; throws
 // std::runtime_error when TERNION_ISA is not a level or asks for more than the CPU runs.
 const Table& kernels();
 inline Level level() {
     return kernels().level;
+}
+
+template <class F>
+void at_level(const F& f) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (level()) {
+        case Level::v4:
+            run_v4(f);
+            return;
+        case Level::v3:
+            run_v3(f);
+            return;
+        case Level::v2:
+            break;
+    }
+#endif
+    run_v2(f);
 }
 
 }  // namespace ternion::simd

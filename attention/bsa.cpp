@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
-#include <cstring>
-#include <type_traits>
 
 #include "attention/spiking_attention.hpp"
 #include "attention/spiking_attention_internal.hpp"

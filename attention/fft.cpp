@@ -11,6 +11,8 @@
 
 #if defined(__AVX__)
 #include <immintrin.h>
+
+#include "sim/simd/transpose.hpp"
 #endif
 
 namespace ternion::ann {
@@ -178,32 +180,14 @@ namespace {
 // Eight floats, one AVX2 register (two SSE registers on the baseline ISA).
 using v8 = float __attribute__((vector_size(32)));
 
-// Through a reference, not returned by value: a function returning a 32-byte vector changes the
-// calling convention below AVX (GCC's -Wpsabi).
-inline void splat(v8& v, float a) {
-    v = v8{a, a, a, a, a, a, a, a};
-}
-
 // r[k][l] <-> r[l][k]: eight channels of eight consecutive samples become eight lane vectors
 // of one sample each, and back (a transpose is its own inverse).
 inline void transpose8(v8* r) {
 #if defined(__AVX__)
-    __m256 a[8], b[8];
+    __m256 a[8];
     for (int i = 0; i < 8; ++i) a[i] = reinterpret_cast<__m256>(r[i]);
-    for (int i = 0; i < 8; i += 2) {
-        b[i] = _mm256_unpacklo_ps(a[i], a[i + 1]);
-        b[i + 1] = _mm256_unpackhi_ps(a[i], a[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        a[i] = _mm256_shuffle_ps(b[i], b[i + 2], 0x44);
-        a[i + 1] = _mm256_shuffle_ps(b[i], b[i + 2], 0xEE);
-        a[i + 2] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0x44);
-        a[i + 3] = _mm256_shuffle_ps(b[i + 1], b[i + 3], 0xEE);
-    }
-    for (int i = 0; i < 4; ++i) {
-        r[i] = reinterpret_cast<v8>(_mm256_permute2f128_ps(a[i], a[i + 4], 0x20));
-        r[i + 4] = reinterpret_cast<v8>(_mm256_permute2f128_ps(a[i], a[i + 4], 0x31));
-    }
+    simd::transpose8(a);
+    for (int i = 0; i < 8; ++i) r[i] = reinterpret_cast<v8>(a[i]);
 #else
     for (int i = 0; i < 8; ++i)
         for (int j = i + 1; j < 8; ++j) {
@@ -310,15 +294,9 @@ inline void dif4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
             continue;
         }
         const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
-        v8 w1r, w1i;
-        splat(w1r, w1.real());
-        splat(w1i, w1.imag());
-        v8 w2r, w2i;
-        splat(w2r, w2.real());
-        splat(w2i, w2.imag());
-        v8 w3r, w3i;
-        splat(w3r, w3.real());
-        splat(w3i, w3.imag());
+        const float w1r = w1.real(), w1i = w1.imag();
+        const float w2r = w2.real(), w2i = w2.imag();
+        const float w3r = w3.real(), w3i = w3.imag();
         const v8 t1r = cr + di, t1i = ci - dr;  // c - i d
         const v8 t2r = ar - br, t2i = ai - bi;  // a - b
         const v8 t3r = cr - di, t3i = ci + dr;  // c + i d
@@ -341,15 +319,9 @@ inline void dit4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
         v8 y3r = re[j3], y3i = im[j3];
         if (j != 0) {
             const cfloat w1 = T[j * ts], w2 = T[2 * j * ts], w3 = T[3 * j * ts];
-            v8 w1r, w1i;
-            splat(w1r, w1.real());
-            splat(w1i, w1.imag());
-            v8 w2r, w2i;
-            splat(w2r, w2.real());
-            splat(w2i, w2.imag());
-            v8 w3r, w3i;
-            splat(w3r, w3.real());
-            splat(w3i, w3.imag());
+            const float w1r = w1.real(), w1i = w1.imag();
+            const float w2r = w2.real(), w2i = w2.imag();
+            const float w3r = w3.real(), w3i = w3.imag();
             const v8 u1r = y1r * w1r + y1i * w1i, u1i = y1i * w1r - y1r * w1i;
             const v8 u2r = y2r * w2r + y2i * w2i, u2i = y2i * w2r - y2r * w2i;
             const v8 u3r = y3r * w3r + y3i * w3i, u3i = y3i * w3r - y3r * w3i;
@@ -370,7 +342,7 @@ inline void dit4(v8* re, v8* im, std::int64_t q, const cfloat* T, std::int64_t t
 }
 
 inline void times(v8& xr, v8& xi, float zr, float zi) {
-    const v8 r = xr * zr - xi * zi;  // a scalar operand acts as its splat
+    const v8 r = xr * zr - xi * zi;
     xi = xr * zi + xi * zr;
     xr = r;
 }

@@ -1,8 +1,9 @@
 // Event convolution of binary spike maps, gathered per output: for one output row, the
 // non-zero inputs are sorted into per-position lists of weight rows (input channel, kernel row,
-// kernel column, ascending), and each position then sums its list with up to 192 output
-// channels held in registers. The scatter it replaces loads and stores every output channel's
-// running sum once per input tap; here a tap costs one load and one add per 16 channels. Each
+// kernel column, ascending), and each position then sums its list with up to 12 vectors of
+// output channels held in registers (sim/simd: 192 channels with AVX-512). The scatter it
+// replaces loads and stores every output channel's running sum once per input tap; here a tap
+// costs one load and one add per vector of channels. Each
 // output sums its inputs in ascending input order from zero, as the scatter, the direct tile
 // and the dense gather do, so the result is the same bit for bit.
 #pragma once

@@ -3,7 +3,6 @@
 #include "sim/simd/simd.hpp"
 
 #include <algorithm>
-#include <cstring>
 
 namespace ternion {
 

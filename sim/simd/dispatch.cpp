@@ -1,4 +1,5 @@
 // Which level's kernels run: the CPU's best, or a lower one that TERNION_ISA asks for.
+#include <atomic>
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -20,32 +21,23 @@ const Table& table();
 }
 #endif
 
-const char* level_name(Level l) {
-    switch (l) {
-        case Level::v4:
-            return "x86-64-v4 (AVX-512)";
-        case Level::v3:
-            return "x86-64-v3 (AVX2, FMA)";
-        case Level::v2:
-            break;
-    }
+namespace {
+// Indexed by the level's number.
 #if TERNION_SIMD_X86
-    return "x86-64-v2 (SSE4.2)";
+constexpr const char* kNames[] = {"", "", "x86-64-v2 (SSE4.2)", "x86-64-v3 (AVX2, FMA)",
+                                  "x86-64-v4 (AVX-512)"};
 #else
-    return "portable";
+constexpr const char* kNames[] = {"", "", "portable", "", ""};
 #endif
+constexpr const char* kShort[] = {"", "", "v2", "v3", "v4"};
+}  // namespace
+
+const char* level_name(Level l) {
+    return kNames[static_cast<int>(l)];
 }
 
 const char* short_name(Level l) {
-    switch (l) {
-        case Level::v4:
-            return "v4";
-        case Level::v3:
-            return "v3";
-        case Level::v2:
-            break;
-    }
-    return "v2";
+    return kShort[static_cast<int>(l)];
 }
 
 Level detect() {
@@ -100,9 +92,15 @@ const Table& table_of(Level l) {
 
 }  // namespace
 
-const Table& kernels() {
-    static const Table& t = table_of(choose());
-    return t;
+namespace detail {
+std::atomic<const Table*> active{nullptr};
+
+const Table& choose_table() {
+    // Racing first calls choose the same table; the first to store it wins, the others agree.
+    const Table* t = &table_of(choose());
+    active.store(t, std::memory_order_relaxed);
+    return *t;
 }
+}  // namespace detail
 
 }  // namespace ternion::simd

@@ -1,8 +1,9 @@
 // The kernels of sim/simd/simd.hpp for one instruction-set level. This file is compiled once per
 // level (sim/simd/CMakeLists.txt) with that level's -march and TERNION_SIMD_LEVEL = 2, 3 or 4;
-// everything in it lives in that level's namespace, and it includes no header with inline code
-// of ternion's or a library's, so that no out-of-line copy compiled for a higher level can stand
-// in for a lower one's at link time (tests/sim/simd_symbols.sh checks the object files).
+// everything in it lives in that level's namespace, and the only inline code of other headers it
+// uses is always inlined (sim/simd/transpose.hpp), so that no out-of-line copy compiled for a
+// higher level can stand in for a lower one's at link time (tests/sim/simd_symbols.sh checks
+// the object files).
 //
 // Register budgets (vector registers: 16 below AVX-512, 32 with it):
 //   direct tile  Co x Nv sums + Nv inputs + 1 broadcast weight (+1 product without FMA)
@@ -20,6 +21,8 @@
 #include "sim/simd/simd.hpp"
 #if TERNION_SIMD_LEVEL >= 3
 #include <immintrin.h>
+
+#include "sim/simd/transpose.hpp"
 #endif
 
 #if TERNION_SIMD_LEVEL == 4
@@ -127,56 +130,6 @@ void gather_sums(const float* w, std::int64_t ld, const std::uint32_t* e, std::u
     }
 }
 
-#if TERNION_SIMD_LEVEL == 4
-// r[i] = row i of a 16 x 16 block; afterwards r[j] = its column j.
-inline void transpose16(__m512 r[16]) {
-    __m512 t[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    // Each 128-bit lane L of r[4a + b] then holds column 4L + b of rows 4a .. 4a + 3.
-    for (int i = 0; i < 16; i += 4) {
-        r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-        r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    for (int b = 0; b < 4; ++b) {
-        const __m512 even_lo = _mm512_shuffle_f32x4(r[b], r[4 + b], 0x88);
-        const __m512 even_hi = _mm512_shuffle_f32x4(r[8 + b], r[12 + b], 0x88);
-        const __m512 odd_lo = _mm512_shuffle_f32x4(r[b], r[4 + b], 0xDD);
-        const __m512 odd_hi = _mm512_shuffle_f32x4(r[8 + b], r[12 + b], 0xDD);
-        t[b] = _mm512_shuffle_f32x4(even_lo, even_hi, 0x88);
-        t[8 + b] = _mm512_shuffle_f32x4(even_lo, even_hi, 0xDD);
-        t[4 + b] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0x88);
-        t[12 + b] = _mm512_shuffle_f32x4(odd_lo, odd_hi, 0xDD);
-    }
-    for (int i = 0; i < 16; ++i) r[i] = t[i];
-}
-#elif TERNION_SIMD_LEVEL == 3
-// r[i] = row i of an 8 x 8 block; afterwards r[j] = its column j.
-inline void transpose8(__m256 r[8]) {
-    __m256 t[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    __m256 u[8];
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm256_shuffle_ps(t[i], t[i + 2], 0xEE);
-        u[i + 2] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm256_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-    }
-    // u[4a + b], 128-bit half h: column 4h + b of rows 4a .. 4a + 3.
-    for (int b = 0; b < 4; ++b) {
-        r[b] = _mm256_permute2f128_ps(u[b], u[4 + b], 0x20);
-        r[4 + b] = _mm256_permute2f128_ps(u[b], u[4 + b], 0x31);
-    }
-}
-#endif
-
 // Blocks of L columns by L channels transposed in registers where the level has a transpose;
 // the rest one by one. Each stored value is its sum, plus the bias after it.
 void gather_store(const float* sums, std::int64_t ld, std::int64_t ow, std::int64_t cout,
@@ -187,7 +140,7 @@ void gather_store(const float* sums, std::int64_t ld, std::int64_t ow, std::int6
         for (std::int64_t co0 = 0; co0 < cout; co0 += 16) {
             __m512 r[16];
             for (int i = 0; i < 16; ++i) r[i] = _mm512_load_ps(sums + (ox0 + i) * ld + co0);
-            transpose16(r);
+            simd::transpose16(r);
             const int nc = static_cast<int>(lmin(16, cout - co0));
             for (int c = 0; c < nc; ++c) {
                 if (bias) r[c] = _mm512_add_ps(r[c], _mm512_set1_ps(bias[co0 + c]));
@@ -199,7 +152,7 @@ void gather_store(const float* sums, std::int64_t ld, std::int64_t ow, std::int6
         for (std::int64_t co0 = 0; co0 < cout; co0 += 8) {
             __m256 r[8];
             for (int i = 0; i < 8; ++i) r[i] = _mm256_load_ps(sums + (ox0 + i) * ld + co0);
-            transpose8(r);
+            simd::transpose8(r);
             const int nc = static_cast<int>(lmin(8, cout - co0));
             for (int c = 0; c < nc; ++c) {
                 if (bias) r[c] = _mm256_add_ps(r[c], _mm256_set1_ps(bias[co0 + c]));

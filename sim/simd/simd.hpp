@@ -8,6 +8,7 @@
 // differ, shaped for each level's register file (16 vector registers below AVX-512, 32 with it).
 // This room depends on nothing else of ternion: its arguments are plain pointers and sizes.
 #pragma once
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 
@@ -106,9 +107,18 @@ template <class F>
     f();
 }
 
+namespace detail {
+extern std::atomic<const Table*> active;  // null until the first call of kernels()
+const Table& choose_table();
+}  // namespace detail
+
 // The kernels in use: the CPU's best level, or TERNION_ISA's. Chosen at the first call; throws
-// std::runtime_error when TERNION_ISA is not a level or asks for more than the CPU runs.
-const Table& kernels();
+// std::runtime_error when TERNION_ISA is not a level or asks for more than the CPU runs. Inline:
+// per-mask callers (index lists) pay one load, not a call.
+inline const Table& kernels() {
+    const Table* t = detail::active.load(std::memory_order_relaxed);
+    return t ? *t : detail::choose_table();
+}
 inline Level level() {
     return kernels().level;
 }

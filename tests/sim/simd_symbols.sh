@@ -14,9 +14,12 @@ out=$(nm -A -C --defined-only "$lib" | awk '
     member ~ /kernels\.cpp\.o$/ && type ~ /^[A-Z]$|^[uvVwW]$/ && name !~ /^ternion::simd::v[0-9]+::/ &&
         name !~ /^DW\.ref\.__gxx_personality_v0$/ {
         print member ": " type " " name }')
+# Every kernel object must define its level's table: the check above would pass on an archive
+# that lost its kernels.
+objects=$(ar t "$lib" | grep -c 'kernels\.cpp\.o$' || true)
 n=$(nm -A -C --defined-only "$lib" | grep -c 'kernels\.cpp\.o:.* T ternion::simd::v[0-9]*::table()' || true)
-if [ "$n" -lt 1 ]; then
-    echo "simd_symbols: no level's table() found in $lib" >&2
+if [ "$objects" -lt 1 ] || [ "$n" -ne "$objects" ]; then
+    echo "simd_symbols: $objects kernel objects but $n level tables in $lib" >&2
     exit 1
 fi
 if [ -n "$out" ]; then

@@ -41,6 +41,15 @@ typedef float vf __attribute__((vector_size(4 * L)));
 typedef std::int32_t vi __attribute__((vector_size(4 * L)));
 typedef float vfu __attribute__((vector_size(4 * L), aligned(4)));  // unaligned
 
+// Whole-vector loads and stores at any float address: plain moves (a memcpy into a vector array
+// made GCC copy through the stack and keep the sums in memory across the loop).
+inline void loadu(vf& v, const float* p) {
+    v = *reinterpret_cast<const vfu*>(p);
+}
+inline void storeu(float* p, const vf& v) {
+    *reinterpret_cast<vfu*>(p) = v;
+}
+
 constexpr std::int64_t lmin(std::int64_t a, std::int64_t b) {
     return a < b ? a : b;
 }
@@ -84,13 +93,14 @@ void direct(const DirectTileArgs& a) {
             for (std::int64_t kx = 0; kx < a.kw; ++kx) {
                 const std::int64_t off = cl * a.plane + ky * a.Wp + kx;
                 vf x[Nv];
-                for (int v = 0; v < Nv; ++v) std::memcpy(&x[v], xv[v] + off, sizeof(vf));
+                for (int v = 0; v < Nv; ++v) loadu(x[v], xv[v] + off);
                 const float* w = wc + (ky * a.kw + kx) * Co;
                 for (int j = 0; j < Co; ++j)
                     for (int v = 0; v < Nv; ++v) madd(acc[j][v], x[v], w[j]);
             }
     }
-    std::memcpy(a.out, acc, sizeof acc);
+    for (int j = 0; j < Co; ++j)
+        for (int v = 0; v < Nv; ++v) storeu(a.out + (j * Nv + v) * L, acc[j][v]);
 }
 
 void direct_tile(int shape, const DirectTileArgs& a) {
@@ -113,7 +123,7 @@ void sum_list(const float* __restrict w, std::int64_t ld, const std::uint32_t* _
         const vf* r = reinterpret_cast<const vf*>(w + static_cast<std::int64_t>(e[k]) * ld);
         for (int v = 0; v < NV; ++v) acc[v] += r[v];
     }
-    std::memcpy(sums, acc, sizeof acc);
+    for (int v = 0; v < NV; ++v) storeu(sums + v * L, acc[v]);
 }
 
 using SumList = void (*)(const float*, std::int64_t, const std::uint32_t*, std::uint32_t, float*);
@@ -371,7 +381,8 @@ void dense_tile(const float* __restrict P, std::int64_t o0, const float* __restr
     if (bias && !bias_first)
         for (int r = 0; r < R; ++r)
             for (int v = 0; v < kDenseVectors; ++v) acc[r][v] += bias[v];
-    for (int r = 0; r < R; ++r) std::memcpy(sums + r * 64 + o0, acc[r], sizeof acc[r]);
+    for (int r = 0; r < R; ++r)
+        for (int v = 0; v < kDenseVectors; ++v) storeu(sums + r * 64 + o0 + v * L, acc[r][v]);
 }
 
 void dense_rows(const TokenRowsArgs& a) {
@@ -426,7 +437,7 @@ void scores(const float* q, std::int64_t D, const float* kt, std::int64_t np, st
             for (int v = 0; v < kBsaVectors; ++v) acc[r][v] = vf{};
         for (std::int64_t c = 0; c < dh; ++c) {
             vf k[kBsaVectors];
-            std::memcpy(k, kt + c * np + j0, sizeof k);
+            for (int v = 0; v < kBsaVectors; ++v) loadu(k[v], kt + c * np + j0 + v * L);
             for (int r = 0; r < R; ++r) {
                 const float x = q[r * D + c];
                 for (int v = 0; v < kBsaVectors; ++v) acc[r][v] += x * k[v];
@@ -455,11 +466,12 @@ void mix(const float* const* w, const float* __restrict v, std::int64_t N, std::
             for (int u = 0; u < kBsaVectors; ++u) acc[r][u] = vf{};
         for (std::int64_t j = 0; j < N; ++j) {
             vf x[kBsaVectors];
-            std::memcpy(x, v + j * D + c0, sizeof x);
+            for (int u = 0; u < kBsaVectors; ++u) loadu(x[u], v + j * D + c0 + u * L);
             for (int r = 0; r < R; ++r)
                 for (int u = 0; u < kBsaVectors; ++u) acc[r][u] += w[r][j] * x[u];
         }
-        for (int r = 0; r < R; ++r) std::memcpy(out + r * ld + c0, acc[r], sizeof acc[r]);
+        for (int r = 0; r < R; ++r)
+            for (int u = 0; u < kBsaVectors; ++u) storeu(out + r * ld + c0 + u * L, acc[r][u]);
     }
     for (; c0 < dh; ++c0)  // channels past the last block (heads of other widths)
         for (int r = 0; r < R; ++r) {

@@ -1,6 +1,7 @@
 #include "neuron/neurons.hpp"
 
 #include "neuron/kernels.hpp"
+#include "sim/simd/simd.hpp"
 
 #include <algorithm>
 #include <bit>
@@ -398,64 +399,66 @@ class LifNode final : public NeuronBase {
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
-        float* v = st.v.data();
-        const float *a = a_.data(), *g = g_.data(), *c = c_.data();
-        if (norse_) {
-            // Norse's float32 order: v + dt/tau ((x + v_leak) - v) (LIFBox, lif_box.py 100),
-            // v + dt/tau ((v_leak - v) + x) for the leaky integrator (leaky_integrator_box.py
-            // 89); g holds float32(dt) * float32(1/tau) as Norse's tau_mem_inv gives it.
-            const float *vl = leak_.data(), *r = r_.data();
-            if (integrator_)
-                for (std::int64_t k = b0; k < b1; ++k)
-                    v[k] = v[k] + g[k] * ((vl[k] - v[k]) + r[k] * x[k]);
-            else
-                for (std::int64_t k = b0; k < b1; ++k)
-                    v[k] = v[k] + g[k] * ((r[k] * x[k] + vl[k]) - v[k]);
-            fire_and_reset(v, th_.data(), vr_.data(), out, b0, b1, spikes);
-            return;
-        }
-        if (delay_ || snn_) {
-            // snnTorch's Leaky.forward (leaky.py 209-229): the reset signal r comes from the
-            // previous membrane; subtract r*threshold after the update, or zero the membrane
-            // before it. Without reset_delay the step's own spike s then resets at once, by
-            // s - r (snnTorch's "avoid double reset"). RLeaky (rleaky.py 394-408) adds its
-            // recurrent input to beta*mem + input, and its zero reset zeroes the updated
-            // membrane, not the previous one.
-            const bool sub = reset_ == ResetMode::subtract;
-            const float* rec = st.recurrent;
-            for (std::int64_t k = b0; k < b1; ++k) {
-                const auto u = static_cast<std::size_t>(k);
-                const bool was = fires(v[k], th_[u]);
-                float vk;
-                if (sub || rec) {
-                    vk = a[k] * v[k] + g[k] * x[k];
-                    if (has_leak_) vk += c[k];
-                    if (rec) vk += g[k] * rec[k];
-                    if (was) vk = sub ? vk - th_[u] : vr_[u];
-                } else {
-                    vk = a[k] * (was ? vr_[u] : v[k]) + g[k] * x[k];
-                    if (has_leak_) vk += c[k];
-                }
-                const bool now = fires(vk, th_[u]);
-                if (!delay_ && now != was) {
-                    const float d = now ? 1.0f : -1.0f;
-                    vk = sub ? vk - d * th_[u] : vk - d * vk;
-                }
-                v[k] = vk;
-                out[k] = 0.0f;
-                if (now) {
-                    out[k] = 1.0f;
-                    spikes.push_back(static_cast<std::uint32_t>(k));
-                }
+        simd::at_level([&] {
+            float* v = st.v.data();
+            const float *a = a_.data(), *g = g_.data(), *c = c_.data();
+            if (norse_) {
+                // Norse's float32 order: v + dt/tau ((x + v_leak) - v) (LIFBox, lif_box.py 100),
+                // v + dt/tau ((v_leak - v) + x) for the leaky integrator (leaky_integrator_box.py
+                // 89); g holds float32(dt) * float32(1/tau) as Norse's tau_mem_inv gives it.
+                const float *vl = leak_.data(), *r = r_.data();
+                if (integrator_)
+                    for (std::int64_t k = b0; k < b1; ++k)
+                        v[k] = v[k] + g[k] * ((vl[k] - v[k]) + r[k] * x[k]);
+                else
+                    for (std::int64_t k = b0; k < b1; ++k)
+                        v[k] = v[k] + g[k] * ((r[k] * x[k] + vl[k]) - v[k]);
+                fire_and_reset(v, th_.data(), vr_.data(), out, b0, b1, spikes);
+                return;
             }
-            return;
-        }
-        // Integrate (branch-free, vectorised), then look for threshold crossings.
-        if (has_leak_)
-            for (std::int64_t k = b0; k < b1; ++k) v[k] = a[k] * v[k] + g[k] * x[k] + c[k];
-        else
-            for (std::int64_t k = b0; k < b1; ++k) v[k] = a[k] * v[k] + g[k] * x[k];
-        fire_and_reset(v, th_.data(), vr_.data(), out, b0, b1, spikes);
+            if (delay_ || snn_) {
+                // snnTorch's Leaky.forward (leaky.py 209-229): the reset signal r comes from the
+                // previous membrane; subtract r*threshold after the update, or zero the membrane
+                // before it. Without reset_delay the step's own spike s then resets at once, by
+                // s - r (snnTorch's "avoid double reset"). RLeaky (rleaky.py 394-408) adds its
+                // recurrent input to beta*mem + input, and its zero reset zeroes the updated
+                // membrane, not the previous one.
+                const bool sub = reset_ == ResetMode::subtract;
+                const float* rec = st.recurrent;
+                for (std::int64_t k = b0; k < b1; ++k) {
+                    const auto u = static_cast<std::size_t>(k);
+                    const bool was = fires(v[k], th_[u]);
+                    float vk;
+                    if (sub || rec) {
+                        vk = a[k] * v[k] + g[k] * x[k];
+                        if (has_leak_) vk += c[k];
+                        if (rec) vk += g[k] * rec[k];
+                        if (was) vk = sub ? vk - th_[u] : vr_[u];
+                    } else {
+                        vk = a[k] * (was ? vr_[u] : v[k]) + g[k] * x[k];
+                        if (has_leak_) vk += c[k];
+                    }
+                    const bool now = fires(vk, th_[u]);
+                    if (!delay_ && now != was) {
+                        const float d = now ? 1.0f : -1.0f;
+                        vk = sub ? vk - d * th_[u] : vk - d * vk;
+                    }
+                    v[k] = vk;
+                    out[k] = 0.0f;
+                    if (now) {
+                        out[k] = 1.0f;
+                        spikes.push_back(static_cast<std::uint32_t>(k));
+                    }
+                }
+                return;
+            }
+            // Integrate (branch-free, vectorised), then look for threshold crossings.
+            if (has_leak_)
+                for (std::int64_t k = b0; k < b1; ++k) v[k] = a[k] * v[k] + g[k] * x[k] + c[k];
+            else
+                for (std::int64_t k = b0; k < b1; ++k) v[k] = a[k] * v[k] + g[k] * x[k];
+            fire_and_reset(v, th_.data(), vr_.data(), out, b0, b1, spikes);
+        });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         std::vector<std::pair<std::string, std::string>> r;
@@ -536,51 +539,54 @@ class CubaLifNode final : public NeuronBase {
     // The membrane integrates the updated current (snnTorch's Synaptic order).
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
-        float* v = st.v.data();
-        float* cur = st.i.data();
-        for (std::int64_t k = b0; k < b1; ++k) {
-            const auto u = static_cast<std::size_t>(k);
-            if (norse_) {
-                // Norse's LIFCell (functional/lif.py 335-345): the input jumps into the current,
-                // the membrane integrates it, then the current decays: `cur` holds i + x.
-                const float ik = cur[k] + gs_[u] * x[k];
-                float vk = v[k] + gm_[u] * ((leak_[u] - v[k]) + r_[u] * ik);
-                cur[k] = ik + (-ks_[u]) * ik;
+        simd::at_level([&] {
+            float* v = st.v.data();
+            float* cur = st.i.data();
+            for (std::int64_t k = b0; k < b1; ++k) {
+                const auto u = static_cast<std::size_t>(k);
+                if (norse_) {
+                    // Norse's LIFCell (functional/lif.py 335-345): the input jumps into the
+                    // current, the membrane integrates it, then the current decays: `cur` holds i +
+                    // x.
+                    const float ik = cur[k] + gs_[u] * x[k];
+                    float vk = v[k] + gm_[u] * ((leak_[u] - v[k]) + r_[u] * ik);
+                    cur[k] = ik + (-ks_[u]) * ik;
+                    out[k] = 0.0f;
+                    if (fires(vk, th_[u])) {
+                        out[k] = 1.0f;
+                        spikes.push_back(static_cast<std::uint32_t>(k));
+                        vk = reset_ == ResetMode::subtract ? vk - th_[u] : vr_[u];
+                    }
+                    v[k] = vk;
+                    continue;
+                }
+                float ik = as_[u] * cur[k] + gs_[u] * x[k];
+                // RSynaptic (rsynaptic.py 418-425): (alpha*syn + input) + recurrent.
+                if (st.recurrent) ik += gs_[u] * st.recurrent[k];
+                // snnTorch's Synaptic.forward (synaptic.py 235-257): the reset signal of the
+                // previous membrane subtracts now, or sets the membrane to v_reset for this step;
+                // without reset_delay the step's spike s then resets by s - r.
+                const bool snn = delay_ || snn_;
+                const bool sub = reset_ == ResetMode::subtract;
+                const bool was = snn && fires(v[k], th_[u]);
+                float vk = am_[u] * v[k] + gm_[u] * ik;
+                if (c_[u] != 0.0f) vk += c_[u];
+                if (was) vk = sub ? vk - th_[u] : vr_[u];
+                const bool now = fires(vk, th_[u]);
                 out[k] = 0.0f;
-                if (fires(vk, th_[u])) {
+                if (now) {
                     out[k] = 1.0f;
                     spikes.push_back(static_cast<std::uint32_t>(k));
-                    vk = reset_ == ResetMode::subtract ? vk - th_[u] : vr_[u];
                 }
+                if (!snn && now) vk = sub ? vk - th_[u] : vr_[u];
+                if (snn && !delay_ && now != was) {
+                    const float d = now ? 1.0f : -1.0f;
+                    vk = sub ? vk - d * th_[u] : vk - d * vk;
+                }
+                cur[k] = ik;
                 v[k] = vk;
-                continue;
             }
-            float ik = as_[u] * cur[k] + gs_[u] * x[k];
-            // RSynaptic (rsynaptic.py 418-425): (alpha*syn + input) + recurrent.
-            if (st.recurrent) ik += gs_[u] * st.recurrent[k];
-            // snnTorch's Synaptic.forward (synaptic.py 235-257): the reset signal of the
-            // previous membrane subtracts now, or sets the membrane to v_reset for this step;
-            // without reset_delay the step's spike s then resets by s - r.
-            const bool snn = delay_ || snn_;
-            const bool sub = reset_ == ResetMode::subtract;
-            const bool was = snn && fires(v[k], th_[u]);
-            float vk = am_[u] * v[k] + gm_[u] * ik;
-            if (c_[u] != 0.0f) vk += c_[u];
-            if (was) vk = sub ? vk - th_[u] : vr_[u];
-            const bool now = fires(vk, th_[u]);
-            out[k] = 0.0f;
-            if (now) {
-                out[k] = 1.0f;
-                spikes.push_back(static_cast<std::uint32_t>(k));
-            }
-            if (!snn && now) vk = sub ? vk - th_[u] : vr_[u];
-            if (snn && !delay_ && now != was) {
-                const float d = now ? 1.0f : -1.0f;
-                vk = sub ? vk - d * th_[u] : vk - d * vk;
-            }
-            cur[k] = ik;
-            v[k] = vk;
-        }
+        });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         return {{"tau_syn", range_str(ts_)},
@@ -642,39 +648,41 @@ class SjLifNode final : public NeuronBase {
     float initial_v() const override { return vr_; }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
-        float* v = st.v.data();
-        const float vr = vr_, tau = tau_, kk = k_;
-        const float* th = th_.data();
-        // Integrate in SpikingJelly's operation order, then fire, in one pass over v.
-        const auto fire = [&](auto integrate) {
-            fire_and_reset_with(
-                v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t) { return vr; }, out,
-                b0, b1, spikes, integrate);
-        };
-        // scale(a) = a / tau, as SpikingJelly divides (or the exact product: exact_reciprocal).
-        if (!decay_input_ && scale_form_) {
-            fire([=, f = keep_](std::int64_t k, float vk) {
-                return kernels::sj_charge_keep(vk, x[k], f);
-            });
-            return;
-        }
-        // decay_input is fixed per node: branch once, outside the per-neuron loop.
-        const auto with = [&](auto scale) {
-            if (decay_input_)
-                fire([=](std::int64_t k, float vk) {
-                    return kernels::sj_charge(vk, x[k], vr, true, scale);
+        simd::at_level([&] {
+            float* v = st.v.data();
+            const float vr = vr_, tau = tau_, kk = k_;
+            const float* th = th_.data();
+            // Integrate in SpikingJelly's operation order, then fire, in one pass over v.
+            const auto fire = [&](auto integrate) {
+                fire_and_reset_with(
+                    v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t) { return vr; },
+                    out, b0, b1, spikes, integrate);
+            };
+            // scale(a) = a / tau, as SpikingJelly divides (or the exact product: exact_reciprocal).
+            if (!decay_input_ && scale_form_) {
+                fire([=, f = keep_](std::int64_t k, float vk) {
+                    return kernels::sj_charge_keep(vk, x[k], f);
                 });
+                return;
+            }
+            // decay_input is fixed per node: branch once, outside the per-neuron loop.
+            const auto with = [&](auto scale) {
+                if (decay_input_)
+                    fire([=](std::int64_t k, float vk) {
+                        return kernels::sj_charge(vk, x[k], vr, true, scale);
+                    });
+                else
+                    fire([=](std::int64_t k, float vk) {
+                        return kernels::sj_charge(vk, x[k], vr, false, scale);
+                    });
+            };
+            if (parametric_)
+                with([kk](float a) { return a * kk; });
+            else if (inv_tau_)
+                with([r = *inv_tau_](float a) { return a * r; });
             else
-                fire([=](std::int64_t k, float vk) {
-                    return kernels::sj_charge(vk, x[k], vr, false, scale);
-                });
-        };
-        if (parametric_)
-            with([kk](float a) { return a * kk; });
-        else if (inv_tau_)
-            with([r = *inv_tau_](float a) { return a * r; });
-        else
-            with([tau](float a) { return a / tau; });
+                with([tau](float a) { return a / tau; });
+        });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         std::vector<std::pair<std::string, std::string>> r;
@@ -717,13 +725,15 @@ class TernaryLifNode final : public NeuronBase {
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
-        float* h = st.v.data();
-        const auto cmp = [this](float u, float th) { return fires(u, th); };
-        for (std::int64_t k = b0; k < b1; ++k) {
-            const auto u = static_cast<std::size_t>(k);
-            out[k] = kernels::tsn_update(h[k], x[k], decay_[u], th_[u], cmp);
-            if (out[k] != 0.0f) spikes.push_back(static_cast<std::uint32_t>(k));
-        }
+        simd::at_level([&] {
+            float* h = st.v.data();
+            const auto cmp = [this](float u, float th) { return fires(u, th); };
+            for (std::int64_t k = b0; k < b1; ++k) {
+                const auto u = static_cast<std::size_t>(k);
+                out[k] = kernels::tsn_update(h[k], x[k], decay_[u], th_[u], cmp);
+                if (out[k] != 0.0f) spikes.push_back(static_cast<std::uint32_t>(k));
+            }
+        });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         return {{"decay", range_str(decay_)}, {"v_threshold", range_str(th_)}};
@@ -743,13 +753,15 @@ class ThresholdNode final : public NeuronBase {
     void broadcast(std::int64_t n) override { expand(th_, n); }
     void update_block(NeuronState&, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
-        for (std::int64_t k = b0; k < b1; ++k) {
-            out[k] = 0.0f;
-            if (fires(x[k], th_[static_cast<std::size_t>(k)])) {
-                out[k] = 1.0f;
-                spikes.push_back(static_cast<std::uint32_t>(k));
+        simd::at_level([&] {
+            for (std::int64_t k = b0; k < b1; ++k) {
+                out[k] = 0.0f;
+                if (fires(x[k], th_[static_cast<std::size_t>(k)])) {
+                    out[k] = 1.0f;
+                    spikes.push_back(static_cast<std::uint32_t>(k));
+                }
             }
-        }
+        });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         return {{"threshold", range_str(th_)}};

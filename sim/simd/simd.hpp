@@ -88,22 +88,24 @@ struct Table {
 // Elementwise loops outside the kernels (neuron updates, attention neurons): at_level(f) runs
 // f(), a lambda, in a copy compiled for the kernels' level. `flatten` inlines everything f
 // calls into that copy, so the compiler vectorises it with the level's instructions; the
-// closure type is the caller's own, so no other code can link to these copies. Same operations
+// closure type is the caller's own, so no other code can link to these copies. The closure is
+// taken by value: a local copy can be split into registers, where one behind a reference is
+// re-read after every byte store (a char may alias it), which kept loops from vectorising. Same operations
 // in the same order at every level: elementwise loops round alike whatever the vector width.
 #if defined(__x86_64__) && defined(__GNUC__)
 #define TERNION_SIMD_V3_ISA "avx2,fma,bmi,bmi2,f16c,movbe,lzcnt"
 #define TERNION_SIMD_V4_ISA TERNION_SIMD_V3_ISA ",avx512f,avx512bw,avx512cd,avx512dq,avx512vl"
 template <class F>
-[[gnu::target(TERNION_SIMD_V4_ISA), gnu::flatten]] void run_v4(const F& f) {
+[[gnu::target(TERNION_SIMD_V4_ISA), gnu::flatten]] void run_v4(F f) {
     f();
 }
 template <class F>
-[[gnu::target(TERNION_SIMD_V3_ISA), gnu::flatten]] void run_v3(const F& f) {
+[[gnu::target(TERNION_SIMD_V3_ISA), gnu::flatten]] void run_v3(F f) {
     f();
 }
 #endif
 template <class F>
-[[gnu::flatten]] void run_v2(const F& f) {
+[[gnu::flatten]] void run_v2(F f) {
     f();
 }
 

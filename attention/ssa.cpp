@@ -223,35 +223,40 @@ SsaNode::AssociationCost SsaNode::association_cost(State& s) const {
     const std::int64_t W = (dh + 63) / 64, NW = (N + 63) / 64;
     const std::uint32_t* kcnt = s.cnt.data() + dh;
     AssociationCost r;
-    for (std::int64_t c = 0; c < dh; ++c) r.qk_score += std::uint64_t{s.cnt[sz(c)]} * kcnt[c];
-    std::uint64_t* vcount = s.vcount.data();
-    for (std::int64_t j = 0; j < N; ++j) {
-        vcount[j] = popcount(&s.vm[sz(j * W)], W);
-        r.kv_score += popcount(&s.km[sz(j * W)], W) * vcount[j];
-    }
-    for (std::int64_t i = 0; i < N; ++i) {
-        if (!popcount(&s.qm[sz(i * W)], W)) continue;
-        if (W == 1) {  // one word per token: branch-free, vectorisable
-            const std::uint64_t qi = s.qm[sz(i)];
+    simd::at_level([&] {
+        AssociationCost t;  // a local the loops can keep in registers
+        for (std::int64_t c = 0; c < dh; ++c) t.qk_score += std::uint64_t{s.cnt[sz(c)]} * kcnt[c];
+        std::uint64_t* vcount = s.vcount.data();
+        for (std::int64_t j = 0; j < N; ++j) {
+            vcount[j] = popcount(&s.vm[sz(j * W)], W);
+            t.kv_score += popcount(&s.km[sz(j * W)], W) * vcount[j];
+        }
+        for (std::int64_t i = 0; i < N; ++i) {
+            if (!popcount(&s.qm[sz(i * W)], W)) continue;
+            if (W == 1) {  // one word per token: branch-free, vectorisable
+                const std::uint64_t qi = s.qm[sz(i)];
+                for (std::int64_t j = 0; j < N; ++j)
+                    t.qk_mix += (qi & s.km[sz(j)]) != 0 ? vcount[j] : 0;
+                continue;
+            }
             for (std::int64_t j = 0; j < N; ++j)
-                r.qk_mix += (qi & s.km[sz(j)]) != 0 ? vcount[j] : 0;
-            continue;
+                if (vcount[j] && any_and(&s.qm[sz(i * W)], &s.km[sz(j * W)], W))
+                    t.qk_mix += vcount[j];
         }
-        for (std::int64_t j = 0; j < N; ++j)
-            if (vcount[j] && any_and(&s.qm[sz(i * W)], &s.km[sz(j * W)], W)) r.qk_mix += vcount[j];
-    }
-    for (std::int64_t c = 0; c < dh; ++c) {
-        if (!s.cnt[sz(c)]) continue;
-        std::uint64_t row = 0;
-        if (NW == 1) {
-            const std::uint64_t kc = s.kt[sz(c)];
-            for (std::int64_t c2 = 0; c2 < dh; ++c2) row += (kc & s.vt[sz(c2)]) != 0;
-        } else {
-            for (std::int64_t c2 = 0; c2 < dh; ++c2)
-                row += any_and(&s.kt[sz(c)], &s.vt[sz(c2)], NW, dh) ? 1 : 0;
+        for (std::int64_t c = 0; c < dh; ++c) {
+            if (!s.cnt[sz(c)]) continue;
+            std::uint64_t row = 0;
+            if (NW == 1) {
+                const std::uint64_t kc = s.kt[sz(c)];
+                for (std::int64_t c2 = 0; c2 < dh; ++c2) row += (kc & s.vt[sz(c2)]) != 0;
+            } else {
+                for (std::int64_t c2 = 0; c2 < dh; ++c2)
+                    row += any_and(&s.kt[sz(c)], &s.vt[sz(c2)], NW, dh) ? 1 : 0;
+            }
+            t.kv_mix += std::uint64_t{s.cnt[sz(c)]} * row;
         }
-        r.kv_mix += std::uint64_t{s.cnt[sz(c)]} * row;
-    }
+        r = t;
+    });
     return r;
 }
 

@@ -209,36 +209,40 @@ class ConvNode final : public Node {
     }
     void step(const Activity& in, NodeState* state, Activity& out,
               const StepContext& ctx) const override {
-        auto& sc = static_cast<ConvScratch&>(*state);
-        const Path path = choose_path(in, ctx.engine);
-        switch (path) {
-            case Path::dense:
-                gather(in, out.values.data());
-                break;
-            case Path::direct:
-                direct_.run(in.values.data(), out.values.data(), sc.padded);
-                break;
-            case Path::gather_lists:
-                gather_.run(in.active.data(), in.active.size(),
-                            bias_.empty() ? nullptr : bias_.data(), out.values.data(), sc.gather);
-                break;
-            case Path::scatter:
-                scatter(in, sc, out.values.data());
-                break;
-        }
-        // Both engines book the event engine's count: padding taps are not synaptic events.
-        count_events(
-            in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float), ctx);
-        if (path != Path::gather_lists) add_bias(out.values.data());  // the gather adds it
-        if (ctx.list_output) {
-            out.scan();
-        } else {  // every reader takes whole values (a neuron): count, do not list
-            bool ternary = true;
-            const std::size_t n = count_nonzero(out.values.data(), 0, out.size(), ternary);
-            out.mark_unlisted(n);
-            out.ternary = ternary;
-            out.all_ones = false;
-        }
+        simd::at_level([&] {
+            auto& sc = static_cast<ConvScratch&>(*state);
+            const Path path = choose_path(in, ctx.engine);
+            switch (path) {
+                case Path::dense:
+                    gather(in, out.values.data());
+                    break;
+                case Path::direct:
+                    direct_.run(in.values.data(), out.values.data(), sc.padded);
+                    break;
+                case Path::gather_lists:
+                    gather_.run(in.active.data(), in.active.size(),
+                                bias_.empty() ? nullptr : bias_.data(), out.values.data(),
+                                sc.gather);
+                    break;
+                case Path::scatter:
+                    scatter(in, sc, out.values.data());
+                    break;
+            }
+            // Both engines book the event engine's count: padding taps are not synaptic events.
+            count_events(
+                in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float),
+                ctx);
+            if (path != Path::gather_lists) add_bias(out.values.data());  // the gather adds it
+            if (ctx.list_output) {
+                out.scan();
+            } else {  // every reader takes whole values (a neuron): count, do not list
+                bool ternary = true;
+                const std::size_t n = count_nonzero(out.values.data(), 0, out.size(), ternary);
+                out.mark_unlisted(n);
+                out.ternary = ternary;
+                out.all_ones = false;
+            }
+        });
     }
     // The dense engine sums every tap; the event engine takes the direct tile on dense
     // enough spike maps, else the gather for binary spikes or the scatter.

@@ -488,6 +488,24 @@ void bsa_mix(const float* const* w, int rows, const float* v, std::int64_t N, st
 
 // ---- index lists -------------------------------------------------------------------------
 
+#if TERNION_SIMD_LEVEL == 3
+// For each byte m: the positions of its set bits, ascending, as 8 lanes (the rest zero). AVX2
+// has no compress instruction: a table lookup and an add turn 8 flags into their indices.
+struct BitPositions {
+    alignas(32) std::int32_t lanes[256][8];
+};
+constexpr BitPositions make_bit_positions() {
+    BitPositions t{};
+    for (int m = 0; m < 256; ++m) {
+        int n = 0;
+        for (int b = 0; b < 8; ++b)
+            if (m >> b & 1) t.lanes[m][n++] = b;
+    }
+    return t;
+}
+constexpr BitPositions kBitPositions = make_bit_positions();
+#endif
+
 std::size_t mask_to_indices(std::uint64_t mask, std::uint32_t base, std::uint32_t* out) {
     std::size_t n = 0;
 #if TERNION_SIMD_LEVEL == 4
@@ -498,6 +516,17 @@ std::size_t mask_to_indices(std::uint64_t mask, std::uint32_t base, std::uint32_
         const __m512i idx =
             _mm512_add_epi32(iota, _mm512_set1_epi32(static_cast<int>(base) + 16 * q));
         _mm512_storeu_si512(out + n, _mm512_maskz_compress_epi32(m, idx));
+        n += static_cast<std::size_t>(__builtin_popcount(m));
+    }
+#elif TERNION_SIMD_LEVEL == 3
+    // 8 flags at a time through the table, then a plain store of 8 indices.
+    for (std::uint32_t q = 0; mask; q += 8, mask >>= 8) {
+        const auto m = static_cast<unsigned>(mask & 0xffu);
+        if (!m) continue;
+        const __m256i pos =
+            _mm256_load_si256(reinterpret_cast<const __m256i*>(kBitPositions.lanes[m]));
+        const __m256i idx = _mm256_add_epi32(pos, _mm256_set1_epi32(static_cast<int>(base + q)));
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + n), idx);
         n += static_cast<std::size_t>(__builtin_popcount(m));
     }
 #else
@@ -523,16 +552,13 @@ std::size_t flags_to_indices(const std::uint8_t* f, std::int64_t len, std::uint3
         if (m) n += mask_to_indices(m, base + static_cast<std::uint32_t>(i), out + n);
     }
 #elif TERNION_SIMD_LEVEL == 3
-    // 32 flags to a mask, then one bit scan per hit.
+    // 32 flags to a mask, then through the table 8 at a time (mask_to_indices). Stores run up
+    // to 7 entries past the last hit; n <= i keeps them inside the room of len.
     for (; i + 32 <= len; i += 32) {
         const __m256i bytes = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(f + i));
-        auto mask = static_cast<std::uint32_t>(
+        const auto m = static_cast<std::uint32_t>(
             ~_mm256_movemask_epi8(_mm256_cmpeq_epi8(bytes, _mm256_setzero_si256())));
-        const std::uint32_t b = base + static_cast<std::uint32_t>(i);
-        while (mask) {
-            out[n++] = b + static_cast<std::uint32_t>(__builtin_ctz(mask));
-            mask &= mask - 1;
-        }
+        if (m) n += mask_to_indices(m, base + static_cast<std::uint32_t>(i), out + n);
     }
 #else
     for (; i + 8 <= len; i += 8) {

@@ -27,16 +27,13 @@ inline std::size_t mask_indices(std::uint64_t mask, std::uint32_t base, std::uin
 template <class Flag>
 std::size_t collect_indices(std::int64_t b0, std::int64_t b1, Flag flag, std::uint32_t* out) {
     std::size_t n = 0;
+    alignas(64) std::uint8_t f[256];
     const auto flags_to = simd::kernels().flags_to_indices;
-    // The flag loop vectorised for the kernels' level (simd::at_level).
-    simd::at_level([&] {
-        alignas(64) std::uint8_t f[256];
-        for (std::int64_t c0 = b0; c0 < b1; c0 += 256) {
-            const std::int64_t len = std::min<std::int64_t>(256, b1 - c0);
-            for (std::int64_t i = 0; i < len; ++i) f[i] = flag(c0 + i) ? 1 : 0;
-            n += flags_to(f, len, static_cast<std::uint32_t>(c0), out + n);
-        }
-    });
+    for (std::int64_t c0 = b0; c0 < b1; c0 += 256) {
+        const std::int64_t len = std::min<std::int64_t>(256, b1 - c0);
+        for (std::int64_t i = 0; i < len; ++i) f[i] = flag(c0 + i) ? 1 : 0;
+        n += flags_to(f, len, static_cast<std::uint32_t>(c0), out + n);
+    }
     return n;
 }
 
@@ -45,17 +42,11 @@ std::size_t collect_indices(std::int64_t b0, std::int64_t b1, Flag flag, std::ui
 inline std::size_t count_nonzero(const float* v, std::int64_t b0, std::int64_t b1, bool& ternary) {
     std::size_t n = 0;
     unsigned other = 0;
-    simd::at_level([&] {
-        std::size_t cnt = 0;  // locals the vectorised loop keeps in registers
-        unsigned oth = 0;
-        for (std::int64_t i = b0; i < b1; ++i) {
-            cnt += v[i] != 0.0f;
-            oth |= static_cast<unsigned>(v[i] != 0.0f) &
-                   static_cast<unsigned>(std::fabs(v[i]) != 1.0f);
-        }
-        n = cnt;
-        other = oth;
-    });
+    for (std::int64_t i = b0; i < b1; ++i) {
+        n += v[i] != 0.0f;
+        other |=
+            static_cast<unsigned>(v[i] != 0.0f) & static_cast<unsigned>(std::fabs(v[i]) != 1.0f);
+    }
     ternary = other == 0;
     return n;
 }

@@ -1,5 +1,8 @@
 // Which level's kernels run: the CPU's best, or a lower one that TERNION_ISA asks for.
 #include <atomic>
+#if TERNION_SIMD_X86
+#include <cpuid.h>
+#endif
 #include <cstdlib>
 #include <stdexcept>
 #include <string>
@@ -44,9 +47,12 @@ Level detect() {
 #if TERNION_SIMD_X86
     // libgcc's checks include the operating system's support (XCR0) for the wider registers.
     __builtin_cpu_init();
+    // F16C and MOVBE from CPUID leaf 1 (ECX): clang 14's __builtin_cpu_supports lacks both.
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    const bool leaf1 = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0;
+    const bool f16c_movbe = leaf1 && (ecx & bit_F16C) && (ecx & bit_MOVBE);
     const bool v3 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-                    __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") &&
-                    __builtin_cpu_supports("f16c") && __builtin_cpu_supports("movbe");
+                    __builtin_cpu_supports("bmi") && __builtin_cpu_supports("bmi2") && f16c_movbe;
     const bool v4 = v3 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                     __builtin_cpu_supports("avx512cd") && __builtin_cpu_supports("avx512dq") &&
                     __builtin_cpu_supports("avx512vl");

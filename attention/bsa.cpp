@@ -12,7 +12,6 @@
 namespace ternion {
 
 using spiking::Projection;
-using spiking::TsnParams;
 using spiking_detail::sz;
 
 namespace {
@@ -22,12 +21,6 @@ namespace {
 float pow2_neg(std::int32_t e) {
     if (e <= 126) return std::bit_cast<float>(static_cast<std::uint32_t>(127 - e) << 23);
     return std::ldexp(1.0f, -e);
-}
-
-// s = TSN(h, x) over n neurons: no overlap and a copy of the parameters, so that it vectorises.
-void tsn_row(const float* __restrict x, float* __restrict h, float* __restrict s, std::int64_t n,
-             TsnParams p) {
-    for (std::int64_t c = 0; c < n; ++c) s[c] = spiking::tsn_step(h[c], x[c], p);
 }
 
 }  // namespace
@@ -44,7 +37,7 @@ struct BsaNode::State : NodeState {
 };
 
 BsaNode::BsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
-                 TsnParams qk, TsnParams outp)
+                 kernels::Tsn qk, kernels::Tsn outp)
     : SpikingAttentionNode(std::move(name), "ternion.BSA", std::move(q), std::move(k), std::move(v),
                            heads),
       qk_(qk),
@@ -110,8 +103,8 @@ void BsaNode::fire_qk(State& s, const StepContext& ctx) const {
             const float* p = b.proj.data() + n * 3 * D;
             float *q = b.q.data() + n * D, *k = b.k.data() + n * D;
             float *hq = s.hq.data() + n * D, *hk = s.hk.data() + n * D;
-            tsn_row(p, hq, q, D, qk_);
-            tsn_row(p + D, hk, k, D, qk_);
+            kernels::tsn_row(qk_, hq, p, q, D);
+            kernels::tsn_row(qk_, hk, p + D, k, D);
             std::copy(p + 2 * D, p + 3 * D, b.v.data() + n * D);  // V stays a membrane potential
             for (std::int64_t c = 0; c < D; ++c) {
                 nq += q[c] != 0.0f;
@@ -239,7 +232,7 @@ void BsaNode::fire_output(State& s, Activity& out, const StepContext& ctx) const
         std::vector<float>& y = s.b.y;
         std::uint64_t neg = 0;
         for (std::size_t i = 0; i < y.size(); ++i) {
-            y[i] = spiking::tsn_step(s.hout[i], y[i], out_);
+            y[i] = kernels::tsn_step(out_, s.hout[i], y[i]);
             neg += y[i] < 0.0f;
         }
         book_neurons(ctx, sz(tokens_ * dim_));

@@ -9,7 +9,6 @@
 
 namespace ternion {
 
-using spiking::LifParams;
 using spiking::Projection;
 using spiking_detail::sz;
 
@@ -21,7 +20,7 @@ struct SdsaNode::State : NodeState {
 };
 
 SdsaNode::SdsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
-                   LifParams qkv_lif, LifParams attn_lif, SdsaForm form)
+                   kernels::SjLif qkv_lif, kernels::SjLif attn_lif, SdsaForm form)
     : SpikingAttentionNode(std::move(name), "ternion.SDSA", std::move(q), std::move(k),
                            std::move(v), heads),
       lif_(qkv_lif),
@@ -70,28 +69,7 @@ void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
 }
 
 void SdsaNode::fire_qkv(State& s, const StepContext& ctx) const {
-    simd::at_level([&] {
-        const std::int64_t N = tokens_, D = dim_;
-        Buffers& b = s.b;
-        std::uint64_t nq = 0, nk = 0, nv = 0;
-        for (std::int64_t n = 0; n < N; ++n) {
-            const float* p = b.proj.data() + n * 3 * D;
-            for (std::int64_t c = 0; c < D; ++c) {
-                const auto i = sz(n * D + c);
-                b.q[i] = spiking::lif_step(s.hq[i], p[c], lif_);
-                b.k[i] = spiking::lif_step(s.hk[i], p[D + c], lif_);
-                b.v[i] = spiking::lif_step(s.hv[i], p[2 * D + c], lif_);
-                nq += b.q[i] != 0.0f;
-                nk += b.k[i] != 0.0f;
-                nv += b.v[i] != 0.0f;
-            }
-        }
-        book_neurons(ctx, 3 * sz(N * D) + sz(D));
-        AttentionCounts& att = counts(ctx);
-        att.q_spikes += nq;
-        att.k_spikes += nk;
-        att.v_spikes += nv;
-    });
+    fire_qkv_lifs(lif_, s.hq.data(), s.hk.data(), s.hv.data(), s.b, ctx);
 }
 
 std::uint64_t SdsaNode::column_coincidences(const std::vector<float>& a,
@@ -120,10 +98,13 @@ void SdsaNode::mask_channels(const std::vector<float>& gated, State& s,
     const std::int64_t N = tokens_, D = dim_;
     std::uint64_t open = 0;
     for (std::int64_t c = 0; c < D; ++c) {
-        const float m = spiking::lif_step(s.hmask[sz(c)], static_cast<float>(s.sum[sz(c)]), attn_);
+        const float x = static_cast<float>(s.sum[sz(c)]);
+        float m = 0.0f;
+        kernels::sj_lif_row(attn_, &s.hmask[sz(c)], &x, &m, 1);
         s.sum[sz(c)] = m != 0.0f;
         open += m != 0.0f;
     }
+    book_neurons(ctx, sz(D));
     counts(ctx).mask_channels += open;
     for (std::int64_t n = 0; n < N; ++n)
         for (std::int64_t c = 0; c < D; ++c)

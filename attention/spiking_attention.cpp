@@ -7,6 +7,7 @@
 
 #include "attention/spiking_attention_internal.hpp"
 #include "sim/event_cost.hpp"
+#include "sim/simd/simd.hpp"
 
 namespace ternion {
 
@@ -139,18 +140,37 @@ std::uint64_t SpikingAttentionNode::emit(const std::vector<float>& vals, Activit
 }
 
 void SpikingAttentionNode::book_spikes(const StepContext& ctx, std::uint64_t spikes) {
-    if (!ctx.ops) return;
-    ctx.ops->spikes_out += spikes;
-    // One address event per emitted spike, as the neuron nodes book it.
-    ctx.ops->spike_write_bytes += spikes * sizeof(std::uint32_t);
+    if (ctx.ops) kernels::book_spikes(*ctx.ops, spikes);
 }
 
 void SpikingAttentionNode::book_neurons(const StepContext& ctx, std::uint64_t neurons) {
-    if (!ctx.ops) return;
-    ctx.ops->neuron_update += neurons;
-    ctx.ops->cmp += neurons;
-    ctx.ops->state_read_bytes += 4 * neurons;
-    ctx.ops->state_write_bytes += 4 * neurons;
+    // One float32 membrane each, with a threshold: the neuron nodes' rule.
+    if (ctx.ops) kernels::book_neuron_updates(*ctx.ops, neurons, 1, true);
+}
+
+void SpikingAttentionNode::fire_qkv_lifs(const kernels::SjLif& lif, float* hq, float* hk, float* hv,
+                                         Buffers& b, const StepContext& ctx) const {
+    simd::at_level([&] {
+        const std::int64_t N = tokens_, D = dim_;
+        for (std::int64_t n = 0; n < N; ++n) {
+            const float* p = b.proj.data() + n * 3 * D;
+            const std::int64_t o = n * D;
+            kernels::sj_lif_row(lif, hq + o, p, b.q.data() + o, D);
+            kernels::sj_lif_row(lif, hk + o, p + D, b.k.data() + o, D);
+            kernels::sj_lif_row(lif, hv + o, p + 2 * D, b.v.data() + o, D);
+        }
+        std::uint64_t nq = 0, nk = 0, nv = 0;
+        for (std::size_t i = 0; i < b.q.size(); ++i) {
+            nq += b.q[i] != 0.0f;
+            nk += b.k[i] != 0.0f;
+            nv += b.v[i] != 0.0f;
+        }
+        book_neurons(ctx, 3 * sz(N * D));
+        AttentionCounts& att = counts(ctx);
+        att.q_spikes += nq;
+        att.k_spikes += nk;
+        att.v_spikes += nv;
+    });
 }
 
 }  // namespace ternion

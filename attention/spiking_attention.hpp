@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "attention/spiking_kernels.hpp"
+#include "sim/kernels/neuron_rules.hpp"
 #include "sim/node.hpp"
 #include "sim/node_spec.hpp"
 
@@ -73,6 +74,10 @@ class SpikingAttentionNode : public Node {
     static std::uint64_t emit(const std::vector<float>& vals, Activity& out);
     static void book_neurons(const StepContext& ctx, std::uint64_t neurons);
     static void book_spikes(const StepContext& ctx, std::uint64_t spikes);
+    // The Q, K and V LIFs of SSA and SDSA: proj -> q, k, v spikes; books the N*3D neurons and
+    // the attention counts of the three.
+    void fire_qkv_lifs(const kernels::SjLif& lif, float* hq, float* hk, float* hv, Buffers& b,
+                       const StepContext& ctx) const;
     // The typed counters of this step, or a sink when the caller does not collect them.
     static AttentionCounts& counts(const StepContext& ctx) {
         thread_local AttentionCounts sink;
@@ -93,8 +98,8 @@ class SpikingAttentionNode : public Node {
 class SsaNode : public SpikingAttentionNode {
   public:
     SsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
-            std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif,
-            float scale, SsaAssociation assoc);
+            std::int64_t heads, kernels::SjLif qkv_lif, kernels::SjLif attn_lif, float scale,
+            SsaAssociation assoc);
     std::unique_ptr<NodeState> make_state() const override;
     bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
@@ -124,7 +129,7 @@ class SsaNode : public SpikingAttentionNode {
     void multiply_head(State& s, std::int64_t h, bool qk_first, Engine engine) const;
     void fire_output(State& s, Activity& out, const StepContext& ctx) const;
 
-    spiking::LifParams lif_, attn_;
+    kernels::SjLif lif_, attn_;
     float scale_;
     SsaAssociation assoc_;
 };
@@ -132,7 +137,7 @@ class SsaNode : public SpikingAttentionNode {
 class SdsaNode : public SpikingAttentionNode {
   public:
     SdsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
-             std::int64_t heads, spiking::LifParams qkv_lif, spiking::LifParams attn_lif,
+             std::int64_t heads, kernels::SjLif qkv_lif, kernels::SjLif attn_lif,
              SdsaForm form = SdsaForm::qk_first);
     std::unique_ptr<NodeState> make_state() const override;
     bool reset_state(NodeState* state) const override;
@@ -153,14 +158,14 @@ class SdsaNode : public SpikingAttentionNode {
                                       State& s, const StepContext& ctx) const;
     void mask_channels(const std::vector<float>& gated, State& s, const StepContext& ctx) const;
 
-    spiking::LifParams lif_, attn_;
+    kernels::SjLif lif_, attn_;
     SdsaForm form_;
 };
 
 class BsaNode : public SpikingAttentionNode {
   public:
     BsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
-            std::int64_t heads, spiking::TsnParams qk, spiking::TsnParams out);
+            std::int64_t heads, kernels::Tsn qk, kernels::Tsn out);
     std::unique_ptr<NodeState> make_state() const override;
     bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
@@ -186,7 +191,7 @@ class BsaNode : public SpikingAttentionNode {
     void book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) const;
     void fire_output(State& s, Activity& out, const StepContext& ctx) const;
 
-    spiking::TsnParams qk_, out_;
+    kernels::Tsn qk_, out_;
 };
 
 // Builders used by register_spiking_attention_nodes (exposed for tests).

@@ -1,6 +1,5 @@
 #include "attention/spiking_kernels.hpp"
 
-#include "neuron/neurons.hpp"
 #include "sim/token_kernel.hpp"
 
 #include <algorithm>
@@ -26,46 +25,6 @@ TERNION_CLONES void row_axpy(float* __restrict a, float x, const float* __restri
                              std::int64_t n) {
     for (std::int64_t j = 0; j < n; ++j) a[j] += x * w[j];
 }
-
-// SpikingJelly's decay_input LIF over a row; scale(a) = a / tau, as a division or, when tau is a
-// power of two, the exact product (exact_reciprocal). Inlined into each clone below.
-template <class Scale>
-inline void lif_row_with(float* __restrict h, const float* __restrict x, float* __restrict s,
-                         std::int64_t n, Scale scale, float vth, float vr) {
-    for (std::int64_t j = 0; j < n; ++j) {
-        const float v = kernels::sj_charge(h[j], x[j], vr, true, scale);
-        const bool f = v >= vth;
-        s[j] = f ? 1.0f : 0.0f;
-        h[j] = f ? vr : v;
-    }
-}
-
-TERNION_CLONES void lif_row_div(float* __restrict h, const float* __restrict x, float* __restrict s,
-                                std::int64_t n, float tau, float vth, float vr) {
-    lif_row_with(
-        h, x, s, n, [tau](float a) { return a / tau; }, vth, vr);
-}
-
-TERNION_CLONES void lif_row_mul(float* __restrict h, const float* __restrict x, float* __restrict s,
-                                std::int64_t n, float inv_tau, float vth, float vr) {
-    lif_row_with(
-        h, x, s, n, [inv_tau](float a) { return a * inv_tau; }, vth, vr);
-}
-
-}  // namespace
-
-void lif_row(float* h, const float* x, float* s, std::int64_t n, const LifParams& p) {
-    if (!p.decay_input) {
-        for (std::int64_t j = 0; j < n; ++j) s[j] = lif_step(h[j], x[j], p);
-        return;
-    }
-    if (const auto inv = exact_reciprocal(p.tau))
-        lif_row_mul(h, x, s, n, *inv, p.v_threshold, p.v_reset);
-    else
-        lif_row_div(h, x, s, n, p.tau, p.v_threshold, p.v_reset);
-}
-
-namespace {
 
 // gamma for any row: m its maximum, span = m - its minimum.
 std::int64_t general_gamma(const std::int32_t* x, std::int64_t n, std::int64_t m,

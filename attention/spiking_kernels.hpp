@@ -1,52 +1,15 @@
 // Building blocks of the spiking attention nodes (SSA, SDSA, BSA), kept free of the node
-// machinery so that tests can check them against the BSA paper's worked examples: the SpikingJelly
-// LIF and ternary (TSN) neuron updates, Shiftmax, the ternary matrix product, and an event-driven
-// projection (Linear with BatchNorm folded) whose summation order is the same in its event and
-// dense forms.
+// machinery so that tests can check them against the BSA paper's worked examples: Shiftmax, the
+// ternary matrix product, and an event-driven projection (Linear with BatchNorm folded) whose
+// summation order is the same in its event and dense forms. Their neurons are the rules of
+// sim/kernels/neuron_rules.hpp.
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "neuron/kernels.hpp"
 #include "sim/synaptic.hpp"
 #include "sim/token_kernel.hpp"
 
 namespace ternion::spiking {
-
-// SpikingJelly multi-step LIF, hard reset, fires on v >= v_th; the charge is the one rule of
-// neuron/kernels.hpp, so these neurons compute what a ternion.SJLIF node does.
-struct LifParams {
-    float tau = 2.0f;
-    bool decay_input = true;
-    float v_threshold = 1.0f;
-    float v_reset = 0.0f;
-    // 1 - 1/tau in double, rounded once (SpikingJelly's factor without decay_input); set it with
-    // kernels::sj_keep from the tau the model file gave.
-    float keep = 0.5f;
-};
-inline float lif_step(float& v, float x, const LifParams& p) {
-    v = !p.decay_input && p.v_reset == 0.0f
-            ? kernels::sj_charge_keep(v, x, p.keep)
-            : kernels::sj_charge(v, x, p.v_reset, p.decay_input,
-                                 [&p](float a) { return a / p.tau; });
-    if (v >= p.v_threshold) {
-        v = p.v_reset;
-        return 1.0f;
-    }
-    return 0.0f;
-}
-
-// lif_step over a row: s[j] = spike of neuron j (0/1); vectorisable, same arithmetic.
-void lif_row(float* h, const float* x, float* s, std::int64_t n, const LifParams& p);
-
-// Ternary spiking neuron (TSN): u = h + x; s = sign(u)[|u| >= v_th]; h = 0 after any
-// spike, else decay*u. `h` holds the state between steps.
-struct TsnParams {
-    float decay = 0.5f;
-    float v_threshold = 1.0f;
-};
-inline float tsn_step(float& h, float x, const TsnParams& p) {
-    return kernels::tsn_update(h, x, p.decay, p.v_threshold, kernels::fires_at_or_above);
-}
 
 // Shiftmax of one row of integer scores (spec 1.4): every weight is 2^-n[j] with
 // n[j] = gamma - x[j] >= 0, gamma = ceil(log2 sum_j 2^x[j]). Exact for any int32 row: the sum

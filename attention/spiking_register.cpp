@@ -4,6 +4,7 @@
 
 #include "attention/register.hpp"
 #include "attention/spiking_attention.hpp"
+#include "neuron/neuron_params.hpp"
 #include "sim/synaptic.hpp"
 
 namespace ternion {
@@ -67,32 +68,6 @@ Qkv read_qkv(const NodeSpec& spec) {
     return r;
 }
 
-float positive(const NodeSpec& spec, const std::string& p, double dflt) {
-    const double v = spec.scalar_or(p, dflt);
-    if (!(v > 0.0)) spec.fail(p, "must be > 0");
-    return static_cast<float>(v);
-}
-
-spiking::LifParams read_lif(const NodeSpec& spec, const std::string& pre, float vth_default) {
-    spiking::LifParams p;
-    p.tau = positive(spec, pre + "tau", 2.0);
-    p.keep = kernels::sj_keep(spec.scalar_or(pre + "tau", 2.0));
-    const double di = spec.scalar_or(pre + "decay_input", 1.0);
-    if (di != 0.0 && di != 1.0) spec.fail(pre + "decay_input", "must be 0 or 1");
-    p.decay_input = di != 0.0;
-    p.v_threshold = static_cast<float>(spec.scalar_or(pre + "v_threshold", vth_default));
-    p.v_reset = static_cast<float>(spec.scalar_or(pre + "v_reset", 0.0));
-    return p;
-}
-
-spiking::TsnParams read_tsn(const NodeSpec& spec, const std::string& pre, float vth_default) {
-    spiking::TsnParams p;
-    p.decay = static_cast<float>(spec.scalar_or(pre + "decay", 0.5));
-    if (p.decay < 0.0f || p.decay > 1.0f) spec.fail(pre + "decay", "must be in [0, 1]");
-    p.v_threshold = positive(spec, pre + "v_threshold", vth_default);
-    return p;
-}
-
 }  // namespace
 
 std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
@@ -107,8 +82,8 @@ std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
             spec.fail("association", "must be \"auto\", \"qk\" or \"kv\"");
     }
     auto n = std::make_unique<SsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
-                                       std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
-                                       read_lif(spec, "attn_", 0.5f),
+                                       std::move(qkv.v), qkv.heads, read_sj_lif(spec, "lif_", 1.0f),
+                                       read_sj_lif(spec, "attn_", 0.5f),
                                        static_cast<float>(spec.scalar_or("scale", 0.125)), assoc);
     n->set_source_modules(qkv.biased, qkv.normalised);
     return n;
@@ -124,9 +99,9 @@ std::unique_ptr<Node> build_sdsa(const NodeSpec& spec) {
             spec.fail("form",
                       "must be \"qk\" (the paper's equation) or \"kv\" (the official code)");
     }
-    auto n = std::make_unique<SdsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
-                                        std::move(qkv.v), qkv.heads, read_lif(spec, "lif_", 1.0f),
-                                        read_lif(spec, "attn_", 0.5f), form);
+    auto n = std::make_unique<SdsaNode>(
+        spec.name(), std::move(qkv.q), std::move(qkv.k), std::move(qkv.v), qkv.heads,
+        read_sj_lif(spec, "lif_", 1.0f), read_sj_lif(spec, "attn_", 0.5f), form);
     n->set_source_modules(qkv.biased, qkv.normalised);
     return n;
 }

@@ -10,7 +10,6 @@
 
 namespace ternion {
 
-using spiking::LifParams;
 using spiking::Projection;
 using spiking_detail::sz;
 
@@ -53,7 +52,7 @@ struct SsaNode::State : NodeState {
 };
 
 SsaNode::SsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
-                 LifParams qkv_lif, LifParams attn_lif, float scale, SsaAssociation assoc)
+                 kernels::SjLif qkv_lif, kernels::SjLif attn_lif, float scale, SsaAssociation assoc)
     : SpikingAttentionNode(std::move(name), "ternion.SSA", std::move(q), std::move(k), std::move(v),
                            heads),
       lif_(qkv_lif),
@@ -131,27 +130,7 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
 }
 
 void SsaNode::fire_qkv(State& s, const StepContext& ctx) const {
-    simd::at_level([&] {
-        const std::int64_t N = tokens_, D = dim_;
-        Buffers& b = s.b;
-        for (std::int64_t n = 0; n < N; ++n) {
-            const float* p = b.proj.data() + n * 3 * D;
-            spiking::lif_row(&s.hq[sz(n * D)], p, &b.q[sz(n * D)], D, lif_);
-            spiking::lif_row(&s.hk[sz(n * D)], p + D, &b.k[sz(n * D)], D, lif_);
-            spiking::lif_row(&s.hv[sz(n * D)], p + 2 * D, &b.v[sz(n * D)], D, lif_);
-        }
-        std::uint64_t nq = 0, nk = 0, nv = 0;
-        for (std::size_t i = 0; i < b.q.size(); ++i) {
-            nq += b.q[i] != 0.0f;
-            nk += b.k[i] != 0.0f;
-            nv += b.v[i] != 0.0f;
-        }
-        book_neurons(ctx, 3 * sz(N * D));
-        AttentionCounts& att = counts(ctx);
-        att.q_spikes += nq;
-        att.k_spikes += nk;
-        att.v_spikes += nv;
-    });
+    fire_qkv_lifs(lif_, s.hq.data(), s.hk.data(), s.hv.data(), s.b, ctx);
 }
 
 void SsaNode::build_masks(State& s, std::int64_t h) const {
@@ -308,7 +287,7 @@ void SsaNode::fire_output(State& s, Activity& out, const StepContext& ctx) const
         // Attention LIF; the scale is a power of two folded into its threshold in hardware terms,
         // so it is not counted as an operation (docs/bsa.md).
         std::vector<float>& y = s.b.y;
-        for (std::size_t i = 0; i < y.size(); ++i) y[i] = spiking::lif_step(s.hout[i], y[i], attn_);
+        kernels::sj_lif_row(attn_, s.hout.data(), y.data(), y.data(), sz(tokens_ * dim_));
         book_neurons(ctx, sz(tokens_ * dim_));
         const auto spikes = emit(y, out);
         book_spikes(ctx, spikes);

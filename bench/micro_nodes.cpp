@@ -16,9 +16,8 @@
 #include "sim/token_kernel.hpp"
 
 using namespace ternion;
-using spiking::LifParams;
 using spiking::Projection;
-using spiking::TsnParams;
+using Tsn = kernels::Tsn;
 
 namespace {
 
@@ -72,24 +71,26 @@ void run_node(benchmark::State& state, MakeNode make) {
 void BM_SsaStep(benchmark::State& state) {
     run_node(state, [](std::mt19937& rng) {
         auto q = random_projection(rng), k = random_projection(rng), v = random_projection(rng);
-        return std::make_unique<SsaNode>("ssa", q, k, v, kHeads, LifParams{2.0f, true, 1.0f, 0.0f},
-                                         LifParams{2.0f, true, 0.5f, 0.0f}, 0.125f,
-                                         SsaAssociation::automatic);
+        return std::make_unique<SsaNode>(
+            "ssa", q, k, v, kHeads,
+            kernels::SjLif{kernels::SjLifCharge::from_tau(2.0, true, 0.0f, true), 1.0f},
+            kernels::SjLif{kernels::SjLifCharge::from_tau(2.0, true, 0.0f, true), 0.5f}, 0.125f,
+            SsaAssociation::automatic);
     });
 }
 void BM_SdsaStep(benchmark::State& state) {
     run_node(state, [](std::mt19937& rng) {
         auto q = random_projection(rng), k = random_projection(rng), v = random_projection(rng);
-        return std::make_unique<SdsaNode>("sdsa", q, k, v, kHeads,
-                                          LifParams{2.0f, true, 1.0f, 0.0f},
-                                          LifParams{2.0f, true, 0.5f, 0.0f});
+        return std::make_unique<SdsaNode>(
+            "sdsa", q, k, v, kHeads,
+            kernels::SjLif{kernels::SjLifCharge::from_tau(2.0, true, 0.0f, true), 1.0f},
+            kernels::SjLif{kernels::SjLifCharge::from_tau(2.0, true, 0.0f, true), 0.5f});
     });
 }
 void BM_BsaStep(benchmark::State& state) {
     run_node(state, [](std::mt19937& rng) {
         auto q = random_projection(rng), k = random_projection(rng), v = random_projection(rng);
-        return std::make_unique<BsaNode>("bsa", q, k, v, kHeads, TsnParams{0.5f, 1.0f},
-                                         TsnParams{0.5f, 0.5f});
+        return std::make_unique<BsaNode>("bsa", q, k, v, kHeads, Tsn{0.5f, 1.0f}, Tsn{0.5f, 0.5f});
     });
 }
 

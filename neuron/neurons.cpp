@@ -1,6 +1,7 @@
 #include "neuron/neurons.hpp"
 
-#include "neuron/kernels.hpp"
+#include "neuron/neuron_params.hpp"
+#include "sim/kernels/neuron_rules.hpp"
 #include "sim/simd/simd.hpp"
 
 #include <algorithm>
@@ -132,24 +133,19 @@ class NeuronBase : public Node {
         out.active.clear();
         OpCounts& ops = *ctx.ops;
         const auto un = static_cast<std::uint64_t>(n);
+        const auto vars = static_cast<std::uint64_t>(vars_);
         if (integrator_) {
             // I, LI, CubaLI: no threshold; the output is the membrane potential itself.
             std::copy(st.v.begin(), st.v.end(), out.values.begin());
             out.scan();
-            ops.neuron_update += un;
-            ops.state_read_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
-            ops.state_write_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
+            kernels::book_neuron_updates(ops, un, vars, false);
             return;
         }
         ctx.concat_blocks(st.block_spikes, out.active, work);
         out.ternary = true;
         out.all_ones = !emits_negative();
-        ops.neuron_update += un;
-        ops.cmp += un;
-        ops.spikes_out += out.active.size();
-        ops.state_read_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
-        ops.state_write_bytes += un * sizeof(float) * static_cast<std::uint64_t>(vars_);
-        ops.spike_write_bytes += out.active.size() * sizeof(std::uint32_t);
+        kernels::book_neuron_updates(ops, un, vars, true);
+        kernels::book_spikes(ops, out.active.size());
     }
 
     // Reads a per-neuron parameter; remembers the neuron count it implies.
@@ -606,100 +602,49 @@ class CubaLifNode final : public NeuronBase {
 
 // ------------------------------------------------------------------ SpikingJelly LIF / PLIF
 
-// SpikingJelly's multi-step LIFNode, with its own operation order so spikes match bit for bit:
-//   decay_input:     v = v + (x - (v - v_reset)) / tau
-//   not decay_input: v = v - (v - v_reset) / tau + x, but v = v * (1 - 1/tau) + x when
-//                    v_reset is 0 (SpikingJelly's branch for v_reset None or 0). Dataset
-//                    leak_form "difference" or "scale" picks one: activation_based's eval
-//                    path uses the difference for every hard reset.
-// fires on v >= v_threshold, then v = v_reset (hard) or v -= v_threshold (reset_mode subtract).
-// ParametricLIF stores the learned w; its factor sigmoid(w) multiplies instead of 1/tau.
+// SpikingJelly's multi-step LIFNode and ParametricLIFNode: the charge is kernels::SjLifCharge
+// (its three forms and leak_form are documented there); fires on v >= v_threshold (or ">"),
+// then v = v_reset (hard) or v -= v_threshold (reset_mode subtract).
 class SjLifNode final : public NeuronBase {
   public:
-    SjLifNode(const NodeSpec& s, bool parametric) : NeuronBase(s, 1) {
+    SjLifNode(const NodeSpec& s, bool parametric)
+        : NeuronBase(s, 1), charge_(read_sj_lif_charge(s, "", parametric)) {
         cmp_ = Compare::ge;
         if (auto c = s.string_opt("compare")) cmp_ = *c == ">" ? Compare::gt : Compare::ge;
-        parametric_ = parametric && s.has("w");
-        if (parametric_) {
-            double w = s.scalar("w");
-            k_ = static_cast<float>(1.0 / (1.0 + std::exp(-w)));
-        } else {
-            const double tau = s.scalar_or("tau", 2.0);
-            tau_ = static_cast<float>(tau);
-            if (!(tau_ > 0)) s.fail("tau", "must be positive");
-            inv_tau_ = exact_reciprocal(tau_);
-            // SpikingJelly computes 1 - 1/tau in double and multiplies by it as float32.
-            keep_ = kernels::sj_keep(tau);
-        }
-        if (parametric_) keep_ = 1.0f - k_;  // torch: 1 - sigmoid(w) in float32
-        const double di = s.scalar_or("decay_input", 1.0);
-        if (di != 0.0 && di != 1.0) s.fail("decay_input", "must be 0 or 1");
-        decay_input_ = di != 0.0;
         th_ = param(s, "v_threshold", 1.0f);
-        vr_ = static_cast<float>(s.scalar_or("v_reset", 0.0));
-        scale_form_ = vr_ == 0.0f;
-        if (auto f = s.string_opt("leak_form")) {
-            if (*f != "scale" && *f != "difference")
-                s.fail("leak_form", "must be \"scale\" or \"difference\", got \"" + *f + "\"");
-            scale_form_ = *f == "scale";
-        }
     }
     void broadcast(std::int64_t n) override { expand(th_, n); }
-    float initial_v() const override { return vr_; }
+    float initial_v() const override { return charge_.v_reset; }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
         simd::at_level([&] {
             float* v = st.v.data();
-            const float vr = vr_, tau = tau_, kk = k_;
+            const float vr = charge_.v_reset;
             const float* th = th_.data();
-            // Integrate in SpikingJelly's operation order, then fire, in one pass over v.
-            const auto fire = [&](auto integrate) {
+            // Charge in SpikingJelly's operation order, then fire, in one pass over v; the form
+            // is chosen once, outside the per-neuron loop.
+            charge_.with([&](auto charge) {
                 fire_and_reset_with(
                     v, [th](std::int64_t k) { return th[k]; }, [vr](std::int64_t) { return vr; },
-                    out, b0, b1, spikes, integrate);
-            };
-            // scale(a) = a / tau, as SpikingJelly divides (or the exact product: exact_reciprocal).
-            if (!decay_input_ && scale_form_) {
-                fire([=, f = keep_](std::int64_t k, float vk) {
-                    return kernels::sj_charge_keep(vk, x[k], f);
-                });
-                return;
-            }
-            // decay_input is fixed per node: branch once, outside the per-neuron loop.
-            const auto with = [&](auto scale) {
-                if (decay_input_)
-                    fire([=](std::int64_t k, float vk) {
-                        return kernels::sj_charge(vk, x[k], vr, true, scale);
-                    });
-                else
-                    fire([=](std::int64_t k, float vk) {
-                        return kernels::sj_charge(vk, x[k], vr, false, scale);
-                    });
-            };
-            if (parametric_)
-                with([kk](float a) { return a * kk; });
-            else if (inv_tau_)
-                with([r = *inv_tau_](float a) { return a * r; });
-            else
-                with([tau](float a) { return a / tau; });
+                    out, b0, b1, spikes,
+                    [=](std::int64_t k, float vk) { return charge(vk, x[k]); });
+            });
         });
     }
     std::vector<std::pair<std::string, std::string>> params_summary() const override {
         std::vector<std::pair<std::string, std::string>> r;
-        if (parametric_)
-            r.emplace_back("sigmoid(w)", std::to_string(k_));
+        if (charge_.k)
+            r.emplace_back("sigmoid(w)", std::to_string(*charge_.k));
         else
-            r.emplace_back("tau (steps)", std::to_string(tau_));
-        r.emplace_back("decay_input", decay_input_ ? "true" : "false");
+            r.emplace_back("tau (steps)", std::to_string(charge_.tau));
+        r.emplace_back("decay_input", charge_.decay_input ? "true" : "false");
         r.emplace_back("v_threshold", range_str(th_));
-        r.emplace_back("v_reset", std::to_string(vr_));
+        r.emplace_back("v_reset", std::to_string(charge_.v_reset));
         return r;
     }
 
   private:
-    bool parametric_ = false, decay_input_ = true, scale_form_ = true;
-    float tau_ = 2.0f, k_ = 0.5f, vr_ = 0.0f, keep_ = 0.5f;
-    std::optional<float> inv_tau_;
+    kernels::SjLifCharge charge_;
     std::vector<float> th_;
 };
 
@@ -714,9 +659,8 @@ class TernaryLifNode final : public NeuronBase {
         th_ = param(s, "v_threshold", 1.0f);
         cmp_ = Compare::ge;
         if (auto c = s.string_opt("compare")) cmp_ = *c == ">" ? Compare::gt : Compare::ge;
-        for (float d : decay_)
-            if (d < 0 || d > 1) s.fail("decay", "must lie in [0, 1]");
-        require_positive(s, "v_threshold", th_);
+        for (float d : decay_) check_tsn_decay(s, "decay", d);
+        for (float t : th_) check_threshold_positive(s, "v_threshold", t);
     }
     bool emits_negative() const override { return true; }
     void broadcast(std::int64_t n) override {

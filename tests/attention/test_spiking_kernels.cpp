@@ -9,10 +9,13 @@
 #include <vector>
 
 #include "attention/spiking_kernels.hpp"
+#include "neuron/neuron_params.hpp"
 #include "sim/node.hpp"
 #include "sim/synaptic.hpp"
 
 using namespace ternion::spiking;
+using ternion::kernels::Tsn;
+using ternion::kernels::tsn_step;
 
 namespace {
 
@@ -34,13 +37,13 @@ bool sum_is_power_of_two(const std::vector<std::int32_t>& x) {
 }  // namespace
 
 TEST_CASE("V1 TSN constant input: 0.6 fires +1 at step 3, -0.6 fires -1, 0.4 never fires") {
-    TsnParams p{0.5f, 1.0f};
+    const Tsn p{0.5f, 1.0f};
     float h = 0;
     std::vector<float> s;
     std::vector<float> u;
     for (int t = 0; t < 3; ++t) {
         u.push_back(h + 0.6f);
-        s.push_back(tsn_step(h, 0.6f, p));
+        s.push_back(tsn_step(p, h, 0.6f));
     }
     CHECK(u[0] == doctest::Approx(0.6));
     CHECK(u[1] == doctest::Approx(0.9));
@@ -49,11 +52,11 @@ TEST_CASE("V1 TSN constant input: 0.6 fires +1 at step 3, -0.6 fires -1, 0.4 nev
     CHECK(h == 0.0f);
     h = 0;
     s.clear();
-    for (int t = 0; t < 3; ++t) s.push_back(tsn_step(h, -0.6f, p));
+    for (int t = 0; t < 3; ++t) s.push_back(tsn_step(p, h, -0.6f));
     CHECK(s == std::vector<float>{0, 0, -1});
     h = 0;
     int fired = 0;
-    for (int t = 0; t < 200; ++t) fired += tsn_step(h, 0.4f, p) != 0.0f;
+    for (int t = 0; t < 200; ++t) fired += tsn_step(p, h, 0.4f) != 0.0f;
     CHECK(fired == 0);
     CHECK(h + 0.4f == doctest::Approx(0.8).epsilon(1e-6));  // U converges to 0.8
 }
@@ -61,14 +64,14 @@ TEST_CASE("V1 TSN constant input: 0.6 fires +1 at step 3, -0.6 fires -1, 0.4 nev
 TEST_CASE("V2 V3 TSN is odd-symmetric and resets to exactly 0 after any spike") {
     std::mt19937 rng(1);
     std::normal_distribution<float> nd(0.0f, 0.8f);
-    TsnParams p{0.5f, 1.0f};
+    const Tsn p{0.5f, 1.0f};
     float a = 0, b = 0;
     int spikes = 0, neg = 0;
     for (int t = 0; t < 5000; ++t) {
         const float x = nd(rng);
         const float u = a + x;
-        const float sa = tsn_step(a, x, p);
-        const float sb = tsn_step(b, -x, p);
+        const float sa = tsn_step(p, a, x);
+        const float sb = tsn_step(p, b, -x);
         CHECK(sb == -sa);
         CHECK(b == -a);
         if (sa != 0.0f)
@@ -82,21 +85,75 @@ TEST_CASE("V2 V3 TSN is odd-symmetric and resets to exactly 0 after any spike") 
     CHECK(neg > 200);
 }
 
+namespace {
+
+// One attention LIF from a model file's parameters (prefix "attn_"), through the reader the
+// attention nodes use.
+ternion::kernels::SjLif attn_lif(double tau, double decay_input, const char* leak_form) {
+    ternion::MapParams m;
+    m.set("attn_tau", tau).set("attn_decay_input", decay_input);
+    if (leak_form) m.set("attn_leak_form", leak_form);
+    ternion::LoadOptions o;
+    const ternion::NodeSpec spec(m, "a", "ternion.SSA", o);
+    return ternion::read_sj_lif(spec, "attn_", 1.0f);
+}
+
+float step(const ternion::kernels::SjLif& p, float& v, float x) {
+    float s = 0.0f;
+    ternion::kernels::sj_lif_row(p, &v, &x, &s, 1);
+    return s;
+}
+
+}  // namespace
+
 TEST_CASE("SpikingJelly LIF: tau 2 decay_input, hard reset, fires on equality") {
-    LifParams p;  // tau 2, v_th 1
+    const auto p = attn_lif(2.0, 1.0, nullptr);  // v_th 1
     float v = 0;
     // x = 1: v = 0.5, 0.75, 0.875, ... never reaches 1 exactly; x = 2: v = 1 -> spike.
-    CHECK(lif_step(v, 1.0f, p) == 0.0f);
+    CHECK(step(p, v, 1.0f) == 0.0f);
     CHECK(v == 0.5f);
-    CHECK(lif_step(v, 1.0f, p) == 0.0f);
+    CHECK(step(p, v, 1.0f) == 0.0f);
     CHECK(v == 0.75f);
     v = 0;
-    CHECK(lif_step(v, 2.0f, p) == 1.0f);
+    CHECK(step(p, v, 2.0f) == 1.0f);
     CHECK(v == 0.0f);
-    LifParams q{2.0f, false, 1.0f, 0.0f};  // decay_input = 0: v = v - v/2 + x
+    const auto q = attn_lif(2.0, 0.0, nullptr);  // decay_input = 0: v = v * (1 - 1/2) + x
     v = 0.5f;
-    CHECK(lif_step(v, 0.25f, q) == 0.0f);
+    CHECK(step(q, v, 0.25f) == 0.0f);
     CHECK(v == 0.5f);
+}
+
+// SpikingJelly's two leaks without decay_input at v_reset 0, in float32 as torch computes them
+// (spikingjelly/activation_based/neuron.py, LIFNode): neuronal_charge's scaled form
+// v * (1 - 1/tau) + x with the factor rounded from double, and the eval path's difference
+// v - (v - 0) / tau + x. With tau = 3 they round differently; an attention LIF must follow the
+// form the model file names, as a ternion.SJLIF does.
+TEST_CASE("attention LIF without decay_input, tau 3: each leak_form bit for bit") {
+    const float keep = static_cast<float>(1.0 - 1.0 / 3.0), tau = 3.0f;
+    const auto scale = attn_lif(3.0, 0.0, "scale"), diff = attn_lif(3.0, 0.0, "difference");
+    const auto dflt = attn_lif(3.0, 0.0, nullptr);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-0.4f, 0.6f);
+    float vs = 0, vd = 0, vdef = 0;
+    int differ = 0, spikes = 0;
+    for (int t = 0; t < 20000; ++t) {
+        const float x = u(rng);
+        // The references, one float32 operation at a time.
+        const float es = vs * keep + x;
+        const float ed = (vd - vd / tau) + x;
+        const float ss = step(scale, vs, x), sd = step(diff, vd, x);
+        step(dflt, vdef, x);
+        CHECK(ss == (es >= 1.0f ? 1.0f : 0.0f));
+        CHECK(sd == (ed >= 1.0f ? 1.0f : 0.0f));
+        CHECK(vs == (es >= 1.0f ? 0.0f : es));
+        CHECK(vd == (ed >= 1.0f ? 0.0f : ed));
+        CHECK(vdef == vs);  // v_reset 0 without a leak_form: the scaled form
+        spikes += ss != 0.0f;
+        // Run the difference form on the scaled form's membrane too, to count where they part.
+        differ += (vs * keep + x) != ((vs - vs / tau) + x);
+    }
+    CHECK(spikes > 200);
+    CHECK(differ > 1000);  // the two forms do round differently at tau 3
 }
 
 TEST_CASE("V4 ternary product: integers in [-d, d], equal to the binary product on {0,1}") {

@@ -11,11 +11,17 @@
 #include "attention/spiking_attention.hpp"
 
 using namespace ternion;
-using spiking::LifParams;
 using spiking::Projection;
-using spiking::TsnParams;
+using Tsn = kernels::Tsn;
 
 namespace {
+
+// An attention LIF (hard reset, fires on >=) in the old positional order of its parameters.
+kernels::SjLif make_lif(float tau = 2.0f, bool decay_input = true, float v_threshold = 1.0f,
+                        float v_reset = 0.0f) {
+    return {kernels::SjLifCharge::from_tau(tau, decay_input, v_reset, v_reset == 0.0f),
+            v_threshold};
+}
 
 Projection identity(std::int64_t d) {
     std::vector<float> w(d * d, 0.0f);
@@ -62,7 +68,8 @@ struct Stepper {
     }
 };
 
-const LifParams kFireOnOne{2.0f, true, 0.5f, 0.0f};  // input 1 -> v = 0.5 -> spike, reset
+const kernels::SjLif kFireOnOne =
+    make_lif(2.0f, true, 0.5f, 0.0f);  // input 1 -> v = 0.5 -> spike, reset
 
 // SSA against a dense hand computation: output spikes, Q spike counts, and the accumulates of
 // the association taken per head (the cheaper one unless `assoc` forces one), counted here from
@@ -76,7 +83,7 @@ std::pair<std::uint64_t, std::uint64_t> check_ssa(
     auto q = rand_w(rng, D, Din, 0.8f, bias), k = rand_w(rng, D, Din, 0.8f, bias),
          v = rand_w(rng, D, Din, 0.8f, bias);
     SsaNode node("ssa", Projection(q.w, q.b, D, Din), Projection(k.w, k.b, D, Din),
-                 Projection(v.w, v.b, D, Din), H, LifParams{}, LifParams{2.0f, true, 0.5f, 0.0f},
+                 Projection(v.w, v.b, D, Din), H, make_lif(), make_lif(2.0f, true, 0.5f, 0.0f),
                  0.125f, assoc);
     node.bind({N, Din});
     CHECK(node.out_shape() == Shape{N, D});
@@ -197,9 +204,8 @@ TEST_CASE("SSA beyond one mask word: 70 tokens, 66 channels per head, both assoc
 TEST_CASE("SSA closed-form counts: all-ones and single-token patterns; associations agree") {
     const std::int64_t N = 6, D = 8, H = 2, dh = 4;
     auto make = [&](SsaAssociation a) {
-        auto n =
-            std::make_unique<SsaNode>("ssa", identity(D), identity(D), identity(D), H, kFireOnOne,
-                                      LifParams{2.0f, true, 0.5f, 0.0f}, 0.125f, a);
+        auto n = std::make_unique<SsaNode>("ssa", identity(D), identity(D), identity(D), H,
+                                           kFireOnOne, make_lif(2.0f, true, 0.5f, 0.0f), 0.125f, a);
         n->bind({N, D});
         return n;
     };
@@ -247,7 +253,7 @@ TEST_CASE("SSA closed-form counts: all-ones and single-token patterns; associati
 TEST_CASE("SDSA: column sum of Q.K masks V's channels; closed-form counts") {
     const std::int64_t N = 6, D = 8;
     SdsaNode node("sdsa", identity(D), identity(D), identity(D), 2, kFireOnOne,
-                  LifParams{2.0f, true, 0.5f, 0.0f});
+                  make_lif(2.0f, true, 0.5f, 0.0f));
     node.bind({N, D});
     Stepper s(node);
     // Channel c is active in c tokens (tokens 0..c-1): column sum c -> mask LIF v = c/2.
@@ -280,8 +286,8 @@ TEST_CASE("projection counts: spikes and integers cost ACs (|x| each), analog va
     w[0 * D + 0] = 1;  // input 0 reaches one Q weight
     w[1 * D + 2] = 1;  // input 2 reaches two Q weights
     w[3 * D + 2] = -1;
-    SsaNode node("ssa", Projection(w, {}, D, D), identity(D), identity(D), 1, LifParams{},
-                 LifParams{}, 0.125f, SsaAssociation::automatic);
+    SsaNode node("ssa", Projection(w, {}, D, D), identity(D), identity(D), 1, make_lif(),
+                 make_lif(), 0.125f, SsaAssociation::automatic);
     node.bind({N, D});
     Stepper s(node);
     // token 0: (2, 0, -2, 0); token 1 silent. Fan of input 0: 1 + 1 + 1, of input 2: 2 + 1 + 1.
@@ -304,7 +310,7 @@ static void check_sdsa(SdsaForm form) {
     auto q = rand_w(rng, D, Din, 0.8f, 1.6f), k = rand_w(rng, D, Din, 0.8f, 1.6f),
          v = rand_w(rng, D, Din, 0.8f, 1.6f);
     SdsaNode node("sdsa", Projection(q.w, q.b, D, Din), Projection(k.w, k.b, D, Din),
-                  Projection(v.w, v.b, D, Din), 3, LifParams{}, LifParams{2.0f, true, 2.0f, 0.0f},
+                  Projection(v.w, v.b, D, Din), 3, make_lif(), make_lif(2.0f, true, 2.0f, 0.0f),
                   form);
     node.bind({N, Din});
     Stepper s(node);
@@ -366,8 +372,7 @@ TEST_CASE("SDSA equals a dense hand computation: the official code's K.V form") 
 
 TEST_CASE("BSA hand-made ternary pattern: scores, Shiftmax exponents, outputs and counts") {
     const std::int64_t N = 4, D = 4;
-    BsaNode node("bsa", identity(D), identity(D), identity(D), 1, TsnParams{0.5f, 1.0f},
-                 TsnParams{0.5f, 0.5f});
+    BsaNode node("bsa", identity(D), identity(D), identity(D), 1, Tsn{0.5f, 1.0f}, Tsn{0.5f, 0.5f});
     node.bind({N, D});
     Stepper s(node);
     std::vector<float> x{1, 1, 1, 1, -1, -1, -1, -1, 1, -1, 0, 0, 0, 0, 0, 0};
@@ -415,13 +420,13 @@ void check_bsa(std::int64_t N, std::int64_t D, std::int64_t H, std::int64_t T, s
     const std::int64_t dh = D / H;
     auto q = rand_w(rng, D, D, 0.6f, 0.0f), k = rand_w(rng, D, D, 0.6f, 0.0f),
          v = rand_w(rng, D, D, 0.9f, 0.1f);
-    const TsnParams qk{0.5f, 1.0f}, outp{0.5f, 0.25f};
+    const Tsn qk{0.5f, 1.0f}, outp{0.5f, 0.25f};
     BsaNode node("bsa", Projection(q.w, q.b, D, D), Projection(k.w, k.b, D, D),
                  Projection(v.w, v.b, D, D), H, qk, outp);
     node.bind({N, D});
     Stepper st(node);
     std::vector<float> hq(N * D, 0.0f), hk(N * D, 0.0f), ho(N * D, 0.0f);
-    auto tsn = [](float& h, float x, const TsnParams& p) {
+    auto tsn = [](float& h, float x, const Tsn& p) {
         const float u = h + x;
         const float s = u >= p.v_threshold ? 1.0f : (-u >= p.v_threshold ? -1.0f : 0.0f);
         h = s != 0.0f ? 0.0f : p.decay * u;
@@ -496,7 +501,7 @@ TEST_CASE("V13 BSA with no input spikes: no TMP work, Shiftmax.V still costs") {
     const std::int64_t N = 8, D = 16, H = 2;
     auto q = rand_w(rng, D, D, 1, 0), k = rand_w(rng, D, D, 1, 0), v = rand_w(rng, D, D, 1, 0.5f);
     BsaNode node("bsa", Projection(q.w, q.b, D, D), Projection(k.w, k.b, D, D),
-                 Projection(v.w, v.b, D, D), H, TsnParams{}, TsnParams{0.5f, 0.5f});
+                 Projection(v.w, v.b, D, D), H, Tsn{}, Tsn{0.5f, 0.5f});
     node.bind({N, D});
     Stepper s(node);
     s.run(act(std::vector<float>(N * D, 0.0f)), Engine::event);
@@ -519,16 +524,15 @@ TEST_CASE("event and dense engines: identical spikes, membranes and counts for e
          v = rand_w(rng, D, Din, 0.7f, 0.4f);
     auto P = [&](const RandW& r) { return Projection(r.w, r.b, D, Din); };
     std::vector<std::unique_ptr<Node>> nodes;
-    nodes.push_back(std::make_unique<SsaNode>("s", P(q), P(k), P(v), H, LifParams{},
-                                              LifParams{2.0f, true, 0.5f, 0.0f}, 0.125f,
+    nodes.push_back(std::make_unique<SsaNode>("s", P(q), P(k), P(v), H, make_lif(),
+                                              make_lif(2.0f, true, 0.5f, 0.0f), 0.125f,
                                               SsaAssociation::automatic));
-    nodes.push_back(std::make_unique<SdsaNode>("d", P(q), P(k), P(v), H, LifParams{},
-                                               LifParams{2.0f, true, 0.5f, 0.0f}));
-    nodes.push_back(std::make_unique<SdsaNode>("d", P(q), P(k), P(v), H, LifParams{},
-                                               LifParams{2.0f, true, 0.5f, 0.0f},
+    nodes.push_back(std::make_unique<SdsaNode>("d", P(q), P(k), P(v), H, make_lif(),
+                                               make_lif(2.0f, true, 0.5f, 0.0f)));
+    nodes.push_back(std::make_unique<SdsaNode>("d", P(q), P(k), P(v), H, make_lif(),
+                                               make_lif(2.0f, true, 0.5f, 0.0f),
                                                SdsaForm::kv_first));
-    nodes.push_back(
-        std::make_unique<BsaNode>("b", P(q), P(k), P(v), H, TsnParams{}, TsnParams{0.5f, 0.5f}));
+    nodes.push_back(std::make_unique<BsaNode>("b", P(q), P(k), P(v), H, Tsn{}, Tsn{0.5f, 0.5f}));
     // BatchNorm kept unfolded (bias after the sum, then the epilogue), both forms.
     auto bn = [&](BatchNorm::Form f) {
         auto g = rand_w(rng, 4, D, 0.5f, 0.0f);  // rows: gamma, beta, mean, var
@@ -544,8 +548,8 @@ TEST_CASE("event and dense engines: identical spikes, membranes and counts for e
     };
     nodes.push_back(std::make_unique<SsaNode>(
         "sb", PB(q, BatchNorm::Form::normalize), PB(k, BatchNorm::Form::fma),
-        PB(v, BatchNorm::Form::normalize), H, LifParams{}, LifParams{2.0f, true, 0.5f, 0.0f},
-        0.125f, SsaAssociation::automatic));
+        PB(v, BatchNorm::Form::normalize), H, make_lif(), make_lif(2.0f, true, 0.5f, 0.0f), 0.125f,
+        SsaAssociation::automatic));
     for (auto& node : nodes) {
         node->bind({N, Din});
         Stepper ev(*node), de(*node);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "neuron/neurons.hpp"
+#include "sim/kernels/neuron_rules.hpp"
 #include "tests/support/model_file.hpp"
 #include "tests/support/run_model.hpp"
 
@@ -195,13 +196,13 @@ TEST_CASE("SpikingJelly LIF: decay_input and not, fires on >=, hard reset") {
 }
 
 TEST_CASE("exact_reciprocal: only powers of two with a normal reciprocal") {
-    CHECK(exact_reciprocal(2.0f) == 0.5f);
-    CHECK(exact_reciprocal(0.25f) == 4.0f);
-    CHECK(exact_reciprocal(1.0f) == 1.0f);
-    CHECK(exact_reciprocal(std::ldexp(1.0f, 126)) == std::ldexp(1.0f, -126));
-    CHECK_FALSE(exact_reciprocal(std::ldexp(1.0f, 127)));  // 2^-127 is subnormal
+    CHECK(kernels::exact_reciprocal(2.0f) == 0.5f);
+    CHECK(kernels::exact_reciprocal(0.25f) == 4.0f);
+    CHECK(kernels::exact_reciprocal(1.0f) == 1.0f);
+    CHECK(kernels::exact_reciprocal(std::ldexp(1.0f, 126)) == std::ldexp(1.0f, -126));
+    CHECK_FALSE(kernels::exact_reciprocal(std::ldexp(1.0f, 127)));  // 2^-127 is subnormal
     for (float t : {3.0f, 2.5f, 20.0f, 0.0f, -2.0f, INFINITY, NAN})
-        CHECK_FALSE(exact_reciprocal(t));
+        CHECK_FALSE(kernels::exact_reciprocal(t));
 }
 
 TEST_CASE("SpikingJelly LIF membranes equal the division x / tau bit for bit, any tau") {

@@ -120,10 +120,12 @@ def test_plif_w_gives_torch_factor():
     assert differ > 0  # the case the exporter has to handle does occur
 
 
-def spikformer_case(tmp_path, ternion_bin, seed, fold_bn=True, **cfg):
+def spikformer_case(tmp_path, ternion_bin, seed, fold_bn=True, tweak=None, **cfg):
     gen = torch.Generator().manual_seed(seed)
     torch.manual_seed(seed)
     net = sj.Spikformer(**cfg)
+    if tweak:
+        tweak(net)
     H.randomize_bn(net, gen)
     img = lambda b: torch.rand(b, cfg.get("in_channels", 3), 16, 16, generator=gen)  # noqa
     H.calibrate(net, [img(16) for _ in range(3)])
@@ -163,6 +165,33 @@ def test_spikformer_spike_for_spike(tmp_path, ternion_bin):
     types = [t for t, _ in rep.nodes.values()]
     assert types.count("ternion.SSA") == 2 and types.count("ternion.Tokens") == 1
     assert "ternion.TokenMean" in types
+
+
+@pytest.mark.parametrize("form", ["scale", "difference"])
+def test_attention_lifs_without_decay_input_tau3(tmp_path, ternion_bin, form):
+    # SpikingJelly's two leaks without decay_input round differently at tau 3: the scaled form
+    # (MultiStepLIFNode, v * (1 - 1/tau) + x) and activation_based's eval path (LIFNode,
+    # v - v / tau + x). The SSA's q/k/v and attention LIFs must each give torch's spikes.
+    def make(vth):
+        if form == "scale":
+            return sj.MultiStepLIFNode(tau=3.0, decay_input=False, v_threshold=vth)
+        return sj.LIFNode(tau=3.0, decay_input=False, v_threshold=vth, step_mode="m")
+
+    def tweak(net):
+        for blk in net.block:
+            for nm in ("q", "k", "v"):
+                setattr(blk.attn, f"{nm}_lif", make(1.0))
+            blk.attn.attn_lif = make(0.5)
+
+    rep = spikformer_case(tmp_path, ternion_bin, 13, tweak=tweak, embed_dims=32, num_heads=4,
+                          depths=2, T=4)
+    with h5py.File(tmp_path / "spikformer.h5") as f:
+        ssa = [g for g in f["node/nodes"].values() if g["type"][()] == b"ternion.SSA"]
+        assert len(ssa) == 2
+        for g in ssa:
+            assert g["lif_leak_form"][()].decode() == form
+            assert g["attn_leak_form"][()].decode() == form
+            assert g["lif_tau"][()] == 3.0 and g["attn_decay_input"][()] == 0
 
 
 def test_spikformer_one_head_three_blocks(tmp_path, ternion_bin):

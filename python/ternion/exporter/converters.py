@@ -153,15 +153,15 @@ def lif_for_attention(m, path, prefix):
         raise ExportError(f"{describe(m, path)}: soft reset (v_reset None) inside an attention "
                           "node is not supported by ternion.SSA/SDSA")
     tau = float(m.tau)
-    if not m.decay_input and lif_leak_form(m) == "scale" and math.frexp(tau)[0] != 0.5:
-        # SpikingJelly then computes v * (1 - 1/tau) + x; the attention nodes' neurons compute
-        # v - v / tau + x, which rounds differently unless tau is a power of two.
-        raise ExportError(f"{describe(m, path)}: decay_input=False with v_reset 0 and tau {tau} "
-                          "(not a power of two) inside an attention node is not supported")
-    return {prefix + "tau": np.float64(tau),
-            prefix + "decay_input": np.int64(1 if m.decay_input else 0),
-            prefix + "v_threshold": np.float64(m.v_threshold),
-            prefix + "v_reset": np.float64(m.v_reset)}
+    p = {prefix + "tau": np.float64(tau),
+         prefix + "decay_input": np.int64(1 if m.decay_input else 0),
+         prefix + "v_threshold": np.float64(m.v_threshold),
+         prefix + "v_reset": np.float64(m.v_reset)}
+    if not m.decay_input:
+        # Which of SpikingJelly's two leaks this module takes (the attention nodes' neurons are
+        # the rule of a ternion.SJLIF, which honours it).
+        p[prefix + "leak_form"] = lif_leak_form(m)
+    return p
 
 
 # ----------------------------------------------------------------------------------------------

@@ -33,12 +33,15 @@ std::unique_ptr<NodeState> SdsaNode::make_state() const {
     for (auto* h : {&s->hq, &s->hk, &s->hv}) h->assign(sz(tokens_ * dim_), 0.0f);
     s->hmask.assign(sz(dim_), 0.0f);
     s->sum.assign(sz(dim_), 0);
+    reset_state(s.get());
     return s;
 }
 
 bool SdsaNode::reset_state(NodeState* state) const {
     auto& s = *static_cast<State*>(state);
-    for (auto* h : {&s.hq, &s.hk, &s.hv, &s.hmask}) std::fill(h->begin(), h->end(), 0.0f);
+    // Membranes start at v_reset, as SpikingJelly's (and a ternion.SJLIF's) do.
+    for (auto* h : {&s.hq, &s.hk, &s.hv}) std::fill(h->begin(), h->end(), lif_.charge.v_reset);
+    std::fill(s.hmask.begin(), s.hmask.end(), attn_.charge.v_reset);
     return true;
 }
 

@@ -65,6 +65,7 @@ std::unique_ptr<NodeState> SsaNode::make_state() const {
     const auto nd = sz(tokens_ * dim_);
     s->b = make_buffers();
     for (auto* h : {&s->hq, &s->hk, &s->hv, &s->hout}) h->assign(nd, 0.0f);
+    reset_state(s.get());
     const std::int64_t W = (head_dim_ + 63) / 64, NW = (tokens_ + 63) / 64;
     for (auto* m : {&s->qm, &s->km, &s->vm}) m->assign(sz(tokens_ * W), 0);
     for (auto* m : {&s->kt, &s->vt, &s->qt}) m->assign(sz(head_dim_ * NW), 0);
@@ -77,7 +78,9 @@ std::unique_ptr<NodeState> SsaNode::make_state() const {
 
 bool SsaNode::reset_state(NodeState* state) const {
     auto& s = *static_cast<State*>(state);
-    for (auto* h : {&s.hq, &s.hk, &s.hv, &s.hout}) std::fill(h->begin(), h->end(), 0.0f);
+    // Membranes start at v_reset, as SpikingJelly's (and a ternion.SJLIF's) do.
+    for (auto* h : {&s.hq, &s.hk, &s.hv}) std::fill(h->begin(), h->end(), lif_.charge.v_reset);
+    std::fill(s.hout.begin(), s.hout.end(), attn_.charge.v_reset);
     s.maps.kept = false;
     return true;
 }

@@ -167,15 +167,18 @@ def test_spikformer_spike_for_spike(tmp_path, ternion_bin):
     assert "ternion.TokenMean" in types
 
 
-@pytest.mark.parametrize("form", ["scale", "difference"])
-def test_attention_lifs_without_decay_input_tau3(tmp_path, ternion_bin, form):
+@pytest.mark.parametrize("form,v_reset", [("scale", 0.0), ("difference", 0.0),
+                                          ("difference", -0.2)])
+def test_attention_lifs_without_decay_input_tau3(tmp_path, ternion_bin, form, v_reset):
     # SpikingJelly's two leaks without decay_input round differently at tau 3: the scaled form
     # (MultiStepLIFNode, v * (1 - 1/tau) + x) and activation_based's eval path (LIFNode,
-    # v - v / tau + x). The SSA's q/k/v and attention LIFs must each give torch's spikes.
+    # v - v / tau + x). The SSA's q/k/v and attention LIFs must each give torch's spikes, and
+    # start at v_reset as SpikingJelly's membranes do.
     def make(vth):
         if form == "scale":
             return sj.MultiStepLIFNode(tau=3.0, decay_input=False, v_threshold=vth)
-        return sj.LIFNode(tau=3.0, decay_input=False, v_threshold=vth, step_mode="m")
+        return sj.LIFNode(tau=3.0, decay_input=False, v_threshold=vth, v_reset=v_reset,
+                          step_mode="m")
 
     def tweak(net):
         for blk in net.block:

@@ -4,7 +4,7 @@
 #include <numbers>
 #include <random>
 
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 
 namespace ternion::analysis {
 

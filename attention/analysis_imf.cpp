@@ -4,7 +4,7 @@
 #include <cmath>
 #include <limits>
 
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 
 namespace ternion::analysis {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "sim/error.hpp"
-#include "sim/trace_reader.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/trace_reader.hpp"
 
 namespace ternion::analysis {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/op_counts.hpp"
-#include "sim/shape.hpp"
+#include "sim/core/shape.hpp"
+#include "sim/kernels/op_counts.hpp"
 
 namespace ternion {
 class NodeSpec;

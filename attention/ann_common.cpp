@@ -8,9 +8,9 @@
 
 #include "attention/ann_internal.hpp"
 #include "attention/fft.hpp"
-#include "sim/error.hpp"
-#include "sim/h5io.hpp"
-#include "sim/node_spec.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/node_spec.hpp"
+#include "sim/io/h5io.hpp"
 
 namespace ternion::ann {
 

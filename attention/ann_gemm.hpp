@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "sim/token_kernel.hpp"  // AlignedFloats
+#include "sim/kernels/token_kernel.hpp"  // AlignedFloats
 
 namespace ternion::ann {
 

@@ -13,7 +13,7 @@
 #include "attention/ann_attention.hpp"
 #include "attention/ann_gemm.hpp"
 #include "attention/fft.hpp"
-#include "sim/memory.hpp"  // prefer_huge_pages, LargeVector
+#include "sim/core/memory.hpp"  // prefer_huge_pages, LargeVector
 
 namespace ternion::ann {
 
@@ -116,7 +116,7 @@ class GroupMatrix {
 
   private:
     std::int64_t rows_ = 0, cols_ = 0;
-    LargeVector<float> data_;  // huge pages when large (sim/memory.hpp)
+    LargeVector<float> data_;  // huge pages when large (sim/core/memory.hpp)
 };
 
 // y = x W + b (x row-major) into a GroupMatrix sized [x.rows(), l.out()].

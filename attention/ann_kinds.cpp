@@ -8,8 +8,8 @@
 
 #include "attention/ann_internal.hpp"
 #include "attention/fft.hpp"
-#include "sim/error.hpp"
-#include "sim/rng.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/rng.hpp"
 
 namespace ternion::ann {
 

@@ -1,6 +1,6 @@
 // Registration of every attention node type with the model loader's factory.
 #pragma once
-#include "sim/node_spec.hpp"
+#include "sim/core/node_spec.hpp"
 
 namespace ternion {
 

@@ -6,7 +6,7 @@
 #include <algorithm>
 
 #include "attention/spiking_attention_internal.hpp"
-#include "sim/event_cost.hpp"
+#include "sim/core/event_booking.hpp"
 #include "sim/simd/simd.hpp"
 
 namespace ternion {

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "attention/spiking_kernels.hpp"
+#include "sim/core/node.hpp"
+#include "sim/core/node_spec.hpp"
 #include "sim/kernels/neuron_rules.hpp"
-#include "sim/node.hpp"
-#include "sim/node_spec.hpp"
 
 namespace ternion {
 

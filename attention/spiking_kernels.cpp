@@ -1,6 +1,6 @@
 #include "attention/spiking_kernels.hpp"
 
-#include "sim/token_kernel.hpp"
+#include "sim/kernels/token_kernel.hpp"
 
 #include <algorithm>
 #include <array>

@@ -6,8 +6,8 @@
 #pragma once
 #include <cstdint>
 #include <vector>
-#include "sim/synaptic.hpp"
-#include "sim/token_kernel.hpp"
+#include "sim/kernels/token_kernel.hpp"
+#include "sim/synaptic/synaptic.hpp"
 
 namespace ternion::spiking {
 

@@ -5,7 +5,7 @@
 #include "attention/register.hpp"
 #include "attention/spiking_attention.hpp"
 #include "neuron/neuron_params.hpp"
-#include "sim/synaptic.hpp"
+#include "sim/synaptic/synaptic.hpp"
 
 namespace ternion {
 

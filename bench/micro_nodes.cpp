@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "attention/spiking_attention.hpp"
-#include "sim/conv_direct.hpp"
-#include "sim/conv_gather.hpp"
-#include "sim/token_kernel.hpp"
+#include "sim/kernels/conv_direct.hpp"
+#include "sim/kernels/conv_gather.hpp"
+#include "sim/kernels/token_kernel.hpp"
 
 using namespace ternion;
 using spiking::Projection;

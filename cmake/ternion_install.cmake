@@ -25,7 +25,8 @@ else()
     set(TERNION_PYTHON_DIR "lib/python${TERNION_PYTHON_VERSION}/dist-packages")
 endif()
 
-install(TARGETS ternion_options ternion_simd ternion_sim ternion_neuron ternion_attention ternion_hw
+install(TARGETS ternion_options ternion_simd ternion_kernels ternion_core ternion_io ternion_synaptic
+                ternion_sim ternion_neuron ternion_attention ternion_hw
                 ternion_models ternion_all
         EXPORT ternionTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}

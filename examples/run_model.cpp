@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "models/pipeline.hpp"
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 
 int main(int argc, char** argv) try {
     using namespace ternion;

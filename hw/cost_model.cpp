@@ -8,7 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 
 namespace ternion::hw {
 

@@ -19,8 +19,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/layer_record.hpp"
-#include "sim/op_counts.hpp"
+#include "sim/core/layer_record.hpp"
+#include "sim/kernels/op_counts.hpp"
 
 namespace ternion::hw {
 
@@ -91,7 +91,7 @@ Profile load_profile(const std::string& name_or_path);
 // Parses and validates one profile document; `file` names it in errors.
 Profile parse_profile(const nlohmann::json& doc, const std::string& file);
 // $TERNION_PROFILE_DIR when set; else $TERNION_DATA_DIR/profiles when set; else
-// <exe>/../share/ternion/profiles, then the source tree's hw/profiles (see sim/data_path.hpp).
+// <exe>/../share/ternion/profiles, then the source tree's hw/profiles (see sim/core/data_path.hpp).
 std::vector<std::string> profile_search_dirs();
 // The first existing directory of profile_search_dirs() (the first candidate when none exists).
 std::string profile_dir();

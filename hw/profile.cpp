@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "hw/cost_model.hpp"
-#include "sim/data_path.hpp"
-#include "sim/error.hpp"
+#include "sim/core/data_path.hpp"
+#include "sim/core/error.hpp"
 
 namespace ternion::hw {
 

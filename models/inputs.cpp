@@ -14,9 +14,9 @@
 #include <functional>
 #include <tuple>
 
-#include "sim/h5io.hpp"
-#include "sim/rng.hpp"
-#include "sim/shard.hpp"
+#include "sim/core/rng.hpp"
+#include "sim/core/shard.hpp"
+#include "sim/io/h5io.hpp"
 
 namespace ternion {
 

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "sim/engine.hpp"
+#include "sim/core/engine.hpp"
 
 namespace ternion {
 
@@ -47,7 +47,7 @@ struct InputOptions {
     // length and whose second does not is refused without --layout, naming both readings.
     std::int64_t model_timesteps = 0;
     // The samples read: of the run's range [first_sample, first_sample + samples) (samples -1:
-    // to the end), the shard of process `part` of `parts` (sim/shard.hpp; parts 1: the whole
+    // to the end), the shard of process `part` of `parts` (sim/core/shard.hpp; parts 1: the whole
     // range). Only those are read and checked: an HDF5 or .npy file through a hyperslab, an
     // IDX stream read through. num_samples() stays the file's; fill() takes global indices of
     // held samples.

@@ -8,8 +8,10 @@
 
 #include "attention/register.hpp"
 #include "neuron/neurons.hpp"
-#include "sim/data_path.hpp"
-#include "sim/error.hpp"
+#include "sim/core/data_path.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/h5_params.hpp"
+#include "sim/synaptic/synaptic.hpp"
 
 namespace ternion {
 
@@ -182,7 +184,7 @@ GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::str
         std::string full = prefix + name;
         std::string built_type = type;
         if (!top && (type == "Input" || type == "Output")) built_type = "ternion.Identity";
-        NodeSpec spec(r, ng, full, built_type, opts);
+        const NodeSpec spec = h5_node_spec(r, ng, full, built_type, opts);
         auto node = default_factory().build(spec);
         g.add_node(std::move(node));
         if (type == "Input") io.inputs.push_back(full);

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "sim/graph.hpp"
-#include "sim/node_spec.hpp"
+#include "sim/core/graph.hpp"
+#include "sim/core/node_spec.hpp"
 
 namespace ternion {
 
@@ -64,7 +64,8 @@ LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConvent
                                  const std::string& origin, LoadReport& report);
 
 // Where the bundled models and test set are looked up: $TERNION_DATA_DIR/bundled when set; else
-// <exe>/../share/ternion/bundled, then the source tree's models/bundled (see sim/data_path.hpp).
+// <exe>/../share/ternion/bundled, then the source tree's models/bundled (see
+// sim/core/data_path.hpp).
 std::vector<std::string> bundled_search_dirs();
 // The path of a bundled file (e.g. "bsa_digits.h5") in the first of bundled_search_dirs() that
 // holds it; throws InputError naming every directory searched when none does.

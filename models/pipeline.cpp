@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "sim/file_guard.hpp"
-#include "sim/h5io.hpp"
-#include "sim/shard.hpp"
+#include "sim/core/shard.hpp"
+#include "sim/io/file_guard.hpp"
+#include "sim/io/h5io.hpp"
 #include "ternion_git_revision.hpp"
 
 namespace ternion {

@@ -15,8 +15,8 @@
 #include "hw/cost_model.hpp"
 #include "models/inputs.hpp"
 #include "models/nir_loader.hpp"
-#include "sim/layer_record.hpp"
-#include "sim/trace.hpp"
+#include "sim/core/layer_record.hpp"
+#include "sim/io/trace.hpp"
 
 namespace ternion {
 
@@ -85,7 +85,7 @@ struct RunRequest {
     std::string trace_path;              // write them here (needs `record`)
     std::uint64_t max_memory = 0;        // 0: default_memory_limit()
     std::string command_line;            // trace metadata: how the run was asked for
-    // One process of a run split across `parts` (sim/distributed.hpp, `mpirun -n K ternion
+    // One process of a run split across `parts` (sim/dist/distributed.hpp, `mpirun -n K ternion
     // run`): it reads only its shard of the input file (InputOptions::part), and its recording
     // holds only its shard's rows, except part 0's, which holds every row to receive the
     // others'. Everything else is checked for the whole run, as by one process.

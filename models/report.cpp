@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "models/pipeline.hpp"
-#include "sim/format.hpp"
+#include "sim/core/format.hpp"
 #include "sim/simd/simd.hpp"
 
 namespace ternion {

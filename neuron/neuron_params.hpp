@@ -5,8 +5,8 @@
 #pragma once
 #include <string>
 
+#include "sim/core/node_spec.hpp"
 #include "sim/kernels/neuron_rules.hpp"
-#include "sim/node_spec.hpp"
 
 namespace ternion {
 

@@ -11,7 +11,7 @@
 #pragma once
 #include <cstdint>
 
-#include "sim/node_spec.hpp"
+#include "sim/core/node_spec.hpp"
 
 namespace ternion {
 

@@ -11,8 +11,8 @@
 #include <iostream>
 #include <thread>
 
-#include "sim/error.hpp"
-#include "sim/h5io.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/h5io.hpp"
 
 namespace ternion::cli {
 

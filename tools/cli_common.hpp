@@ -7,8 +7,8 @@
 
 #include "models/inputs.hpp"
 #include "models/nir_loader.hpp"
-#include "sim/file_guard.hpp"
-#include "sim/format.hpp"
+#include "sim/core/format.hpp"
+#include "sim/io/file_guard.hpp"
 #include "tools/commands.hpp"
 
 namespace ternion::cli {

@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 
 namespace ternion::cli {
 

@@ -1,4 +1,4 @@
-// The CLI's side of a run split across processes (sim/distributed.hpp): errors turned into
+// The CLI's side of a run split across processes (sim/dist/distributed.hpp): errors turned into
 // one line and an exit code the same way on every process, and agreed on collectively.
 #pragma once
 #include <chrono>
@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "sim/distributed.hpp"
+#include "sim/dist/distributed.hpp"
 
 namespace ternion {
 struct RunRequest;

@@ -12,7 +12,7 @@
 #include "attention/analysis_depth.hpp"
 #include "attention/analysis_imf.hpp"
 #include "attention/analysis_trace.hpp"
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 #include "tools/cli_common.hpp"
 
 namespace ternion::cli {

@@ -10,9 +10,9 @@
 
 #include "attention/ann_attention.hpp"
 #include "hw/cost_model.hpp"
-#include "sim/error.hpp"
-#include "sim/h5io.hpp"
-#include "sim/memory.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/memory.hpp"
+#include "sim/io/h5io.hpp"
 #include "tools/cli_common.hpp"
 
 namespace ternion::cli {
@@ -171,7 +171,7 @@ int cmd_attention(const Args& args) {
     if (vm.count("json")) profile = hw::load_profile(vm["profile"].as<std::string>());
 
     check_attention_memory(vm, *att, batch, n, t.size());
-    // Huge-page backed (sim/memory.hpp): the attention walks them a row or group at a time.
+    // Huge-page backed (sim/core/memory.hpp): the attention walks them a row or group at a time.
     LargeVector<float> y(static_cast<std::size_t>(batch * n * att->out_dim()));
     LargeVector<float> x(static_cast<std::size_t>(n * dim));
     OpCounts ops;

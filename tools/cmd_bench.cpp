@@ -10,8 +10,8 @@
 #include <random>
 
 #include "attention/ann_attention.hpp"
-#include "sim/error.hpp"
-#include "sim/memory.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/memory.hpp"
 #include "tools/cli_common.hpp"
 
 namespace ternion::cli {
@@ -54,7 +54,7 @@ int bench_attention(const Args& args) {
     auto att = ann::make_attention(kind, w);
     std::mt19937 g(1);
     std::normal_distribution<float> nd;
-    // The buffers `ternion attention` uses for its inputs and outputs (sim/memory.hpp).
+    // The buffers `ternion attention` uses for its inputs and outputs (sim/core/memory.hpp).
     LargeVector<float> x(static_cast<std::size_t>(n * att->in_dim())),
         y(static_cast<std::size_t>(n * att->out_dim()));
     std::vector<float> t(n);

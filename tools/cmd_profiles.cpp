@@ -6,8 +6,8 @@
 #include <iostream>
 
 #include "hw/cost_model.hpp"
-#include "sim/data_path.hpp"
-#include "sim/error.hpp"
+#include "sim/core/data_path.hpp"
+#include "sim/core/error.hpp"
 #include "tools/commands.hpp"
 
 namespace ternion::cli {

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <numeric>
 
-#include "sim/trace_reader.hpp"
+#include "sim/io/trace_reader.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/commands.hpp"
 

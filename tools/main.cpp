@@ -5,9 +5,9 @@
 #include <cstring>
 #include <string>
 
-#include "sim/error.hpp"
-#include "sim/h5io.hpp"
-#include "sim/h5vet.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/h5io.hpp"
+#include "sim/io/h5vet.hpp"
 #include "sim/simd/simd.hpp"
 #include "ternion_git_revision.hpp"
 #include "tools/cli_dist.hpp"
@@ -87,7 +87,7 @@ int main(int argc, char** argv) {
     }
     std::signal(SIGINT, on_signal);
     std::signal(SIGTERM, on_signal);
-    // Every HDF5 file the user names is first read in a child process (sim/h5vet.hpp).
+    // Every HDF5 file the user names is first read in a child process (sim/io/h5vet.hpp).
     const char* trust = std::getenv("TERNION_TRUST_HDF5");
     ternion::h5::set_vetting(!(trust && std::strcmp(trust, "1") == 0));
     const std::string cmd = argv[1];

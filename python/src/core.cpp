@@ -12,8 +12,8 @@
 #include "hw/cost_model.hpp"
 #include "models/graph_builder.hpp"
 #include "models/pipeline.hpp"
-#include "sim/error.hpp"
-#include "sim/h5vet.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/h5vet.hpp"
 #include "sim/simd/simd.hpp"
 
 namespace py = pybind11;
@@ -297,7 +297,7 @@ py::dict attention(const std::string& kind, py::dict weights,
 
 PYBIND11_MODULE(_core, m) {
     m.doc() = "ternion's simulator core; use the functions of the `ternion` package";
-    // As in the CLI, every HDF5 file is first read in a child process (sim/h5vet.hpp), so a
+    // As in the CLI, every HDF5 file is first read in a child process (sim/io/h5vet.hpp), so a
     // hostile file cannot crash or hang the interpreter; TERNION_TRUST_HDF5=1 skips it.
     const char* trust = std::getenv("TERNION_TRUST_HDF5");
     h5::set_vetting(!(trust && std::string(trust) == "1"));

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "sim/op_counts.hpp"
+#include "sim/kernels/op_counts.hpp"
 
 namespace ternion::kernels {
 

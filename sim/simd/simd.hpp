@@ -35,7 +35,8 @@ struct DirectTileArgs {
     float* out;  // [co][nv * lanes]
 };
 
-// token_rows (sim/token_kernel.hpp): rows [r0, r1) of y [ntok][out] from events or dense inputs.
+// token_rows (sim/kernels/token_kernel.hpp): rows [r0, r1) of y [ntok][out] from events or dense
+// inputs.
 struct TokenRowsArgs {
     const float* panels;  // [groups][in][64]: weights of 64 outputs, channel after channel
     std::int64_t in, out, ntok, r0, r1;

@@ -4,7 +4,7 @@
 #include <cmath>
 
 #include "attention/analysis_depth.hpp"
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 
 using namespace ternion::analysis;
 

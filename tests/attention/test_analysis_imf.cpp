@@ -9,8 +9,8 @@
 
 #include "attention/analysis_imf.hpp"
 #include "attention/analysis_trace.hpp"
-#include "sim/error.hpp"
-#include "sim/h5io.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/h5io.hpp"
 
 using namespace ternion::analysis;
 

@@ -10,7 +10,7 @@
 
 #include "attention/ann_attention.hpp"
 #include "attention/fft.hpp"
-#include "sim/error.hpp"
+#include "sim/core/error.hpp"
 
 using namespace ternion;
 using namespace ternion::ann;

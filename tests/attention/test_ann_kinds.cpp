@@ -11,9 +11,10 @@
 
 #include "attention/ann_attention.hpp"
 #include "attention/register.hpp"
-#include "sim/error.hpp"
-#include "sim/h5io.hpp"
-#include "sim/node_spec.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/node_spec.hpp"
+#include "sim/io/h5_params.hpp"
+#include "sim/io/h5io.hpp"
 
 using namespace ternion;
 using namespace ternion::ann;
@@ -616,7 +617,7 @@ TEST_CASE("model-file nodes: ternion.CAT from an HDF5 group matches make_attenti
         wr.close();
     }
     h5::Reader r(path);
-    NodeSpec spec(r, "/node/nodes/att", "att", "ternion.CAT", LoadOptions{});
+    const NodeSpec spec = h5_node_spec(r, "/node/nodes/att", "att", "ternion.CAT", LoadOptions{});
     auto node = f.build(spec);
     node->bind({5, 8});
     CHECK(node->out_shape() == Shape{5, 8});

@@ -10,8 +10,8 @@
 
 #include "attention/spiking_kernels.hpp"
 #include "neuron/neuron_params.hpp"
-#include "sim/node.hpp"
-#include "sim/synaptic.hpp"
+#include "sim/core/node.hpp"
+#include "sim/synaptic/synaptic.hpp"
 
 using namespace ternion::spiking;
 using ternion::kernels::Tsn;

@@ -11,8 +11,8 @@
 #include <cstdlib>
 #include <string>
 
-#include "sim/error.hpp"
-#include "sim/h5vet.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/h5vet.hpp"
 
 namespace ternion::fuzz {
 
@@ -50,7 +50,7 @@ void expect_clean(F&& fn) {
     }
 }
 
-// As the CLI does: the file is first read in a child process (sim/h5vet.hpp), and only a file
+// As the CLI does: the file is first read in a child process (sim/io/h5vet.hpp), and only a file
 // the child read without crashing, hanging or running out of memory reaches fn. A finding is
 // then a file the containment let through. TERNION_FUZZ_RAW=1 skips the child, to fuzz the
 // readers alone (libhdf5's own crashes are then findings too).

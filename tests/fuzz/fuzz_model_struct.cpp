@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "models/nir_loader.hpp"
-#include "sim/h5io.hpp"
+#include "sim/io/h5io.hpp"
 #include "tests/fuzz/fuzz_file.hpp"
 
 namespace {

@@ -1,7 +1,7 @@
 // libFuzzer harness: the ANN attention weights reader (H5Weights + make_attention) for every
 // kind on arbitrary bytes as an HDF5 file.
 #include "attention/ann_attention.hpp"
-#include "sim/h5io.hpp"
+#include "sim/io/h5io.hpp"
 #include "tests/fuzz/fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "hw/cost_model.hpp"
-#include "sim/data_path.hpp"
-#include "sim/error.hpp"
+#include "sim/core/data_path.hpp"
+#include "sim/core/error.hpp"
 
 using namespace ternion;
 using namespace ternion::hw;

@@ -15,8 +15,9 @@ mv "$tmp/first" "$tmp/moved"
 p=$(cd "$tmp/moved" && pwd -P)
 [[ ! -e $tmp/first ]] || fail "the first prefix still exists"
 
-for f in bin/ternion lib/libternion_sim.a lib/libternion_models.a \
-         include/ternion/sim/engine.hpp include/ternion/models/nir_loader.hpp \
+for f in bin/ternion lib/libternion_core.a lib/libternion_kernels.a lib/libternion_io.a \
+         lib/libternion_synaptic.a lib/libternion_models.a include/ternion/sim/kernels/neuron_rules.hpp \
+         include/ternion/sim/core/engine.hpp include/ternion/models/nir_loader.hpp \
          include/ternion/hw/cost_model.hpp lib/cmake/ternion/ternionConfig.cmake \
          lib/cmake/ternion/ternionConfigVersion.cmake lib/cmake/ternion/ternionTargets.cmake \
          share/ternion/profiles/horowitz45-fp32.json share/ternion/bundled/bsa_digits.h5 \

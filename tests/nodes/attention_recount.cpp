@@ -112,7 +112,7 @@ struct Model {
     }
 };
 
-// The projections' event cost (sim/event_cost.hpp's rule as docs/bsa.md states it): per
+// The projections' event cost (sim/kernels/event_cost.hpp's rule as docs/bsa.md states it): per
 // non-zero input its fan over Q, K and V; spikes cost fan ACs, small integers |x| fan ACs,
 // anything else fan MACs; 4 weight bytes per pair.
 void book_projection(const Model& m, const std::vector<float>& x, AttentionRecount& r) {

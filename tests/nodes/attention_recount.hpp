@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "sim/node_spec.hpp"
-#include "sim/op_counts.hpp"
+#include "sim/core/node_spec.hpp"
+#include "sim/kernels/op_counts.hpp"
 
 namespace ternion::test {
 

@@ -24,9 +24,9 @@
 #include "models/graph_builder.hpp"
 #include "models/inputs.hpp"
 #include "models/nir_loader.hpp"
-#include "sim/engine.hpp"
-#include "sim/error.hpp"
-#include "sim/layer_record.hpp"
+#include "sim/core/engine.hpp"
+#include "sim/core/error.hpp"
+#include "sim/core/layer_record.hpp"
 #include "tests/nodes/attention_recount.hpp"
 #include "tests/support/run_model.hpp"
 
@@ -239,7 +239,8 @@ void check_attention_recount(const Case& c, const MapParams& params, const Graph
 }
 
 // Counts against rules that need no knowledge of the node's code:
-//   Linear/Affine/Conv*: the event-cost rule (sim/event_cost.hpp) with spike inputs: AC = sum
+//   Linear/Affine/Conv*: the event-cost rule (sim/kernels/event_cost.hpp) with spike inputs: AC =
+//   sum
 //     over non-zero inputs of their fan-out (probed), MAC = 0;
 //   neurons: one neuron_update per neuron and step; spiking ones: spikes_out = non-zero outputs;
 //   ANN attention: MAC = the kind's closed form (dense_macs_per_step) per step and sample;

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/node.hpp"
+#include "sim/core/node.hpp"
 
 using namespace ternion;
 

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/synaptic.hpp"
+#include "sim/synaptic/synaptic.hpp"
 
 using namespace ternion;
 

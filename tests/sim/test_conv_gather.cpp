@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/conv_gather.hpp"
+#include "sim/kernels/conv_gather.hpp"
 
 using namespace ternion;
 using ternion::synaptic::GatherConv;

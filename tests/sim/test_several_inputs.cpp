@@ -5,7 +5,7 @@
 #include <doctest/doctest.h>
 
 #include "models/graph_builder.hpp"
-#include "sim/rng.hpp"
+#include "sim/core/rng.hpp"
 #include "tests/support/run_model.hpp"
 
 using namespace ternion;

@@ -1,4 +1,4 @@
-// A run split into consecutive sample ranges (sim/shard.hpp), merged as rank 0 of an MPI job
+// A run split into consecutive sample ranges (sim/core/shard.hpp), merged as rank 0 of an MPI job
 // merges them, equals one run of the whole range: results bit for bit (the float sums of the
 // syops tallies included) and trace rows byte for byte. No MPI needed: the ranges run here one
 // after another.
@@ -10,8 +10,8 @@
 
 #include "models/inputs.hpp"
 #include "models/nir_loader.hpp"
-#include "sim/shard.hpp"
-#include "sim/trace.hpp"
+#include "sim/core/shard.hpp"
+#include "sim/io/trace.hpp"
 #include "tests/support/model_file.hpp"
 
 using namespace ternion;

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "sim/node.hpp"
+#include "sim/core/node.hpp"
 
 using ternion::ThreadTeam;
 

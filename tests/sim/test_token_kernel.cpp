@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "sim/token_kernel.hpp"
+#include "sim/kernels/token_kernel.hpp"
 
 using namespace ternion;
 

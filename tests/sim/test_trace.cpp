@@ -1,6 +1,6 @@
 // Trace recorder tests: what the recorder writes (events, grids, op counts, energy) read back
 // with the HDF5 reader and compared with an independent capture of the same run; and the HDF5
-// reader and writer on a caller's buffer; the trace reader (sim/trace_reader.hpp) on a written
+// reader and writer on a caller's buffer; the trace reader (sim/io/trace_reader.hpp) on a written
 // trace and on damaged ones.
 #include <doctest/doctest.h>
 
@@ -10,10 +10,10 @@
 #include <functional>
 #include <stdexcept>
 
-#include "sim/h5io.hpp"
-#include "sim/memory.hpp"
-#include "sim/trace.hpp"
-#include "sim/trace_reader.hpp"
+#include "sim/core/memory.hpp"
+#include "sim/io/h5io.hpp"
+#include "sim/io/trace.hpp"
+#include "sim/io/trace_reader.hpp"
 #include "tests/support/model_file.hpp"
 #include "tests/support/run_model.hpp"
 

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-#include "sim/h5io.hpp"
+#include "sim/io/h5io.hpp"
 
 namespace ternion::test {
 

@@ -5,7 +5,7 @@
 #include <mutex>
 
 #include "models/pipeline.hpp"
-#include "sim/engine.hpp"
+#include "sim/core/engine.hpp"
 
 namespace ternion::test {
 

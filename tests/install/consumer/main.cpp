@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include "models/pipeline.hpp"
-#include "sim/error.hpp"
-#include "sim/h5io.hpp"
+#include "sim/core/error.hpp"
+#include "sim/io/h5io.hpp"
 
 int main() try {
     using namespace ternion;

@@ -1,0 +1,96 @@
+// What a run measured, per layer, in the form the cost model (hw/) and the reports consume.
+// Built from a Graph and a RunResult; everything is a total over all samples and steps.
+#pragma once
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/engine.hpp"
+
+namespace ternion {
+
+struct LayerRecord {
+    std::string name, type;
+    NodeCategory category = NodeCategory::other;
+    bool spiking = false;
+    std::int64_t neurons = 0;  // output elements per step
+    std::int64_t in_size = 0;  // input elements per step
+    OpCounts ops;              // totals over samples and steps
+    std::uint64_t nonzero_out = 0, positive_out = 0, negative_out = 0;
+    std::uint64_t nonzero_in = 0;
+    bool input_ternary = true;                // all inputs in {-1,0,+1}: NeuroBench counts ACs
+    std::uint64_t dense_macs_per_step = 0;    // the ANN-equivalent MACs of one step
+    std::uint64_t dense_synops_per_step = 0;  // NeuroBench "Dense" per step
+    std::uint64_t param_count = 0;
+    std::uint64_t weight_count = 0;  // connection weights, bias excluded
+    double weight_density = -1.0;
+    AttentionCounts attention;          // attention nodes: totals by stage
+    SynapseCounts synapses;             // (non-zero input, non-zero weight) pairs
+    std::uint64_t binary_in_steps = 0;  // see NodeStats
+    double binary_in_sum = 0.0;
+    std::uint64_t membrane_updates = 0;                      // see NodeStats
+    double seconds = 0.0;                                    // see NodeStats (--node-times)
+    ModuleShape modules;                                     // Node::module_shape()
+    std::optional<AttentionShape> attention_shape;           // set for attention nodes
+    std::vector<std::pair<std::string, double>> attributes;  // Node::attributes()
+    // Fraction of non-zero input elements over all samples and steps (paper-mode "fr").
+    double input_rate(std::int64_t samples, std::int64_t T) const {
+        double d = static_cast<double>(in_size) * static_cast<double>(samples * T);
+        return d > 0 ? static_cast<double>(nonzero_in) / d : 0.0;
+    }
+    double firing_rate(std::int64_t samples, std::int64_t T) const {
+        double d = static_cast<double>(neurons) * static_cast<double>(samples * T);
+        return d > 0 ? static_cast<double>(nonzero_out) / d : 0.0;
+    }
+};
+
+struct RunRecord {
+    std::int64_t samples = 0, timesteps = 0;
+    bool syops_tallies = false;       // LayerRecord::binary_in_* were collected
+    bool membrane_tallies = false;    // LayerRecord::membrane_updates were collected
+    bool node_times = false;          // LayerRecord::seconds were measured
+    std::vector<LayerRecord> layers;  // in evaluation order, Input/Output included
+};
+
+inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
+    RunRecord rec;
+    rec.samples = r.samples;
+    rec.timesteps = r.timesteps;
+    rec.syops_tallies = r.syops_tallies;
+    rec.membrane_tallies = r.membrane_tallies;
+    for (int u : g.order()) {
+        const Node& n = g.node(u);
+        const NodeStats& s = r.nodes[static_cast<std::size_t>(u)];
+        LayerRecord l;
+        l.name = n.name();
+        l.type = n.type();
+        l.category = n.category();
+        l.spiking = n.is_spiking();
+        l.neurons = n.out_size();
+        l.in_size = n.category() == NodeCategory::input ? 0 : n.in_size();
+        l.ops = s.ops;
+        l.nonzero_out = s.nonzero_out;
+        l.positive_out = s.positive_out;
+        l.negative_out = s.negative_out;
+        l.nonzero_in = s.nonzero_in;
+        l.input_ternary = s.input_ternary;
+        l.dense_macs_per_step = n.dense_macs_per_step();
+        l.dense_synops_per_step = n.dense_synops_per_step();
+        l.param_count = n.param_count();
+        l.weight_count = n.weight_count();
+        l.weight_density = n.weight_density();
+        l.attributes = n.attributes();
+        l.attention = s.attention;
+        l.synapses = s.synapses;
+        l.binary_in_steps = s.binary_in_steps;
+        l.binary_in_sum = s.binary_in_sum;
+        l.membrane_updates = s.membrane_updates;
+        l.seconds = s.seconds;
+        l.modules = n.module_shape();
+        l.attention_shape = n.attention_shape();
+        rec.layers.push_back(std::move(l));
+    }
+    return rec;
+}
+
+}  // namespace ternion

@@ -1,0 +1,46 @@
+// The one rule for what applying weights to input events costs, shared by every node that has
+// weights (Linear/Conv layers, the projections inside attention nodes). An input event reaches
+// the non-zero weights of its fan-out; each (event, weight) pair is one synaptic event. A spike
+// (+1 or -1) costs one AC per pair, a small integer x (coincident spikes, e.g. the 2 of a SEW
+// residual) |x| ACs, any other value one MAC. Counts never depend on the engine: the dense
+// engine books what the event engine would (docs/engine.md).
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+
+namespace ternion {
+
+struct EventCost {
+    std::uint64_t pairs = 0;  // (non-zero input, non-zero weight) pairs
+    std::uint64_t ac = 0, mac = 0;
+};
+
+// Cost of n input events: fan(k) non-zero weights reached by event k, value(k) its value.
+// `ternary`: every value is -1, 0 or +1 (the producer's Activity::ternary).
+template <class Fan, class Value>
+EventCost event_cost(std::size_t n, bool ternary, Fan fan, Value value) {
+    EventCost c;
+    std::uint64_t weighted = 0;
+    bool integral = true;
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::uint64_t f = fan(k);
+        c.pairs += f;
+        if (!ternary && integral) {
+            const float a = std::fabs(value(k));
+            if (a == std::floor(a) && a <= 16.0f)
+                weighted += static_cast<std::uint64_t>(a) * f;
+            else
+                integral = false;
+        }
+    }
+    if (ternary)
+        c.ac = c.pairs;
+    else if (integral)
+        c.ac = weighted;
+    else
+        c.mac = c.pairs;
+    return c;
+}
+
+}  // namespace ternion

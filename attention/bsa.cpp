@@ -41,7 +41,10 @@ BsaNode::BsaNode(std::string name, Projection q, Projection k, Projection v, std
     : SpikingAttentionNode(std::move(name), "ternion.BSA", std::move(q), std::move(k), std::move(v),
                            heads),
       qk_(qk),
-      out_(outp) {}
+      out_(outp) {
+    closed_form_ = AttentionClosedForm::ternary_shiftmax;
+    spiking_v_ = false;  // V stays a membrane potential
+}
 
 std::unique_ptr<NodeState> BsaNode::make_state() const {
     auto s = std::make_unique<State>();

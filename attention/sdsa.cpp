@@ -25,7 +25,10 @@ SdsaNode::SdsaNode(std::string name, Projection q, Projection k, Projection v, s
                            std::move(v), heads),
       lif_(qkv_lif),
       attn_(attn_lif),
-      form_(form) {}
+      form_(form) {
+    closed_form_ = AttentionClosedForm::column_sum;
+    mask_neurons_ = dim_;
+}
 
 std::unique_ptr<NodeState> SdsaNode::make_state() const {
     auto s = std::make_unique<State>();

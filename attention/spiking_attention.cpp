@@ -63,6 +63,9 @@ std::optional<AttentionShape> SpikingAttentionNode::attention_shape() const {
     a.heads = heads_;
     a.dim_in = dim_in_;
     a.proj_dense_macs_per_step = 3 * static_cast<std::uint64_t>(tokens_ * dim_in_ * dim_);
+    a.closed_form = closed_form_;
+    a.spiking_v = spiking_v_;
+    a.mask_neurons = mask_neurons_;
     return a;
 }
 ModuleShape SpikingAttentionNode::module_shape() const {

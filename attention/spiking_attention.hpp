@@ -85,6 +85,10 @@ class SpikingAttentionNode : public Node {
     }
 
     spiking::Projection qkv_;
+    // What the counting conventions' closed forms need to know of the variant.
+    AttentionClosedForm closed_form_ = AttentionClosedForm::none;
+    bool spiking_v_ = true;
+    std::int64_t mask_neurons_ = 0;
     std::int64_t dim_in_ = 0, dim_ = 0, heads_ = 1, head_dim_ = 0, tokens_ = 0;
     std::uint64_t proj_params_ = 0, proj_nnz_ = 0;
     int biased_ = 0, normalised_ = 0;

@@ -58,7 +58,9 @@ SsaNode::SsaNode(std::string name, Projection q, Projection k, Projection v, std
       lif_(qkv_lif),
       attn_(attn_lif),
       scale_(scale),
-      assoc_(assoc) {}
+      assoc_(assoc) {
+    closed_form_ = AttentionClosedForm::qkv_products;
+}
 
 std::unique_ptr<NodeState> SsaNode::make_state() const {
     auto s = std::make_unique<State>();

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "sim/core/error.hpp"
 
@@ -39,18 +40,14 @@ const char* count_mode_name(CountMode m) {
 
 namespace {
 
-// NIR's connection primitives: the layers NeuroBench hooks and the papers' "conv/linear".
-bool is_connection_type(const std::string& t) {
-    return t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d" || t == "Conv3d";
-}
-
-// A layer with weights that NeuroBench would hook. Nodes outside the NIR set say so by
-// reporting a non-zero dense_synops_per_step (pooling and normalisation report 0).
+// A layer with weights that NeuroBench would hook: NIR's connection primitives say so by their
+// traits; nodes outside the NIR set by reporting a non-zero dense_synops_per_step (pooling and
+// normalisation report 0).
 bool is_connection(const LayerRecord& l) {
     if (l.category != NodeCategory::synaptic && l.category != NodeCategory::readout &&
         l.category != NodeCategory::other)
         return false;
-    return is_connection_type(l.type) || l.dense_synops_per_step > 0;
+    return l.traits.connection || l.dense_synops_per_step > 0;
 }
 
 std::string fmt(double v) {
@@ -84,7 +81,7 @@ double paper_attention(const LayerRecord& l, std::int64_t S, std::int64_t T, std
                  fk = static_cast<double>(a.k_spikes) / elems,
                  fv = static_cast<double>(a.v_spikes) / elems;
     const double proj = fr_in * Td * static_cast<double>(sh->proj_dense_macs_per_step);
-    if (l.type == "ternion.SSA") {
+    if (sh->closed_form == AttentionClosedForm::qkv_products) {
         // Q (K^T V): K^T V costs N dh^2 per head gated by the sparser of K and V, Q times the
         // result N dh^2 gated by Q (Spikingformer's energy code).
         attn_part = Td * H * N * dh * dh * (std::min(fk, fv) + fq);
@@ -92,10 +89,10 @@ double paper_attention(const LayerRecord& l, std::int64_t S, std::int64_t T, std
             "paper: fr_in*T*proj_macs + SSA closed form T*H*N*(D/H)^2*(min(fr_K,fr_V)+fr_Q), "
             "fr_Q=" +
             fmt(fq) + " fr_K=" + fmt(fk) + " fr_V=" + fmt(fv);
-    } else if (l.type == "ternion.SDSA") {
+    } else if (sh->closed_form == AttentionClosedForm::column_sum) {
         attn_part = static_cast<double>(a.score_ac) / Sd;
         basis = "paper: fr_in*T*proj_macs + SDSA column sum of Q (.) K (coincident spikes)";
-    } else if (l.type == "ternion.BSA") {
+    } else if (sh->closed_form == AttentionClosedForm::ternary_shiftmax) {
         attn_part = Td * H * N * N * dh * fq * fk + static_cast<double>(a.norm_ac + a.mix_ac) / Sd;
         basis =
             "paper: fr_in*T*proj_macs + BSA T*H*N^2*(D/H)*fr_Q*fr_K + Shiftmax and "
@@ -127,7 +124,6 @@ std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std:
     // (affine), bn_syops_counter_hook.
     const double bn = 2.0 * static_cast<double>(l.modules.batchnorm_elems_per_step) * calls;
     const double bias = static_cast<double>(l.modules.bias_ops_per_step);
-    const std::string& t = l.type;
     if (l.attention_shape) {
         // The Q/K/V Linears (linear hook), their BatchNorms, and every neuron inside (LIF hook:
         // an AC per element). The attention matmuls are plain tensor products, which syops does
@@ -139,17 +135,16 @@ std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std:
             "counted";
         return {per * rate_sum + neurons, per * other + bn};
     }
-    if (t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d" || t == "Conv3d") {
+    if (l.traits.connection) {
         const double per = static_cast<double>(l.dense_macs_per_step) + bias;  // padding included
         basis = "syops: (dense ops + bias) x rate as AC, or as MAC when the input is not spikes";
         return {per * rate_sum, per * other + bn};
     }
-    if (t == "MaxPool2d" || t == "MaxPool1d" || t == "AvgPool2d" || t == "AvgPool1d" ||
-        t == "SumPool2d") {
+    if (l.traits.pooling) {
         basis = "syops: pool, input elements x rate as AC, or as MAC when the input is not spikes";
         return {l.binary_in_sum, n_in * other};
     }
-    if (t == "ternion.BatchNorm") {  // an unfolded BatchNorm: the same hook
+    if (l.traits.batchnorm) {  // an unfolded BatchNorm: the same hook
         basis = "syops: BatchNorm, 2 MACs per element";
         return {0.0, bn};
     }
@@ -173,12 +168,11 @@ void neurobench_sparsity(const RunRecord& run, NeuroBenchFigures& nb) {
         if (l.attention_shape) {
             const double nd =
                 static_cast<double>(l.attention_shape->tokens * l.attention_shape->dim);
-            const bool spiking_v = l.type != "ternion.BSA";
-            act += (spiking_v ? 3.0 : 2.0) * nd * calls;
+            act += (l.attention_shape->spiking_v ? 3.0 : 2.0) * nd * calls;
             act_nonzero += static_cast<double>(l.attention.q_spikes + l.attention.k_spikes +
                                                l.attention.v_spikes);
-            if (l.type == "ternion.SDSA") {
-                act += static_cast<double>(l.attention_shape->dim) * calls;
+            if (l.attention_shape->mask_neurons > 0) {
+                act += static_cast<double>(l.attention_shape->mask_neurons) * calls;
                 act_nonzero += static_cast<double>(l.attention.mask_channels);
             }
         }
@@ -486,13 +480,15 @@ void add_to_json(const CostReport& r, json& doc) {
         for (const auto& c : r.layers)
             doc["layers"].push_back({{"name", c.name}, {"type", c.type}});
     }
+    // Layer names are unique in a graph: the report's entries join the priced layers by name
+    // (the report may list a subset, or in another order).
+    std::unordered_map<std::string, const LayerCost*> by_name;
+    for (const LayerCost& c : r.layers) by_name.emplace(c.name, &c);
     for (auto& jl : doc["layers"]) {
-        if (!jl.is_object() || !jl.contains("name")) continue;
-        const std::string name = jl["name"].get<std::string>();
-        auto it = std::find_if(r.layers.begin(), r.layers.end(),
-                               [&](const LayerCost& c) { return c.name == name; });
-        if (it == r.layers.end()) continue;
-        const LayerCost& c = *it;
+        if (!jl.is_object() || !jl.contains("name") || !jl["name"].is_string()) continue;
+        const auto it = by_name.find(jl["name"].get<std::string>());
+        if (it == by_name.end()) continue;
+        const LayerCost& c = *it->second;
         jl["energy_pj"] = c.energy_total_pj * inv;
         jl["energy_by_kind_pj"] = by_kind(scaled(c.energy_pj, inv), true);
         jl["ann_energy_pj"] = c.ann_pj;

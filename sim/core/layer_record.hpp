@@ -28,11 +28,11 @@ struct LayerRecord {
     SynapseCounts synapses;             // (non-zero input, non-zero weight) pairs
     std::uint64_t binary_in_steps = 0;  // see NodeStats
     double binary_in_sum = 0.0;
-    std::uint64_t membrane_updates = 0;                      // see NodeStats
-    double seconds = 0.0;                                    // see NodeStats (--node-times)
-    ModuleShape modules;                                     // Node::module_shape()
-    std::optional<AttentionShape> attention_shape;           // set for attention nodes
-    std::vector<std::pair<std::string, double>> attributes;  // Node::attributes()
+    std::uint64_t membrane_updates = 0;             // see NodeStats
+    double seconds = 0.0;                           // see NodeStats (--node-times)
+    ModuleShape modules;                            // Node::module_shape()
+    std::optional<AttentionShape> attention_shape;  // set for attention nodes
+    CountTraits traits;                             // Node::count_traits()
     // Fraction of non-zero input elements over all samples and steps (paper-mode "fr").
     double input_rate(std::int64_t samples, std::int64_t T) const {
         double d = static_cast<double>(in_size) * static_cast<double>(samples * T);
@@ -79,7 +79,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.param_count = n.param_count();
         l.weight_count = n.weight_count();
         l.weight_density = n.weight_density();
-        l.attributes = n.attributes();
+        l.traits = n.count_traits();
         l.attention = s.attention;
         l.synapses = s.synapses;
         l.binary_in_steps = s.binary_in_steps;

@@ -286,8 +286,10 @@ class Node {
     // weight_count x (1 - weight_density) zeros over these.
     virtual std::uint64_t weight_count() const { return 0; }
     virtual double weight_density() const { return -1.0; }
-    // Numeric structure facts the cost model's closed forms need (e.g. tokens, dim, heads).
+    // Numeric structure facts for traces' node metadata (e.g. tokens, dim, heads).
     virtual std::vector<std::pair<std::string, double>> attributes() const { return {}; }
+    // What kind of layer the counting conventions see (connection, pooling, BatchNorm).
+    virtual CountTraits count_traits() const { return {}; }
     // The source modules as per-module conventions count them (folded BatchNorm, biases).
     virtual ModuleShape module_shape() const { return {}; }
     // Attention nodes: the structure the counting conventions' closed forms need.

@@ -127,11 +127,28 @@ struct ModuleShape {
     std::uint64_t neuron_elems_per_step = 0;
 };
 
+// Which closed form the papers' convention takes for a spiking attention's spike-spike work:
+// Spikformer's Q (K^T V) products gated by the Q, K and V rates; the Spike-driven Transformer's
+// column sum of Q (.) K; BSA's ternary Q K^T with Shiftmax and shift-and-add mixing.
+enum class AttentionClosedForm { none, qkv_products, column_sum, ternary_shiftmax };
+
 // Structure facts of an attention node that the counting conventions' closed forms need.
 struct AttentionShape {
     std::int64_t tokens = 0, dim = 0, heads = 0, dim_in = 0;
     // Dense multiply-accumulates of the Q/K/V projections in one step (3 N D_in D).
     std::uint64_t proj_dense_macs_per_step = 0;
+    AttentionClosedForm closed_form = AttentionClosedForm::none;
+    bool spiking_v = true;          // V is spikes (an activation NeuroBench counts), not analog
+    std::int64_t mask_neurons = 0;  // neurons per step gating channels (SDSA's mask: D)
+};
+
+// How the counting conventions see a node, as typed facts: pricing never reads type names.
+struct CountTraits {
+    // A weighted connection primitive (NIR's Linear, Affine, Conv1d/2d/3d): the layers NeuroBench
+    // and syops-counter hook and the papers call conv/linear.
+    bool connection = false;
+    bool pooling = false;    // a pooling layer (syops-counter's pool hook)
+    bool batchnorm = false;  // a BatchNorm kept as its own layer (syops-counter's BatchNorm hook)
 };
 
 #define TERNION_OP_COUNT1(name) +1

@@ -55,6 +55,7 @@ class ScaleNode final : public Node {
 // to a value that is generally not zero, so every element is computed.
 class BatchNormNode final : public Node {
   public:
+    CountTraits count_traits() const override { return {.batchnorm = true}; }
     explicit BatchNormNode(const NodeSpec& s) : Node(s.name(), s.type()) {
         if (!s.has("running_mean")) s.fail("running_mean", "missing parameter");
         const std::int64_t c = numel(s.dims("running_mean"));

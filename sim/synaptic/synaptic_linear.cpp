@@ -38,6 +38,7 @@ struct OneTokenJob {
 
 class LinearNode final : public Node {
   public:
+    CountTraits count_traits() const override { return {.connection = true}; }
     LinearNode(const NodeSpec& s, bool affine) : Node(s.name(), s.type()) {
         if (!s.has("weight") && s.has("weight_csr_data")) {
             load_csr(s, affine);

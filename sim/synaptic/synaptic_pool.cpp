@@ -12,6 +12,7 @@ namespace {
 
 class PoolNode final : public Node {
   public:
+    CountTraits count_traits() const override { return {.pooling = true}; }
     enum class Mode { sum, avg, max };
     PoolNode(const NodeSpec& s, Mode m) : Node(s.name(), s.type()), mode_(m) {
         auto k = pair_param(s, "kernel_size", 0, 1);

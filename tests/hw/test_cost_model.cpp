@@ -19,11 +19,15 @@ using nlohmann::json;
 
 namespace {
 
+// A layer record as the node of `type` describes itself: the traits and the attention closed
+// form its node type publishes (sim/synaptic, attention/).
 LayerRecord layer(const std::string& name, const std::string& type, NodeCategory cat) {
     LayerRecord l;
     l.name = name;
     l.type = type;
     l.category = cat;
+    l.traits.connection = type == "Linear" || type == "Conv2d";
+    l.traits.pooling = type == "SumPool2d";
     return l;
 }
 
@@ -485,7 +489,7 @@ TEST_CASE("paper mode: hand-worked Spikformer block with the SSA closed form") {
     ssa.attention.k_spikes = 49152;
     ssa.attention.v_spikes = 36864;
     // The projections are the separate "qkv" layer here, so the node has none of its own.
-    ssa.attention_shape = AttentionShape{N, D, H, D, 0};
+    ssa.attention_shape = AttentionShape{N, D, H, D, 0, AttentionClosedForm::qkv_products};
     RunRecord run;
     run.samples = S;
     run.timesteps = T;

@@ -363,9 +363,14 @@ AttentionRecount recount_spiking_attention(const std::string& type, const MapPar
                                            std::int64_t steps, const InputOf& input) {
     AttentionRecount r;
     const Model m(p, tokens);
-    if (type == "ternion.SSA") run_ssa(m, p, samples, steps, input, r);
-    if (type == "ternion.SDSA") run_sdsa(m, p, samples, steps, input, r);
-    if (type == "ternion.BSA") run_bsa(m, p, samples, steps, input, r);
+    if (type == "ternion.SSA")
+        run_ssa(m, p, samples, steps, input, r);
+    else if (type == "ternion.SDSA")
+        run_sdsa(m, p, samples, steps, input, r);
+    else if (type == "ternion.BSA")
+        run_bsa(m, p, samples, steps, input, r);
+    else  // a new variant with a closed form needs its own independent recount here
+        throw std::logic_error("no independent recount for attention type " + type);
     r.ops.spike_write_bytes = 4 * r.ops.spikes_out;
     return r;
 }

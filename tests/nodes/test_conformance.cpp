@@ -182,14 +182,12 @@ std::vector<std::uint64_t> probe_fan_out(const Case& c) {
     return fan;
 }
 
-bool weighted(const std::string& t) {
-    return t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d";
-}
-
 const std::vector<float>& output(const Outcome& o, int node, std::int64_t s, std::int64_t t);
 
-bool spiking_attention(const std::string& t) {
-    return t == "ternion.SSA" || t == "ternion.SDSA" || t == "ternion.BSA";
+// A spiking attention: one whose spike-spike work has a closed form the conventions know.
+bool spiking_attention(const Node& n) {
+    const auto sh = n.attention_shape();
+    return sh && sh->closed_form != AttentionClosedForm::none;
 }
 
 // Spiking attention: the layer record's typed counters and op counts against the independent
@@ -251,7 +249,7 @@ void check_counts(const Case& c, const Graph& g, const Outcome& o) {
     const Node& n = g.node(c.node);
     const OpCounts& ops = o.result.nodes[static_cast<std::size_t>(c.node)].ops;
     INFO("counts of " << c.type << ": " << ops_str(ops));
-    if (weighted(c.type)) {
+    if (n.count_traits().connection) {
         auto fan = probe_fan_out(c);
         std::uint64_t ac = 0;
         for (const auto& [key, v] : o.cap.values)
@@ -275,7 +273,7 @@ void check_counts(const Case& c, const Graph& g, const Outcome& o) {
     if (c.type.rfind("ternion.", 0) == 0 && n.category() == NodeCategory::attention &&
         n.dense_macs_per_step() > 0 && c.ex.kind == NodeExample::Input::analog)
         CHECK(ops.mac == n.dense_macs_per_step() * kSamples * kSteps);
-    if (spiking_attention(c.type)) check_attention_recount(c, c.ex.params, g, o);
+    if (spiking_attention(n)) check_attention_recount(c, c.ex.params, g, o);
 }
 
 bool names_param(const std::string& msg, const std::string& param) {

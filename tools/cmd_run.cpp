@@ -27,10 +27,7 @@ std::vector<std::string> split_csv(const std::string& s) {
 TraceOptions record_options(const po::variables_map& vm) {
     TraceOptions to;
     set_observables(to, split_csv(vm["record"].as<std::string>()));
-    const std::string fmt = vm["spike-format"].as<std::string>();
-    if (fmt != "events" && fmt != "grid")
-        throw OptionError("spike-format", "must be events or grid");
-    to.spike_format = fmt == "grid" ? SpikeFormat::grid : SpikeFormat::events;
+    set_spike_format(to, vm["spike-format"].as<std::string>());
     if (vm.count("record-nodes")) to.nodes = split_csv(vm["record-nodes"].as<std::string>());
     if (vm.count("record-samples"))
         to.samples = parse_index_list(vm["record-samples"].as<std::string>(), "record-samples");

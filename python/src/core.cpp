@@ -213,8 +213,7 @@ Output run_pipeline(const Model& m, const std::string& input, py::object x,
     if (!record.empty() || !trace.empty()) {
         TraceOptions to;
         set_observables(to, record.empty() ? std::vector<std::string>{"spikes"} : record);
-        to.spike_format = o["spike_format"].cast<std::string>() == "events" ? SpikeFormat::events
-                                                                            : SpikeFormat::grid;
+        set_spike_format(to, o["spike_format"].cast<std::string>());
         if (!o["record_nodes"].is_none())
             to.nodes = o["record_nodes"].cast<std::vector<std::string>>();
         to.max_bytes = o["max_record_bytes"].cast<std::uint64_t>();

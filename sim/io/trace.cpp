@@ -207,6 +207,12 @@ void set_observables(TraceOptions& o, const std::vector<std::string>& words) {
     }
 }
 
+void set_spike_format(TraceOptions& o, const std::string& word) {
+    if (word != "events" && word != "grid")
+        throw OptionError("spike-format", "must be events or grid, got '" + word + "'");
+    o.spike_format = word == "grid" ? SpikeFormat::grid : SpikeFormat::events;
+}
+
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option) {
     std::vector<std::int64_t> r;
     std::size_t pos = 0;

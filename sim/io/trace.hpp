@@ -54,6 +54,9 @@ struct TraceCost {
 // Sets the observables named in `words` (spikes, membrane, ops, energy, attention, all) and
 // clears the others; throws OptionError("record") on an unknown word.
 void set_observables(TraceOptions& o, const std::vector<std::string>& words);
+// Sets o.spike_format from "events" or "grid" (any other word: OptionError spike-format). The
+// one reader of the word for the CLI's --spike-format and Python's spike_format.
+void set_spike_format(TraceOptions& o, const std::string& word);
 
 // Parses "0,3,10-19" into sorted unique indices; throws OptionError(option) on bad text.
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option);

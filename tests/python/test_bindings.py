@@ -196,6 +196,9 @@ def test_errors_carry_the_cli_messages(core, ternion_bin, lif_net, tmp_path):
         core.run(m, lif_net["x"], threads=0)
     with pytest.raises(core.Error, match=r"label 9 at index 0 is outside \[0, 5\)"):
         core.run(m, lif_net["x"], np.full(6, 9))
+    # A misspelt spike format is refused, as --spike-format is, not taken as "grid".
+    with pytest.raises(core.Error, match=r"option --spike-format: must be events or grid, got 'evnts'"):
+        core.run(m, lif_net["x"], record=["spikes"], spike_format="evnts")
     missing = str(tmp_path / "missing.h5")
     with pytest.raises(core.Error, match=re.escape(missing)):
         core.load(missing)

@@ -1,5 +1,8 @@
 #include "attention/register.hpp"
 
+#include "attention/ann/ann_attention.hpp"
+#include "attention/spiking/spiking_attention.hpp"
+
 namespace ternion {
 
 void register_attention_nodes(NodeFactory& f) {

@@ -4,8 +4,8 @@
 
 namespace ternion {
 
-void register_attention_nodes(NodeFactory& f);          // both families below
-void register_spiking_attention_nodes(NodeFactory& f);  // spiking_register.cpp
-void register_ann_attention_nodes(NodeFactory& f);      // ann_register.cpp
+// Both families: attention/spiking (register_spiking_attention_nodes) and attention/ann
+// (register_ann_attention_nodes).
+void register_attention_nodes(NodeFactory& f);
 
 }  // namespace ternion

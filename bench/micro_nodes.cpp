@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include "attention/spiking_attention.hpp"
+#include "attention/spiking/spiking_attention.hpp"
 #include "sim/kernels/conv_direct.hpp"
 #include "sim/kernels/conv_gather.hpp"
 #include "sim/kernels/token_kernel.hpp"

@@ -8,10 +8,10 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "attention/analysis_causal.hpp"
-#include "attention/analysis_depth.hpp"
-#include "attention/analysis_imf.hpp"
-#include "attention/analysis_trace.hpp"
+#include "attention/analysis/analysis_causal.hpp"
+#include "attention/analysis/analysis_depth.hpp"
+#include "attention/analysis/analysis_imf.hpp"
+#include "attention/analysis/analysis_trace.hpp"
 #include "sim/core/error.hpp"
 #include "tools/cli_common.hpp"
 

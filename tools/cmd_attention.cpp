@@ -8,7 +8,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "attention/ann_attention.hpp"
+#include "attention/ann/ann_attention.hpp"
 #include "hw/cost_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/memory.hpp"

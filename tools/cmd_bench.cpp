@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "attention/ann_attention.hpp"
+#include "attention/ann/ann_attention.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/memory.hpp"
 #include "tools/cli_common.hpp"

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
-#include "attention/ann_attention.hpp"
+#include "attention/ann/ann_attention.hpp"
 #include "hw/cost_model.hpp"
 #include "models/graph_builder.hpp"
 #include "models/pipeline.hpp"

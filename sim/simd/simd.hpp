@@ -70,7 +70,7 @@ struct Table {
     void (*token_rows)(const TokenRowsArgs& a);
     // The positions of the non-zero bytes of f[0, len) plus base, ascending, into out (room for
     // len); returns their count.
-    // BSA (attention/bsa.cpp). Scores of `rows` (1 or 4) queries q + r * D against the keys kt
+    // BSA (attention/spiking/bsa.cpp). Scores of `rows` (1 or 4) queries q + r * D against the keys kt
     // [dh][np] (transposed, np a multiple of 16, zero past N): S[r * N + j] = sum over the
     // channels c of q[r * D + c] * kt[c * np + j], every term -1, 0 or +1.
     void (*bsa_scores)(const float* q, std::int64_t D, int rows, const float* kt, std::int64_t np,

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "attention/analysis_causal.hpp"
+#include "attention/analysis/analysis_causal.hpp"
 
 using namespace ternion::analysis;
 

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "attention/analysis_depth.hpp"
+#include "attention/analysis/analysis_depth.hpp"
 #include "sim/core/error.hpp"
 
 using namespace ternion::analysis;

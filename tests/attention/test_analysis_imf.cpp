@@ -7,8 +7,8 @@
 #include <limits>
 #include <numeric>
 
-#include "attention/analysis_imf.hpp"
-#include "attention/analysis_trace.hpp"
+#include "attention/analysis/analysis_imf.hpp"
+#include "attention/analysis/analysis_trace.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/h5io.hpp"
 

@@ -8,8 +8,8 @@
 #include <numbers>
 #include <random>
 
-#include "attention/ann_attention.hpp"
-#include "attention/fft.hpp"
+#include "attention/ann/ann_attention.hpp"
+#include "attention/ann/fft.hpp"
 #include "sim/core/error.hpp"
 
 using namespace ternion;

@@ -11,8 +11,8 @@
 #include <random>
 #include <vector>
 
-#include "attention/ann_gemm.hpp"
-#include "attention/ann_internal.hpp"
+#include "attention/ann/ann_gemm.hpp"
+#include "attention/ann/ann_internal.hpp"
 
 using namespace ternion::ann;
 

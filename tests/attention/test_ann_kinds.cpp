@@ -9,7 +9,7 @@
 #include <numbers>
 #include <random>
 
-#include "attention/ann_attention.hpp"
+#include "attention/ann/ann_attention.hpp"
 #include "attention/register.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/node_spec.hpp"

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "attention/spiking_kernels.hpp"
+#include "attention/spiking/spiking_kernels.hpp"
 #include "neuron/neuron_params.hpp"
 #include "sim/core/node.hpp"
 #include "sim/synaptic/synaptic.hpp"

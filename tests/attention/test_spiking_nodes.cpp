@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "attention/spiking_attention.hpp"
+#include "attention/spiking/spiking_attention.hpp"
 
 using namespace ternion;
 using spiking::Projection;

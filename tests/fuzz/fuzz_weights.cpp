@@ -1,6 +1,6 @@
 // libFuzzer harness: the ANN attention weights reader (H5Weights + make_attention) for every
 // kind on arbitrary bytes as an HDF5 file.
-#include "attention/ann_attention.hpp"
+#include "attention/ann/ann_attention.hpp"
 #include "sim/io/h5io.hpp"
 #include "tests/fuzz/fuzz_file.hpp"
 

@@ -20,7 +20,7 @@
 #include <set>
 #include <sstream>
 
-#include "attention/ann_attention.hpp"
+#include "attention/ann/ann_attention.hpp"
 #include "models/graph_builder.hpp"
 #include "models/inputs.hpp"
 #include "models/nir_loader.hpp"

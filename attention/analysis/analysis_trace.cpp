@@ -1,4 +1,4 @@
-#include "attention/analysis_trace.hpp"
+#include "attention/analysis/analysis_trace.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -176,3 +176,9 @@ void mercer_embed(const float* omega, const float* basis, const float* bias, std
 std::vector<float> mercer_default_omega(std::int64_t dt);
 
 }  // namespace ternion::ann
+
+namespace ternion {
+class NodeFactory;
+// Registers the ANN reference attention node types (ann_register.cpp).
+void register_ann_attention_nodes(NodeFactory& f);
+}  // namespace ternion

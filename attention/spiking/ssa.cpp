@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <bit>
 
-#include "attention/spiking_attention.hpp"
-#include "attention/spiking_attention_internal.hpp"
+#include "attention/spiking/spiking_attention.hpp"
+#include "attention/spiking/spiking_attention_internal.hpp"
 #include "sim/simd/simd.hpp"
 
 namespace ternion {

@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "attention/ann_attention.hpp"
-#include "attention/ann_gemm.hpp"
-#include "attention/fft.hpp"
+#include "attention/ann/ann_attention.hpp"
+#include "attention/ann/ann_gemm.hpp"
+#include "attention/ann/fft.hpp"
 #include "sim/core/memory.hpp"  // prefer_huge_pages, LargeVector
 
 namespace ternion::ann {

@@ -3,8 +3,8 @@
 // and emits [N, D_out]; its parameters use the same dataset names as the weight files.
 #include <memory>
 
-#include "attention/ann_attention.hpp"
-#include "attention/register.hpp"
+#include "attention/ann/ann_attention.hpp"
+#include "sim/core/node_spec.hpp"
 
 namespace ternion {
 

@@ -1,4 +1,4 @@
-#include "attention/fft.hpp"
+#include "attention/ann/fft.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "attention/analysis_imf.hpp"
+#include "attention/analysis/analysis_imf.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -1,11 +1,11 @@
 // The part of the spiking attention nodes that SSA, SDSA and BSA share: shapes and cost facts,
 // the fused Q|K|V projection with its event cost, spike output and neuron bookkeeping. Each
-// variant's step is in its own file (attention/ssa.cpp, sdsa.cpp, bsa.cpp).
-#include "attention/spiking_attention.hpp"
+// variant's step is in its own file (attention/spiking/ssa.cpp, sdsa.cpp, bsa.cpp).
+#include "attention/spiking/spiking_attention.hpp"
 
 #include <algorithm>
 
-#include "attention/spiking_attention_internal.hpp"
+#include "attention/spiking/spiking_attention_internal.hpp"
 #include "sim/core/event_booking.hpp"
 #include "sim/simd/simd.hpp"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attention/spiking_kernels.hpp"
+#include "attention/spiking/spiking_kernels.hpp"
 #include "sim/core/node.hpp"
 #include "sim/core/node_spec.hpp"
 #include "sim/kernels/neuron_rules.hpp"
@@ -97,8 +97,8 @@ class SpikingAttentionNode : public Node {
     virtual std::uint64_t neurons_per_step() const = 0;
 };
 
-// Each variant's state type (State) is defined in its own file (attention/ssa.cpp, sdsa.cpp,
-// bsa.cpp) and holds only that variant's neurons and scratch.
+// Each variant's state type (State) is defined in its own file (attention/spiking/ssa.cpp,
+// sdsa.cpp, bsa.cpp) and holds only that variant's neurons and scratch.
 class SsaNode : public SpikingAttentionNode {
   public:
     SsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
@@ -202,5 +202,8 @@ class BsaNode : public SpikingAttentionNode {
 std::unique_ptr<Node> build_ssa(const NodeSpec& spec);
 std::unique_ptr<Node> build_sdsa(const NodeSpec& spec);
 std::unique_ptr<Node> build_bsa(const NodeSpec& spec);
+
+// Registers ternion.SSA, ternion.SDSA and ternion.BSA (spiking_register.cpp).
+void register_spiking_attention_nodes(NodeFactory& f);
 
 }  // namespace ternion

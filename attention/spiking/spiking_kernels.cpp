@@ -1,4 +1,4 @@
-#include "attention/spiking_kernels.hpp"
+#include "attention/spiking/spiking_kernels.hpp"
 
 #include "sim/kernels/token_kernel.hpp"
 

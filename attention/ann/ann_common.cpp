@@ -6,8 +6,8 @@
 #include <limits>
 #include <numbers>
 
-#include "attention/ann_internal.hpp"
-#include "attention/fft.hpp"
+#include "attention/ann/ann_internal.hpp"
+#include "attention/ann/fft.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/node_spec.hpp"
 #include "sim/io/h5io.hpp"

@@ -3,8 +3,8 @@
 // code's Q (.) LIF_attn(sum over tokens of K (.) V)).
 #include <algorithm>
 
-#include "attention/spiking_attention.hpp"
-#include "attention/spiking_attention_internal.hpp"
+#include "attention/spiking/spiking_attention.hpp"
+#include "attention/spiking/spiking_attention_internal.hpp"
 #include "sim/simd/simd.hpp"
 
 namespace ternion {

@@ -1,4 +1,4 @@
-#include "attention/analysis_depth.hpp"
+#include "attention/analysis/analysis_depth.hpp"
 
 #include <cmath>
 #include <numbers>

@@ -1,4 +1,4 @@
-#include "attention/ann_gemm.hpp"
+#include "attention/ann/ann_gemm.hpp"
 
 #include <algorithm>
 #include <cmath>

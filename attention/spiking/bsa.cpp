@@ -5,8 +5,8 @@
 #include <bit>
 #include <cmath>
 
-#include "attention/spiking_attention.hpp"
-#include "attention/spiking_attention_internal.hpp"
+#include "attention/spiking/spiking_attention.hpp"
+#include "attention/spiking/spiking_attention_internal.hpp"
 #include "sim/simd/simd.hpp"
 
 namespace ternion {

@@ -2,8 +2,7 @@
 // parameter; names and meanings in docs/transformer-format.md).
 #include <cmath>
 
-#include "attention/register.hpp"
-#include "attention/spiking_attention.hpp"
+#include "attention/spiking/spiking_attention.hpp"
 #include "neuron/neuron_params.hpp"
 #include "sim/synaptic/synaptic.hpp"
 

@@ -1,4 +1,4 @@
-#include "attention/analysis_causal.hpp"
+#include "attention/analysis/analysis_causal.hpp"
 
 #include <algorithm>
 #include <cmath>

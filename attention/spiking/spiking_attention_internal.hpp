@@ -1,4 +1,4 @@
-// Helpers shared by the spiking attention variants' files (attention/ssa.cpp, bsa.cpp) and
+// Helpers shared by the spiking attention variants' files (attention/spiking/ssa.cpp, bsa.cpp) and
 // nothing else: kept out of the public node header.
 #pragma once
 #include <cstddef>

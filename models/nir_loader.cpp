@@ -7,6 +7,7 @@
 #include <set>
 
 #include "attention/register.hpp"
+#include "models/metadata.hpp"
 #include "neuron/neurons.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/error.hpp"
@@ -104,28 +105,6 @@ const Dialect& find_dialect(const std::string& name) {
 }
 
 namespace {
-
-std::optional<double> metadata_number(const h5::Reader& r, const std::string& group,
-                                      const std::string& key) {
-    const std::string ds = group + "/metadata/" + key;
-    if (r.is_dataset(ds)) {
-        auto inf = r.info(ds);
-        if (inf.kind == h5::Kind::floating || inf.kind == h5::Kind::integer)
-            return r.read_scalar(ds);
-    }
-    if (r.is_group(group + "/metadata"))
-        if (auto a = r.attr_double(group + "/metadata", key)) return a;
-    return std::nullopt;
-}
-
-std::optional<std::string> metadata_string(const h5::Reader& r, const std::string& group,
-                                           const std::string& key) {
-    const std::string ds = group + "/metadata/" + key;
-    if (r.is_dataset(ds) && r.info(ds).kind == h5::Kind::string) return r.read_string(ds);
-    if (r.is_group(group + "/metadata"))
-        if (auto a = r.attr_string(group + "/metadata", key)) return a;
-    return std::nullopt;
-}
 
 // The writer a file's parameters point to, when it does not say: "snntorch" when every LIF/
 // CubaLIF has r = tau/1e-4 (snnTorch's exporter), "steps" when every time constant is 1 or more

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "models/metadata.hpp"
 #include "sim/core/shard.hpp"
 #include "sim/io/file_guard.hpp"
 #include "sim/io/h5io.hpp"
@@ -27,17 +28,15 @@ double seconds_since(Clock::time_point t0) {
 // /node/metadata/{timesteps, encoding}: how the model expects to be run.
 void read_hints(LoadedModel& m) {
     h5::Reader r(m.path);
-    if (r.is_dataset("/node/metadata/timesteps")) {
-        const double t = r.read_scalar("/node/metadata/timesteps");
+    if (auto tt = metadata_number(r, "/node", "timesteps")) {
+        const double t = *tt;
         // The same bounds as --timesteps, checked before anything is sized by T.
         if (!(t >= 1 && t <= 1e6) || t != std::floor(t))
             r.fail("/node/metadata/timesteps",
                    "must be an integer between 1 and 1000000, got " + std::to_string(t));
         m.timesteps = static_cast<std::int64_t>(t);
     }
-    if (r.is_dataset("/node/metadata/encoding") &&
-        r.info("/node/metadata/encoding").kind == h5::Kind::string)
-        m.encoding = r.read_string("/node/metadata/encoding");
+    if (auto e = metadata_string(r, "/node", "encoding")) m.encoding = *e;
 }
 
 // SHA-256 of a file, hex, through OpenSSL's EVP (Debian's libssl-dev): the trace names the

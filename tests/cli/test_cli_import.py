@@ -594,6 +594,26 @@ def time_first_spike_tensors_with_layout():
 
 
 @test
+def metadata_hints_as_attributes_or_datasets():
+    # /node/metadata/timesteps may be an attribute of the metadata group, as dt and the other
+    # keys may: the loader and the run read the same places.
+    small_model(path("attr_t.h5"))
+    with h5py.File(path("attr_t.h5"), "a") as f:
+        f.require_group("node/metadata").attrs["timesteps"] = np.int64(3)
+    x = (rng.random((2, 6)) < 0.5).astype(np.int8)
+    with h5py.File(path("attr_in.h5"), "w") as f:
+        f["data"] = x.astype(f32)
+    j = run_json("run", path("attr_t.h5"), "--input", path("attr_in.h5"))
+    assert j["timesteps"] == 3, j["timesteps"]
+    # A timesteps dataset that is not a number is refused, not taken as absent.
+    small_model(path("str_t.h5"))
+    with h5py.File(path("str_t.h5"), "a") as f:
+        f["node/metadata/timesteps"] = "four"
+    expect_error(["run", path("str_t.h5"), "--input", path("attr_in.h5")],
+                 "metadata/timesteps", "must be a number")
+
+
+@test
 def spike_file_steps_are_not_cut_silently():
     small_model(path("id4.h5"), T=4)
     x = (rng.random((3, 9, 6)) < 0.5).astype(np.int8)

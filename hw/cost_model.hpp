@@ -1,6 +1,6 @@
 // The hardware cost model: loads a hardware profile (a JSON data file in hw/profiles/ with an
 // energy per counted operation and per byte moved, each with its source) and prices what a run
-// counted (a RunRecord) under one of three counting conventions:
+// counted (a RunRecord) under a counting convention (hw/conventions/, one file each):
 //   exact       ternion's own event counts;
 //   neurobench  NeuroBench's Dense / Effective_ACs / Effective_MACs (attention matmuls apart);
 //   paper       the spiking-Transformer papers' fr x T x FLOPs with the SSA closed form;
@@ -104,9 +104,24 @@ std::string describe_profile(const Profile& p);
 
 // --- counting conventions -------------------------------------------------------------------
 
-enum class CountMode { exact, neurobench, paper, syops };
+// A counting convention, by name: one of hw/conventions/registry.cpp (the built-in ones are
+// named below). Each is a file in hw/conventions/ (convention.hpp has the interface).
+struct CountMode {
+    std::string name = "exact";
+    static const CountMode exact, neurobench, paper, syops;
+    bool operator==(const CountMode&) const = default;
+};
 CountMode parse_count_mode(const std::string& s);  // throws OptionError("count", ...)
-const char* count_mode_name(CountMode m);
+const char* count_mode_name(const CountMode& m);
+
+// Per-step tallies a convention needs from the run, beyond the operation counts (the run
+// collects them only when asked: RunConfig::syops_tallies, RunConfig::membrane_tallies).
+struct RunTallies {
+    bool binary_inputs = false;     // which steps' inputs are {0,1}-valued, and their sums
+    bool membrane_changes = false;  // membranes that changed from one step to the next
+};
+// What the run must tally for `m`.
+RunTallies tallies_for(const CountMode& m);
 
 struct PriceOptions {
     CountMode mode = CountMode::exact;

@@ -345,8 +345,9 @@ RunConfig Pipeline::config() const {
     cfg.progress = req_.progress;
     cfg.count_ops = req_.count_ops;
     cfg.time_nodes = req_.time_nodes;
-    cfg.syops_tallies = req_.pricing.mode == hw::CountMode::syops;
-    cfg.membrane_tallies = req_.pricing.mode == hw::CountMode::neurobench;
+    const hw::RunTallies tallies = hw::tallies_for(req_.pricing.mode);
+    cfg.syops_tallies = tallies.binary_inputs;
+    cfg.membrane_tallies = tallies.membrane_changes;
     cfg.observer = recorder_.get();
     return cfg;
 }

@@ -1,0 +1,100 @@
+// syops: syops-counter's per-module rules, rate = mean input of {0,1}-valued calls
+// (docs/cost-model.md).
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+
+#include "hw/conventions/convention.hpp"
+
+namespace ternion::hw {
+
+namespace {
+
+using nlohmann::json;
+
+// syops-counter (github.com/iCGY96/syops-counter, syops/ops.py at d6dad5a, 2023-05-06): every
+// hooked module call tests its input (spike_rate: at most two distinct values, all in [0, 1]); a
+// passing call adds its dense ops x rate (rate = mean input) as AC, any other call its dense ops
+// as MAC. Neuron hooks add one AC per input element, whatever the input. Here a call is one
+// sample at one step. Returns (AC, MAC) over all calls of the layer.
+std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std::int64_t T,
+                                      std::string& basis, double& rate) {
+    const double calls = static_cast<double>(S) * static_cast<double>(T);
+    const double passing = static_cast<double>(l.binary_in_steps);
+    const double other = calls - passing;
+    const double n_in = static_cast<double>(l.in_size);
+    // Sum over passing calls of their rate (mean input).
+    const double rate_sum = n_in > 0 ? l.binary_in_sum / n_in : 0.0;
+    rate = calls > 0 ? (rate_sum + other) / calls : 0.0;
+    // A folded BatchNorm's input is its layer's output, taken as analog: 2 MACs per element
+    // (affine), bn_syops_counter_hook.
+    const double bn = 2.0 * static_cast<double>(l.modules.batchnorm_elems_per_step) * calls;
+    const double bias = static_cast<double>(l.modules.bias_ops_per_step);
+    if (l.attention_shape) {
+        // The Q/K/V Linears (linear hook), their BatchNorms, and every neuron inside (LIF hook:
+        // an AC per element). The attention matmuls are plain tensor products, which syops does
+        // not hook.
+        const double per = static_cast<double>(l.attention_shape->proj_dense_macs_per_step) + bias;
+        const double neurons = static_cast<double>(l.modules.neuron_elems_per_step) * calls;
+        basis =
+            "syops: Q/K/V linears x rate, BatchNorm, neurons one AC per element; matmuls not "
+            "counted";
+        return {per * rate_sum + neurons, per * other + bn};
+    }
+    if (l.traits.connection) {
+        const double per = static_cast<double>(l.dense_macs_per_step) + bias;  // padding included
+        basis = "syops: (dense ops + bias) x rate as AC, or as MAC when the input is not spikes";
+        return {per * rate_sum, per * other + bn};
+    }
+    if (l.traits.pooling) {
+        basis = "syops: pool, input elements x rate as AC, or as MAC when the input is not spikes";
+        return {l.binary_in_sum, n_in * other};
+    }
+    if (l.traits.batchnorm) {  // an unfolded BatchNorm: the same hook
+        basis = "syops: BatchNorm, 2 MACs per element";
+        return {0.0, bn};
+    }
+    if (l.category == NodeCategory::neuron && l.spiking) {
+        basis = "syops: neuron, one AC per input element";
+        return {n_in * calls, 0.0};
+    }
+    basis = "syops: not a hooked module";
+    return {0.0, 0.0};
+}
+
+class Syops final : public Convention {
+  public:
+    std::string_view name() const override { return "syops"; }
+    RunTallies needs() const override { return {.binary_inputs = true}; }
+    void begin(const RunRecord& run, CostReport& r) const override {
+        if (!run.syops_tallies)
+            throw std::invalid_argument(
+                "syops counting needs a run with RunConfig::syops_tallies set");
+        r.syops.emplace();
+    }
+    void count(const LayerRecord& l, LayerCost& c, PriceContext& x, CostReport& r) const override {
+        const auto [sac, smac] = syops_layer(l, x.S, x.T, c.basis, c.syops_rate);
+        c.count[kAc] = sac;
+        c.count[kMac] = smac;
+        r.syops->ac += sac * x.invS;
+        r.syops->mac += smac * x.invS;
+    }
+    void layer_json(const CostReport&, const LayerCost& c, json& jl) const override {
+        jl["syops_rate"] = c.syops_rate;
+    }
+    void report_json(const CostReport& r, json& doc) const override {
+        doc["syops"] = {{"ac", r.syops->ac}, {"mac", r.syops->mac}};
+    }
+    void report_text(const CostReport& r, std::ostream& os) const override {
+        os << "syops-counter (per sample): " << fmt(r.syops->ac) << " AC, " << fmt(r.syops->mac)
+           << " MAC\n";
+    }
+};
+
+}  // namespace
+
+const Convention& syops_convention() {
+    static const Syops c;
+    return c;
+}
+
+}  // namespace ternion::hw

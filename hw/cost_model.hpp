@@ -194,6 +194,9 @@ struct CostReport {
     std::optional<NeuroBenchFigures> neurobench;
     std::optional<PaperFigures> paper;
     std::optional<SyopsFigures> syops;
+    // Figures of conventions without a typed struct above, by name (per sample), for their own
+    // report_json / report_text.
+    std::map<std::string, double> figures;
     std::optional<double> latency_s;         // T / clock_hz
     std::optional<double> static_energy_pj;  // static_power_w x latency, per inference
     std::optional<double> average_power_w;   // (dynamic + static) / latency

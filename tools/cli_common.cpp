@@ -72,6 +72,15 @@ po::variables_map parse(const Args& args, const po::options_description& desc,
     return vm;
 }
 
+bool help_asked(const Args& args, const po::options_description& desc) {
+    for (const auto& a : args)
+        if (a == "--help" || a == "-h") {
+            std::cout << desc << "\n";
+            return true;
+        }
+    return false;
+}
+
 bool show_help(const po::variables_map& vm, const po::options_description& desc) {
     if (!vm.count("help")) return false;
     std::cout << desc << "\n";

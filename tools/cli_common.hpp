@@ -29,6 +29,9 @@ po::variables_map parse(const Args& args, const po::options_description& desc,
 
 // Prints `desc` and returns true when --help was given (the caller then exits 0).
 bool show_help(const po::variables_map& vm, const po::options_description& desc);
+// The same before parsing, for verbs whose required options would fail the parse: true (and
+// `desc` printed) when `args` hold --help or -h.
+bool help_asked(const Args& args, const po::options_description& desc);
 
 // A byte count such as 1048576, 512M, 8G or 1.5GiB (K, M, G, T are powers of 1024); throws
 // OptionError(option) on anything else, a negative value included.

@@ -22,12 +22,6 @@ namespace {
 using nlohmann::json;
 using namespace ternion::analysis;
 
-bool wants_help(const Args& args) {
-    for (auto& a : args)
-        if (a == "--help" || a == "-h") return true;
-    return false;
-}
-
 void write_text(const std::string& path, const std::string& option, const std::string& text) {
     std::ofstream f(path);
     if (!f) throw OptionError(option, "cannot write '" + path + "'");
@@ -182,10 +176,7 @@ json causal_graph_json(const CausalGraph& g, const std::vector<std::string>& nam
 
 int analyze_causal(const Args& args) {
     auto d = causal_options();
-    if (wants_help(args)) {
-        std::cout << d << "\n";
-        return 0;
-    }
+    if (help_asked(args, d)) return 0;
     auto vm = parse(args, d);
     const double alpha = vm["alpha"].as<double>();
     if (!(alpha > 0 && alpha < 1)) throw OptionError("alpha", "must be in (0, 1)");
@@ -302,10 +293,7 @@ int analyze_depth(const Args& args) {
         "max-depth", po::value<int>(),
         "deepest depth scanned (default: 2 ceil(log3 W) + 2, "
         "48 for --params)")("json", "print JSON instead of text");
-    if (wants_help(args)) {
-        std::cout << d << "\n";
-        return 0;
-    }
+    if (help_asked(args, d)) return 0;
     auto vm = parse(args, d);
     const double W = vm["width"].as<double>();
     if (!(W >= 1) || !std::isfinite(W)) throw OptionError("width", "must be a finite number >= 1");
@@ -404,10 +392,7 @@ int analyze_imf(const Args& args) {
         "token groups NAME:RANGE,NAME:RANGE (RANGE: a, a-b, joined by +)")(
         "map", po::value<std::string>()->default_value(""),
         "weights or scores (default: weights if recorded)")("json", "print JSON instead of text");
-    if (wants_help(args)) {
-        std::cout << d << "\n";
-        return 0;
-    }
+    if (help_asked(args, d)) return 0;
     auto vm = parse(args, d);
     const auto file = vm["trace"].as<std::string>();
     const auto nodes = imf_nodes(vm["node"].as<std::string>(), file);

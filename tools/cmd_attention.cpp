@@ -122,11 +122,7 @@ po::options_description attention_options() {
 
 int cmd_attention(const Args& args) {
     auto d = attention_options();
-    for (auto& a : args)
-        if (a == "--help" || a == "-h") {
-            std::cout << d << "\n";
-            return 0;
-        }
+    if (help_asked(args, d)) return 0;
     auto vm = parse(args, d);
     const auto kind = vm["kind"].as<std::string>();
     const auto in_path = vm["input"].as<std::string>(), out_path = vm["output"].as<std::string>();

@@ -31,11 +31,7 @@ int bench_attention(const Args& args) {
         "repeats", po::value<int>()->default_value(5), "timed repetitions")(
         "seed", po::value<std::uint64_t>()->default_value(0), "seed of the random weights")(
         "json", "print one JSON line");
-    for (auto& a : args)
-        if (a == "--help" || a == "-h") {
-            std::cout << d << "\n";
-            return 0;
-        }
+    if (help_asked(args, d)) return 0;
     auto vm = parse(args, d);
     const auto kind = vm["kind"].as<std::string>();
     const auto n = vm["tokens"].as<std::int64_t>(), dim = vm["dim"].as<std::int64_t>(),

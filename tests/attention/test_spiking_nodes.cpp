@@ -68,6 +68,36 @@ struct Stepper {
     }
 };
 
+// SpikingJelly's LIF at tau 2 with decay_input, hard reset to 0, written out.
+float reference_lif(float& h, float x, float vth) {
+    h = h + (x - h) / 2.0f;
+    if (h >= vth) {
+        h = 0;
+        return 1.0f;
+    }
+    return 0.0f;
+}
+
+// Q, K, V spikes of one step, computed densely: x [N][Din] through the three linear maps into
+// LIFs (threshold 1) with membranes hq, hk, hv.
+void reference_qkv(const std::vector<float>& x, const RandW& q, const RandW& k, const RandW& v,
+                   std::int64_t N, std::int64_t Din, std::int64_t D, std::vector<float>& hq,
+                   std::vector<float>& hk, std::vector<float>& hv, std::vector<float>& Q,
+                   std::vector<float>& K, std::vector<float>& V) {
+    for (std::int64_t n = 0; n < N; ++n)
+        for (std::int64_t o = 0; o < D; ++o) {
+            float a = q.b[o], b = k.b[o], c = v.b[o];
+            for (std::int64_t i = 0; i < Din; ++i) {
+                a += x[n * Din + i] * q.w[o * Din + i];
+                b += x[n * Din + i] * k.w[o * Din + i];
+                c += x[n * Din + i] * v.w[o * Din + i];
+            }
+            Q[n * D + o] = reference_lif(hq[n * D + o], a, 1.0f);
+            K[n * D + o] = reference_lif(hk[n * D + o], b, 1.0f);
+            V[n * D + o] = reference_lif(hv[n * D + o], c, 1.0f);
+        }
+}
+
 const kernels::SjLif kFireOnOne =
     make_lif(2.0f, true, 0.5f, 0.0f);  // input 1 -> v = 0.5 -> spike, reset
 
@@ -89,32 +119,14 @@ std::pair<std::uint64_t, std::uint64_t> check_ssa(
     CHECK(node.out_shape() == Shape{N, D});
     Stepper s(node);
     std::vector<float> hq(N * D, 0), hk(N * D, 0), hv(N * D, 0), ha(N * D, 0);
-    auto lif = [](float& h, float x, float vth) {  // SpikingJelly, written out
-        h = h + (x - h) / 2.0f;
-        if (h >= vth) {
-            h = 0;
-            return 1.0f;
-        }
-        return 0.0f;
-    };
+    auto lif = reference_lif;
     std::uint64_t total_spikes = 0, qk_steps = 0, kv_steps = 0;
     for (std::int64_t t = 0; t < T; ++t) {
         std::vector<float> x(N * Din);
         std::uint64_t nx = 0;
         for (auto& e : x) nx += (e = (rng() % 2) ? 1.0f : 0.0f) != 0.0f;
         std::vector<float> Q(N * D), K(N * D), V(N * D);
-        for (std::int64_t n = 0; n < N; ++n)
-            for (std::int64_t o = 0; o < D; ++o) {
-                float a = q.b[o], b = k.b[o], c = v.b[o];
-                for (std::int64_t i = 0; i < Din; ++i) {
-                    a += x[n * Din + i] * q.w[o * Din + i];
-                    b += x[n * Din + i] * k.w[o * Din + i];
-                    c += x[n * Din + i] * v.w[o * Din + i];
-                }
-                Q[n * D + o] = lif(hq[n * D + o], a, 1.0f);
-                K[n * D + o] = lif(hk[n * D + o], b, 1.0f);
-                V[n * D + o] = lif(hv[n * D + o], c, 1.0f);
-            }
+        reference_qkv(x, q, k, v, N, Din, D, hq, hk, hv, Q, K, V);
         std::vector<float> expect(N * D);
         std::uint64_t acs = 3 * nx * std::uint64_t(D);  // every weight is non-zero
         std::uint64_t qk_heads = 0;  // heads where Q K^T first is no dearer (ties go to it)
@@ -315,31 +327,13 @@ static void check_sdsa(SdsaForm form) {
     node.bind({N, Din});
     Stepper s(node);
     std::vector<float> hq(N * D, 0), hk(N * D, 0), hv(N * D, 0), hm(D, 0);
-    auto lif = [](float& h, float x, float vth) {
-        h = h + (x - h) / 2.0f;
-        if (h >= vth) {
-            h = 0;
-            return 1.0f;
-        }
-        return 0.0f;
-    };
+    auto lif = reference_lif;
     std::uint64_t spikes = 0, open = 0, pairs = 0;
     for (std::int64_t t = 0; t < T; ++t) {
         std::vector<float> x(N * Din);
         for (auto& e : x) e = (rng() % 2) ? 1.0f : 0.0f;
         std::vector<float> Q(N * D), K(N * D), V(N * D);
-        for (std::int64_t n = 0; n < N; ++n)
-            for (std::int64_t o = 0; o < D; ++o) {
-                float a = q.b[o], b = k.b[o], c = v.b[o];
-                for (std::int64_t i = 0; i < Din; ++i) {
-                    a += x[n * Din + i] * q.w[o * Din + i];
-                    b += x[n * Din + i] * k.w[o * Din + i];
-                    c += x[n * Din + i] * v.w[o * Din + i];
-                }
-                Q[n * D + o] = lif(hq[n * D + o], a, 1.0f);
-                K[n * D + o] = lif(hk[n * D + o], b, 1.0f);
-                V[n * D + o] = lif(hv[n * D + o], c, 1.0f);
-            }
+        reference_qkv(x, q, k, v, N, Din, D, hq, hk, hv, Q, K, V);
         std::vector<float> expect(N * D);
         for (std::int64_t c = 0; c < D; ++c) {
             float col = 0;  // SUM over tokens of Q (.) K, or of K (.) V

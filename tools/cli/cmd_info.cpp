@@ -3,7 +3,7 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
-#include "tools/cli_common.hpp"
+#include "tools/cli/cli_common.hpp"
 
 namespace ternion::cli {
 

@@ -9,7 +9,7 @@
 #include "models/nir_loader.hpp"
 #include "sim/core/format.hpp"
 #include "sim/io/file_guard.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/commands.hpp"
 
 namespace ternion::cli {
 

@@ -6,9 +6,9 @@
 #include <sstream>
 
 #include "models/pipeline.hpp"
-#include "tools/cli_common.hpp"
-#include "tools/cli_dist.hpp"
-#include "tools/run_compare.hpp"
+#include "tools/cli/cli_common.hpp"
+#include "tools/cli/cli_dist.hpp"
+#include "tools/cli/run_compare.hpp"
 
 namespace ternion::cli {
 

@@ -9,8 +9,8 @@
 #include <numeric>
 
 #include "sim/io/trace_reader.hpp"
-#include "tools/cli_common.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/cli_common.hpp"
+#include "tools/cli/commands.hpp"
 
 namespace ternion::cli {
 

@@ -13,7 +13,7 @@
 #include "attention/analysis/analysis_imf.hpp"
 #include "attention/analysis/analysis_trace.hpp"
 #include "sim/core/error.hpp"
-#include "tools/cli_common.hpp"
+#include "tools/cli/cli_common.hpp"
 
 namespace ternion::cli {
 

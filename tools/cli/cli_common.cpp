@@ -1,4 +1,4 @@
-#include "tools/cli_common.hpp"
+#include "tools/cli/cli_common.hpp"
 
 #include <unistd.h>
 

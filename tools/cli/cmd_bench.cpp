@@ -12,7 +12,7 @@
 #include "attention/ann/ann_attention.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/memory.hpp"
-#include "tools/cli_common.hpp"
+#include "tools/cli/cli_common.hpp"
 
 namespace ternion::cli {
 

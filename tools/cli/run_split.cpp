@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "models/pipeline.hpp"
-#include "tools/cli_dist.hpp"
+#include "tools/cli/cli_dist.hpp"
 
 namespace ternion::cli {
 

@@ -8,7 +8,7 @@
 #include "hw/cost_model.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/error.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/commands.hpp"
 
 namespace ternion::cli {
 

@@ -1,4 +1,4 @@
-#include "tools/run_compare.hpp"
+#include "tools/cli/run_compare.hpp"
 
 #include <cstdio>
 

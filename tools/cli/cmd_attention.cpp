@@ -13,7 +13,7 @@
 #include "sim/core/error.hpp"
 #include "sim/core/memory.hpp"
 #include "sim/io/h5io.hpp"
-#include "tools/cli_common.hpp"
+#include "tools/cli/cli_common.hpp"
 
 namespace ternion::cli {
 

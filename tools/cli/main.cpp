@@ -10,8 +10,8 @@
 #include "sim/io/h5vet.hpp"
 #include "sim/simd/simd.hpp"
 #include "ternion_git_revision.hpp"
-#include "tools/cli_dist.hpp"
-#include "tools/commands.hpp"
+#include "tools/cli/cli_dist.hpp"
+#include "tools/cli/commands.hpp"
 
 namespace {
 

@@ -1,4 +1,4 @@
-#include "tools/cli_dist.hpp"
+#include "tools/cli/cli_dist.hpp"
 
 #include <boost/program_options/errors.hpp>
 #include <new>

@@ -24,7 +24,7 @@ const char* count_mode_name(const CountMode& m) {
     return m.name.c_str();
 }
 
-RunTallies tallies_for(const CountMode& m) {
+std::vector<const StepTally*> tallies_for(const CountMode& m) {
     return convention(m).needs();
 }
 
@@ -147,6 +147,7 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
     r.timesteps = run.timesteps;
     PriceContext x = price_context(run, p);
     x.options = o;
+    x.run = &run;
     const Convention& conv = convention(o.mode);
     conv.begin(run, r);
     for (const LayerRecord& l : run.layers) r.layers.push_back(price_layer(l, r, x, conv));

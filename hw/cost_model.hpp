@@ -114,14 +114,9 @@ struct CountMode {
 CountMode parse_count_mode(const std::string& s);  // throws OptionError("count", ...)
 const char* count_mode_name(const CountMode& m);
 
-// Per-step tallies a convention needs from the run, beyond the operation counts (the run
-// collects them only when asked: RunConfig::syops_tallies, RunConfig::membrane_tallies).
-struct RunTallies {
-    bool binary_inputs = false;     // which steps' inputs are {0,1}-valued, and their sums
-    bool membrane_changes = false;  // membranes that changed from one step to the next
-};
-// What the run must tally for `m`.
-RunTallies tallies_for(const CountMode& m);
+// The per-step tallies (sim/core/step_tally.hpp) a run must take for convention `m`; the run
+// takes them only when asked (RunConfig::tallies).
+std::vector<const StepTally*> tallies_for(const CountMode& m);
 
 struct PriceOptions {
     CountMode mode = CountMode::exact;

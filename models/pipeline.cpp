@@ -345,9 +345,7 @@ RunConfig Pipeline::config() const {
     cfg.progress = req_.progress;
     cfg.count_ops = req_.count_ops;
     cfg.time_nodes = req_.time_nodes;
-    const hw::RunTallies tallies = hw::tallies_for(req_.pricing.mode);
-    cfg.syops_tallies = tallies.binary_inputs;
-    cfg.membrane_tallies = tallies.membrane_changes;
+    cfg.tallies = hw::tallies_for(req_.pricing.mode);
     cfg.observer = recorder_.get();
     return cfg;
 }

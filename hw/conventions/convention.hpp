@@ -24,7 +24,8 @@ struct PriceContext {
     KindArray unit{};                       // pJ per unit; unpriced kinds stay 0 and are listed
     std::array<bool, kKinds> priced{};
     PriceOptions options;
-    bool encoding_seen = false;  // paper convention: the first connection layer was handled
+    const RunRecord* run = nullptr;  // the record being priced
+    bool encoding_seen = false;      // paper convention: the first connection layer was handled
 };
 
 class Convention {
@@ -32,8 +33,8 @@ class Convention {
     virtual ~Convention() = default;
     // The name `--count` takes and reports carry.
     virtual std::string_view name() const = 0;
-    // Per-step tallies the run must collect for this convention.
-    virtual RunTallies needs() const { return {}; }
+    // Per-step tallies the run must take for this convention (defined beside it).
+    virtual std::vector<const StepTally*> needs() const { return {}; }
     // Whether the convention recounts AC/MAC (reports then list its counted_ops).
     virtual bool recounts() const { return true; }
     // Before the layers: whole-run figures, and checks that the run has the tallies needed.

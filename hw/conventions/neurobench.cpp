@@ -3,7 +3,9 @@
 // priced but reported apart, as NeuroBench does not hook them (docs/cost-model.md).
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <vector>
 
 #include "hw/conventions/convention.hpp"
 
@@ -12,6 +14,34 @@ namespace ternion::hw {
 namespace {
 
 using nlohmann::json;
+
+// NeuroBench's MembraneUpdates (metrics/workload/membrane_updates.py) for neuron nodes: every
+// membrane at a sample's first step, then those that differ from the previous step's (slot 0).
+class MembraneChangeTally final : public StepTally {
+  public:
+    std::string_view name() const override { return "membrane changes"; }
+    int slots() const override { return 1; }
+    struct Membranes final : Scratch {
+        std::vector<float> prev, now;
+    };
+    std::unique_ptr<Scratch> make_scratch() const override { return std::make_unique<Membranes>(); }
+    void tally(const Node& node, const Activity&, const NodeState* state, std::int64_t step,
+               Scratch* scratch, double* slots) const override {
+        if (node.category() != NodeCategory::neuron) return;
+        auto& m = static_cast<Membranes&>(*scratch);
+        if (!node.membrane(state, m.now)) return;
+        std::uint64_t changed = 0;
+        if (step == 0 || m.prev.size() != m.now.size()) {
+            changed = m.now.size();
+        } else {
+            for (std::size_t i = 0; i < m.now.size(); ++i) changed += m.now[i] != m.prev[i];
+        }
+        slots[0] += static_cast<double>(changed);
+        std::swap(m.prev, m.now);
+    }
+};
+
+const MembraneChangeTally kMembraneTally;
 
 // NeuroBench's static and activation metrics over the whole record (see NeuroBenchFigures).
 void neurobench_sparsity(const RunRecord& run, NeuroBenchFigures& nb) {
@@ -44,10 +74,10 @@ void neurobench_sparsity(const RunRecord& run, NeuroBenchFigures& nb) {
     // NeuroBench reports it rounded to 4 decimals (static/connection_sparsity.py).
     nb.connection_sparsity = weights > 0 ? std::nearbyint(zeros / weights * 1e4) / 1e4 : 0.0;
     nb.footprint_bytes = 4.0 * params;
-    if (run.membrane_tallies && run.samples > 0) {
-        std::uint64_t updates = 0;
-        for (const LayerRecord& l : run.layers) updates += l.membrane_updates;
-        nb.membrane_updates = static_cast<double>(updates) / static_cast<double>(run.samples);
+    if (run.has(kMembraneTally) && run.samples > 0) {
+        double updates = 0;
+        for (const LayerRecord& l : run.layers) updates += run.slots_of(l, kMembraneTally)[0];
+        nb.membrane_updates = updates / static_cast<double>(run.samples);
     }
 }
 
@@ -91,7 +121,7 @@ void count_layer(const LayerRecord& l, LayerCost& c, const PriceContext& x, Neur
 class NeuroBench final : public Convention {
   public:
     std::string_view name() const override { return "neurobench"; }
-    RunTallies needs() const override { return {.membrane_changes = true}; }
+    std::vector<const StepTally*> needs() const override { return {&kMembraneTally}; }
     void begin(const RunRecord& run, CostReport& r) const override {
         r.neurobench.emplace();
         neurobench_sparsity(run, *r.neurobench);

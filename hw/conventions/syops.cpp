@@ -11,19 +11,55 @@ namespace {
 
 using nlohmann::json;
 
+// syops-counter's spike test on each call (syops/ops.py, spike_rate): at most two distinct
+// values, all in [0, 1]; its rate is then the mean of the values. Slot 0 counts the steps whose
+// input passes, slot 1 sums those inputs' values. Analog inputs fail on their third value.
+class BinaryInputTally final : public StepTally {
+  public:
+    std::string_view name() const override { return "syops input test"; }
+    int slots() const override { return 2; }
+    void tally(const Node&, const Activity& in, const NodeState*, std::int64_t, Scratch*,
+               double* slots) const override {
+        if (in.ternary && in.listed) {
+            if (!in.all_ones)
+                for (auto i : in.active)
+                    if (in.values[i] < 0.0f) return;
+            slots[0] += 1.0;
+            slots[1] += static_cast<double>(in.active.size());
+            return;
+        }
+        float seen[2] = {0.0f, 0.0f};
+        int distinct = 0;
+        double sum = 0.0;
+        for (float v : in.values) {
+            if (!(v >= 0.0f && v <= 1.0f)) return;
+            if (!(distinct > 0 && v == seen[0]) && !(distinct > 1 && v == seen[1])) {
+                if (distinct == 2) return;
+                seen[distinct++] = v;
+            }
+            sum += static_cast<double>(v);
+        }
+        slots[0] += 1.0;
+        slots[1] += sum;
+    }
+};
+
+const BinaryInputTally kInputTally;
+
 // syops-counter (github.com/iCGY96/syops-counter, syops/ops.py at d6dad5a, 2023-05-06): every
 // hooked module call tests its input (spike_rate: at most two distinct values, all in [0, 1]); a
 // passing call adds its dense ops x rate (rate = mean input) as AC, any other call its dense ops
 // as MAC. Neuron hooks add one AC per input element, whatever the input. Here a call is one
 // sample at one step. Returns (AC, MAC) over all calls of the layer.
-std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std::int64_t T,
-                                      std::string& basis, double& rate) {
+std::pair<double, double> syops_layer(const RunRecord& run, const LayerRecord& l, std::int64_t S,
+                                      std::int64_t T, std::string& basis, double& rate) {
+    const double* tally = run.slots_of(l, kInputTally);
     const double calls = static_cast<double>(S) * static_cast<double>(T);
-    const double passing = static_cast<double>(l.binary_in_steps);
+    const double passing = tally[0], binary_in_sum = tally[1];
     const double other = calls - passing;
     const double n_in = static_cast<double>(l.in_size);
     // Sum over passing calls of their rate (mean input).
-    const double rate_sum = n_in > 0 ? l.binary_in_sum / n_in : 0.0;
+    const double rate_sum = n_in > 0 ? binary_in_sum / n_in : 0.0;
     rate = calls > 0 ? (rate_sum + other) / calls : 0.0;
     // A folded BatchNorm's input is its layer's output, taken as analog: 2 MACs per element
     // (affine), bn_syops_counter_hook.
@@ -47,7 +83,7 @@ std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std:
     }
     if (l.traits.pooling) {
         basis = "syops: pool, input elements x rate as AC, or as MAC when the input is not spikes";
-        return {l.binary_in_sum, n_in * other};
+        return {binary_in_sum, n_in * other};
     }
     if (l.traits.batchnorm) {  // an unfolded BatchNorm: the same hook
         basis = "syops: BatchNorm, 2 MACs per element";
@@ -64,15 +100,15 @@ std::pair<double, double> syops_layer(const LayerRecord& l, std::int64_t S, std:
 class Syops final : public Convention {
   public:
     std::string_view name() const override { return "syops"; }
-    RunTallies needs() const override { return {.binary_inputs = true}; }
+    std::vector<const StepTally*> needs() const override { return {&kInputTally}; }
     void begin(const RunRecord& run, CostReport& r) const override {
-        if (!run.syops_tallies)
+        if (!run.has(kInputTally))
             throw std::invalid_argument(
-                "syops counting needs a run with RunConfig::syops_tallies set");
+                "syops counting needs a run that took its input tally (hw::tallies_for)");
         r.syops.emplace();
     }
     void count(const LayerRecord& l, LayerCost& c, PriceContext& x, CostReport& r) const override {
-        const auto [sac, smac] = syops_layer(l, x.S, x.T, c.basis, c.syops_rate);
+        const auto [sac, smac] = syops_layer(*x.run, l, x.S, x.T, c.basis, c.syops_rate);
         c.count[kAc] = sac;
         c.count[kMac] = smac;
         r.syops->ac += sac * x.invS;

@@ -17,33 +17,6 @@ namespace ternion {
 
 namespace {
 
-// syops-counter's spike test on one step's input (syops/ops.py, spike_rate): at most two
-// distinct values, all in [0, 1]; its rate is then the mean of the values. Tallies the steps
-// that pass and the sum of their values. Analog inputs fail on their third distinct value.
-void tally_binary_input(const Activity& in, NodeStats& st) {
-    if (in.ternary && in.listed) {
-        if (!in.all_ones)
-            for (auto i : in.active)
-                if (in.values[i] < 0.0f) return;
-        ++st.binary_in_steps;
-        st.binary_in_sum += static_cast<double>(in.active.size());
-        return;
-    }
-    float seen[2] = {0.0f, 0.0f};
-    int distinct = 0;
-    double sum = 0.0;
-    for (float v : in.values) {
-        if (!(v >= 0.0f && v <= 1.0f)) return;
-        if (!(distinct > 0 && v == seen[0]) && !(distinct > 1 && v == seen[1])) {
-            if (distinct == 2) return;
-            seen[distinct++] = v;
-        }
-        sum += static_cast<double>(v);
-    }
-    ++st.binary_in_steps;
-    st.binary_in_sum += sum;
-}
-
 struct Workspace {
     std::vector<Activity> out, prev;
     std::vector<std::vector<Activity>> steps;  // node-major schedule: [node][step] outputs
@@ -53,26 +26,14 @@ struct Workspace {
     std::vector<std::uint64_t> union_bits;     // gather_input: the sources' active indices
     std::vector<std::uint32_t> candidates;     // and the same, listed
     std::vector<NodeStats> stats;
-    std::vector<std::vector<float>> membrane_prev;  // membrane tallies: the previous step's
-    std::vector<float> membrane_now;
+    // [tally][node]: what each of RunConfig::tallies keeps between a node's steps.
+    std::vector<std::vector<std::unique_ptr<StepTally::Scratch>>> tally_scratch;
     // Constant nodes (RunShared::constant): the counts of their first step, booked again at
     // every later step of the sample.
     std::vector<OpCounts> first_ops;
     std::vector<SynapseCounts> first_synapses;
     bool ready = false;
 };
-
-// NeuroBench's MembraneUpdates: every membrane at the first step, then those that changed.
-void tally_membrane(const Node& nd, const NodeState* state, std::int64_t t,
-                    std::vector<float>& prev, std::vector<float>& now, NodeStats& st) {
-    if (!nd.membrane(state, now)) return;
-    if (t == 0 || prev.size() != now.size()) {
-        st.membrane_updates += now.size();
-    } else {
-        for (std::size_t i = 0; i < now.size(); ++i) st.membrane_updates += now[i] != prev[i];
-    }
-    std::swap(prev, now);
-}
 
 // What edge `ei` carries at this step: its source's output, or the previous step's if delayed.
 const Activity& edge_source(const Graph& g, const Workspace& ws, int ei) {
@@ -227,6 +188,7 @@ struct RunShared {
     ThreadTeam* team = nullptr;
     bool node_major = false;                // RunConfig::schedule: node by node
     std::vector<std::vector<int>> sources;  // per node: its edges' distinct source nodes
+    std::vector<int> tally_offset;          // per RunConfig::tallies entry: its first slot
 };
 
 // Whether the run goes node by node (RunConfig::schedule): asked for, or automatic with enough
@@ -275,7 +237,6 @@ void start_sample(const Graph& g, Workspace& ws) {
         ws.out.resize(static_cast<std::size_t>(n));
         ws.prev.resize(static_cast<std::size_t>(n));
         ws.states.resize(static_cast<std::size_t>(n));
-        ws.membrane_prev.resize(static_cast<std::size_t>(n));
         ws.first_ops.resize(static_cast<std::size_t>(n));
         ws.first_synapses.resize(static_cast<std::size_t>(n));
         ws.ready = true;
@@ -346,6 +307,25 @@ void step_constant(const Node& nd, const Activity& in, Workspace& ws, StepContex
     ws.first_synapses[k] = first;
 }
 
+// RunConfig::tallies on node u's step: each adds to its own slots of the node's stats.
+void run_tallies(const RunShared& r, Workspace& ws, int u, const Activity& in, std::int64_t step,
+                 NodeStats& st) {
+    const auto& tallies = r.cfg.tallies;
+    if (tallies.empty()) return;
+    const auto k = static_cast<std::size_t>(u);
+    if (ws.tally_scratch.size() != tallies.size()) {
+        ws.tally_scratch.clear();
+        ws.tally_scratch.resize(tallies.size());
+    }
+    for (std::size_t i = 0; i < tallies.size(); ++i) {
+        auto& scratch = ws.tally_scratch[i];
+        if (scratch.size() != ws.states.size()) scratch.resize(ws.states.size());
+        if (!scratch[k]) scratch[k] = tallies[i]->make_scratch();
+        tallies[i]->tally(r.g.node(u), in, ws.states[k].get(), step, scratch[k].get(),
+                          st.tallies.data() + r.tally_offset[i]);
+    }
+}
+
 // Node u's step t: its input gathered (or filled, for the Input node), stepped, tallied and
 // shown to the observer.
 void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
@@ -376,14 +356,11 @@ void step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u) {
             ctx.recurrent ? gather_edges(g, g.in_edges(u), nd.in_size(), ws, ws.whole, unused) : in;
         st.nonzero_in += whole.nonzero();
         if (!whole.ternary) st.input_ternary = false;
-        if (cfg.syops_tallies) tally_binary_input(whole, st);
         if (r.constant[k])
             step_constant(nd, in, ws, ctx, k, step_ops, st);
         else
             nd.step(in, ws.states[k].get(), out, ctx);
-        if (cfg.membrane_tallies && nd.category() == NodeCategory::neuron)
-            tally_membrane(nd, ws.states[k].get(), ctx.step, ws.membrane_prev[k], ws.membrane_now,
-                           st);
+        run_tallies(r, ws, u, whole, ctx.step, st);
     }
     tally_output(nd, out, st);
     st.ops += step_ops;
@@ -548,7 +525,7 @@ RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs
                    const RunConfig& cfg, RunResult& res) {
     if (cfg.threads < 1) throw OptionError("threads", "must be at least 1");
     const std::int64_t fixed = check_inputs(g, inputs, cfg.timesteps);
-    RunShared r{g, cfg, inputs, {}, {}, 0, 0, -1, {}, {}, nullptr, false, {}};
+    RunShared r{g, cfg, inputs, {}, {}, 0, 0, -1, {}, {}, nullptr, false, {}, {}};
     r.source_of.assign(static_cast<std::size_t>(g.size()), -1);
     for (std::size_t k = 0; k < inputs.size(); ++k) {
         r.source_of[static_cast<std::size_t>(g.inputs()[k])] = static_cast<int>(k);
@@ -568,8 +545,15 @@ RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs
                           "range beyond the " + std::to_string(have) + " samples of the input");
     r.T = res.timesteps;
     res.samples = count;
-    res.syops_tallies = cfg.syops_tallies;
-    res.membrane_tallies = cfg.membrane_tallies;
+    res.tallies = cfg.tallies;
+    int slots = 0;
+    for (const StepTally* t : cfg.tallies) {
+        r.tally_offset.push_back(slots);
+        slots += t->slots();
+    }
+    if (slots > kTallySlots)
+        throw InternalError("run: the tallies asked for need " + std::to_string(slots) +
+                            " slots per node, more than kTallySlots");
     res.nodes.assign(static_cast<std::size_t>(g.size()), {});
     res.predictions.assign(static_cast<std::size_t>(count), -1);
     res.output_sum.assign(static_cast<std::size_t>(count), {});
@@ -591,11 +575,13 @@ RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs
 void merge_samples(std::vector<std::vector<NodeStats>>& per_sample, const RunConfig& cfg,
                    RunResult& res) {
     const auto n = res.nodes.size();
-    if (cfg.keep_sample_sums) res.sample_binary_in_sum.reserve(per_sample.size() * n);
+    if (cfg.keep_sample_sums) res.sample_tallies.reserve(per_sample.size() * n * kTallySlots);
     for (auto& ps : per_sample)
         for (std::size_t u = 0; u < n; ++u) {
             accumulate(res.nodes[u], ps[u]);
-            if (cfg.keep_sample_sums) res.sample_binary_in_sum.push_back(ps[u].binary_in_sum);
+            if (cfg.keep_sample_sums)
+                res.sample_tallies.insert(res.sample_tallies.end(), ps[u].tallies.begin(),
+                                          ps[u].tallies.end());
         }
 }
 
@@ -649,9 +635,7 @@ void accumulate(NodeStats& d, const NodeStats& s) {
     d.input_ternary = d.input_ternary && s.input_ternary;
     d.attention += s.attention;
     d.synapses += s.synapses;
-    d.binary_in_steps += s.binary_in_steps;
-    d.binary_in_sum += s.binary_in_sum;
-    d.membrane_updates += s.membrane_updates;
+    for (int i = 0; i < kTallySlots; ++i) d.tallies[i] += s.tallies[i];
     d.seconds += s.seconds;
 }
 

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/core/graph.hpp"
+#include "sim/core/step_tally.hpp"
 
 namespace ternion {
 
@@ -60,18 +61,15 @@ struct RunConfig {
     bool progress = false;          // progress bar on stderr
     StepObserver* observer = nullptr;
     bool count_ops = true;  // false only for measuring the cost of counting
-    // Tally syops-counter's spike test per node and step (NodeStats::binary_in_*): a scan of
-    // analog inputs that only the syops convention needs, so it is asked for.
-    bool syops_tallies = false;
-    // Count NeuroBench's membrane updates of neuron nodes (NodeStats::membrane_updates): a
-    // comparison of each membrane with the previous step's, asked for by that convention only.
-    bool membrane_tallies = false;
+    // Per-node measurements taken at every step into NodeStats::tallies (sim/core/step_tally.hpp),
+    // in this order, at most kTallySlots slots in all; asked for by whoever needs them.
+    std::vector<const StepTally*> tallies;
     // Work per step below which a node does not split across threads (StepContext).
     std::int64_t parallel_work = StepContext::kParallelWork;
     // Incremented after each sample (e.g. a progress display of several processes), or null.
     std::atomic<std::int64_t>* samples_done = nullptr;
-    // Keep each sample's NodeStats::binary_in_sum (RunResult::sample_binary_in_sum), so that
-    // runs of parts of a sample range can be merged into the sum the whole run would make.
+    // Keep each sample's NodeStats::tallies (RunResult::sample_tallies), so that runs of parts of
+    // a sample range can be merged into the sums the whole run would make.
     bool keep_sample_sums = false;
     // Time each node's steps (NodeStats::seconds): two clock reads per node and step, so it is
     // asked for (`ternion run --node-times`).
@@ -104,14 +102,9 @@ struct NodeStats {
     std::uint64_t nonzero_in = 0;  // non-zero elements of the summed input
     bool input_ternary = true;     // every input it saw was in {-1,0,+1}
     AttentionCounts attention;     // attention nodes' typed break-down
-    SynapseCounts synapses;        // NeuroBench's effective synaptic events
-    // Steps whose input passed syops-counter's spike test (values in [0,1], at most two
-    // distinct) and the sum of those inputs' values: what its per-layer rates are made of.
-    std::uint64_t binary_in_steps = 0;
-    double binary_in_sum = 0.0;
-    // Neuron nodes: membranes that changed from one step to the next, plus every membrane at
-    // the first step (NeuroBench's MembraneUpdates).
-    std::uint64_t membrane_updates = 0;
+    SynapseCounts synapses;        // synaptic events, by whether the step's input was ternary
+    // RunConfig::tallies' slots, in their order (the rest stay 0).
+    TallySlots tallies{};
     // With RunConfig::time_nodes: seconds spent in this node's steps (input gathering, step,
     // tallies), summed over samples and threads.
     double seconds = 0.0;
@@ -124,11 +117,10 @@ struct RunResult {
     std::vector<std::int64_t> predictions;       // argmax of the output, per sample
     std::vector<std::vector<float>> output_sum;  // output summed over time, per sample
     double simulate_s = 0.0;
-    bool syops_tallies = false;     // NodeStats::binary_in_* were collected
-    bool membrane_tallies = false;  // NodeStats::membrane_updates were collected
-    std::vector<double> sample_s;   // wall time of each sample (its latency), in sample order
-    // With RunConfig::keep_sample_sums: [sample][node] binary_in_sum of each sample.
-    std::vector<double> sample_binary_in_sum;
+    std::vector<const StepTally*> tallies;  // RunConfig::tallies: what NodeStats::tallies hold
+    std::vector<double> sample_s;  // wall time of each sample (its latency), in sample order
+    // With RunConfig::keep_sample_sums: [sample][node][slot] the tallies of each sample.
+    std::vector<double> sample_tallies;
 };
 
 // Adds the stats of one more sample (or part of a run) to `d`: the engine's own merge.

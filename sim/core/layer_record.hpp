@@ -24,11 +24,9 @@ struct LayerRecord {
     std::uint64_t param_count = 0;
     std::uint64_t weight_count = 0;  // connection weights, bias excluded
     double weight_density = -1.0;
-    AttentionCounts attention;          // attention nodes: totals by stage
-    SynapseCounts synapses;             // (non-zero input, non-zero weight) pairs
-    std::uint64_t binary_in_steps = 0;  // see NodeStats
-    double binary_in_sum = 0.0;
-    std::uint64_t membrane_updates = 0;             // see NodeStats
+    AttentionCounts attention;                      // attention nodes: totals by stage
+    SynapseCounts synapses;                         // (non-zero input, non-zero weight) pairs
+    TallySlots tallies{};                           // NodeStats::tallies: RunRecord::tallies' slots
     double seconds = 0.0;                           // see NodeStats (--node-times)
     ModuleShape modules;                            // Node::module_shape()
     std::optional<AttentionShape> attention_shape;  // set for attention nodes
@@ -46,18 +44,30 @@ struct LayerRecord {
 
 struct RunRecord {
     std::int64_t samples = 0, timesteps = 0;
-    bool syops_tallies = false;       // LayerRecord::binary_in_* were collected
-    bool membrane_tallies = false;    // LayerRecord::membrane_updates were collected
-    bool node_times = false;          // LayerRecord::seconds were measured
-    std::vector<LayerRecord> layers;  // in evaluation order, Input/Output included
+    std::vector<const StepTally*> tallies;  // what LayerRecord::tallies hold, in slot order
+    bool node_times = false;                // LayerRecord::seconds were measured
+    std::vector<LayerRecord> layers;        // in evaluation order, Input/Output included
+    // The slots `t` added to on layer `l`, or null when the run did not take tally `t`.
+    const double* slots_of(const LayerRecord& l, const StepTally& t) const {
+        int offset = 0;
+        for (const StepTally* u : tallies) {
+            if (u == &t) return l.tallies.data() + offset;
+            offset += u->slots();
+        }
+        return nullptr;
+    }
+    bool has(const StepTally& t) const {
+        for (const StepTally* u : tallies)
+            if (u == &t) return true;
+        return false;
+    }
 };
 
 inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
     RunRecord rec;
     rec.samples = r.samples;
     rec.timesteps = r.timesteps;
-    rec.syops_tallies = r.syops_tallies;
-    rec.membrane_tallies = r.membrane_tallies;
+    rec.tallies = r.tallies;
     for (int u : g.order()) {
         const Node& n = g.node(u);
         const NodeStats& s = r.nodes[static_cast<std::size_t>(u)];
@@ -82,9 +92,7 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.traits = n.count_traits();
         l.attention = s.attention;
         l.synapses = s.synapses;
-        l.binary_in_steps = s.binary_in_steps;
-        l.binary_in_sum = s.binary_in_sum;
-        l.membrane_updates = s.membrane_updates;
+        l.tallies = s.tallies;
         l.seconds = s.seconds;
         l.modules = n.module_shape();
         l.attention_shape = n.attention_shape();

@@ -23,8 +23,8 @@ inline Shard shard_of(std::int64_t first, std::int64_t samples, int rank, int ra
 
 // Appends the result of a run of the samples that follow `whole`'s to `whole`, so that it
 // equals one run of both ranges: counts summed, per-sample vectors concatenated, the longer
-// simulate_s kept, and binary_in_sum summed sample by sample from `part`'s per-sample values
-// (it must have run with RunConfig::keep_sample_sums), in the order one run adds them.
+// simulate_s kept, and the tallies summed sample by sample from `part`'s per-sample values (it
+// must have run with RunConfig::keep_sample_sums), in the order one run adds them.
 void append_part(RunResult& whole, const RunResult& part);
 
 }  // namespace ternion

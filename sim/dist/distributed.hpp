@@ -53,8 +53,8 @@ double max_over_ranks(double v);
 double barrier();
 
 // Collective: sends every rank's result to rank 0, which returns the merge in rank (sample)
-// order: counts summed, per-sample vectors concatenated, binary_in_sum summed sample by sample
-// as one process's run sums it (the shards must have run with keep_sample_sums), simulate_s
+// order: counts summed, per-sample vectors concatenated, the tallies summed sample by sample
+// as one process's run sums them (the shards must have run with keep_sample_sums), simulate_s
 // the longest shard's. Other ranks get their own result back.
 RunResult reduce(RunResult local);
 

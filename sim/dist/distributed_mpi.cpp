@@ -111,8 +111,6 @@ std::vector<char> pack(const RunResult& r) {
     k.put(r.samples);
     k.put(r.timesteps);
     k.put(r.simulate_s);
-    k.put(r.syops_tallies);
-    k.put(r.membrane_tallies);
     k.put(static_cast<std::uint64_t>(r.nodes.size()));
     k.put(r.nodes.data(), r.nodes.size());
     k.put(r.predictions.data(), samples);
@@ -121,8 +119,8 @@ std::vector<char> pack(const RunResult& r) {
         k.put(o.data(), o.size());
     }
     k.put(r.sample_s.data(), samples);
-    k.put(static_cast<std::uint64_t>(r.sample_binary_in_sum.size()));
-    k.put(r.sample_binary_in_sum.data(), r.sample_binary_in_sum.size());
+    k.put(static_cast<std::uint64_t>(r.sample_tallies.size()));
+    k.put(r.sample_tallies.data(), r.sample_tallies.size());
     return std::move(k.bytes);
 }
 
@@ -132,8 +130,6 @@ RunResult unpack(const char* bytes) {
     r.samples = u.get<std::int64_t>();
     r.timesteps = u.get<std::int64_t>();
     r.simulate_s = u.get<double>();
-    r.syops_tallies = u.get<bool>();
-    r.membrane_tallies = u.get<bool>();
     const auto samples = static_cast<std::size_t>(r.samples);
     r.nodes.resize(static_cast<std::size_t>(u.get<std::uint64_t>()));
     u.get(r.nodes.data(), r.nodes.size());
@@ -146,8 +142,8 @@ RunResult unpack(const char* bytes) {
     }
     r.sample_s.resize(samples);
     u.get(r.sample_s.data(), samples);
-    r.sample_binary_in_sum.resize(static_cast<std::size_t>(u.get<std::uint64_t>()));
-    u.get(r.sample_binary_in_sum.data(), r.sample_binary_in_sum.size());
+    r.sample_tallies.resize(static_cast<std::size_t>(u.get<std::uint64_t>()));
+    u.get(r.sample_tallies.data(), r.sample_tallies.size());
     return r;
 }
 

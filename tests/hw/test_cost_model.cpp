@@ -569,7 +569,7 @@ TEST_CASE("format_table shows layers, totals and notes") {
 
 TEST_CASE("an empty run prices to zero in every mode, never NaN") {
     RunRecord run;  // 0 samples, 0 steps
-    run.syops_tallies = true;
+    run.tallies = tallies_for(CountMode::syops);
     run.layers = {layer("fc", "Linear", NodeCategory::synaptic)};
     run.layers[0].dense_synops_per_step = 10;
     for (CountMode m :

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "hw/cost_model.hpp"
 #include "models/inputs.hpp"
 #include "models/nir_loader.hpp"
 #include "sim/core/shard.hpp"
@@ -46,7 +47,9 @@ RunConfig config(std::int64_t first, std::int64_t count, StepObserver* obs) {
     c.timesteps = 7;
     c.first_sample = first;
     c.num_samples = count;
-    c.syops_tallies = true;
+    // Both conventions' tallies: syops' input test (a float sum) and NeuroBench's membranes.
+    c.tallies = hw::tallies_for(hw::CountMode::syops);
+    for (const StepTally* t : hw::tallies_for(hw::CountMode::neurobench)) c.tallies.push_back(t);
     c.keep_sample_sums = true;
     c.observer = obs;
     return c;
@@ -109,14 +112,15 @@ TEST_CASE("append_part: parts merged in order equal the whole run, traces includ
             CHECK(a.ops == b.ops);
             CHECK(a.nonzero_out == b.nonzero_out);
             CHECK(a.nonzero_in == b.nonzero_in);
-            CHECK(a.binary_in_steps == b.binary_in_steps);
-            CHECK(std::memcmp(&a.binary_in_sum, &b.binary_in_sum, sizeof(double)) == 0);
+            CHECK(std::memcmp(a.tallies.data(), b.tallies.data(), sizeof(TallySlots)) == 0);
         }
         auto want = whole_rec.row_buffers(), got = gathered.row_buffers();
         for (std::size_t b = 0; b < want.size(); ++b)
             CHECK(std::memcmp(want[b].data, got[b].data, 5 * want[b].row_bytes) == 0);
     }
-    CHECK(whole.nodes[static_cast<std::size_t>(g->find("fc"))].binary_in_steps > 0);
+    // The input test passed at some steps of fc (slot 0), and its inputs summed (slot 1).
+    CHECK(whole.nodes[static_cast<std::size_t>(g->find("fc"))].tallies[0] > 0);
+    CHECK(whole.nodes[static_cast<std::size_t>(g->find("fc"))].tallies[1] > 0);
 }
 
 namespace {

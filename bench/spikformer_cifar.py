@@ -13,7 +13,7 @@ stride-2 max-pools after the last two, the relative-position conv `rpe_conv` + `
 its running statistics become the per-channel mean and variance of its input, and its bias
 (one value a layer; for BSA's ternary Q/K neurons, which fire both ways, its weight) is set by
 bisection so that the neuron after it fires at the target rate (`--rate`). With `--kinds bsa` the attention is BSA instead (ternary Q/K neurons, Shiftmax,
-analog V, ternary output neuron: tools/spikformer_ref.py's `tsn_seq` and `shiftmax`, the
+analog V, ternary output neuron: python/ternion/reference/spikformer.py's `tsn_seq` and `shiftmax`, the
 semantics of ternion.BSA); its BatchNorms are calibrated the same way (V is only standardised).
 
 Then for each kind:
@@ -30,7 +30,7 @@ Then for each kind:
       - SpikingJelly, torch.set_num_threads(n), torch.no_grad(), reset_net before every
         forward, after a batch-1 warm-up: per-sample time of a batch-1 forward and of a
         batch-16 forward / 16, twice each round: with every Linear computed as a 1x1
-        convolution through oneDNN (tools/spikformer_ref.py `linear`, same parameters) and
+        convolution through oneDNN (python/ternion/reference/spikformer.py `linear`, same parameters) and
         with nn.Linear as the official code has it (torch's BLAS; --official-rounds limits the
         rounds). Which one is faster depends on the BLAS: Debian's torch is built with
         BLAS_INFO=generic and calls whatever libblas.so.3 the system provides: the reference
@@ -64,12 +64,9 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-here = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(here, "..", "python"))
-sys.path.insert(0, os.path.join(here, "..", "tools"))
 import ternion  # noqa: E402
-from spikformer_ref import linear as linear_onednn  # noqa: E402
-from spikformer_ref import shiftmax, tsn_seq  # noqa: E402
+from ternion.reference.spikformer import linear as linear_onednn  # noqa: E402
+from ternion.reference.spikformer import shiftmax, tsn_seq  # noqa: E402
 from spikingjelly.activation_based import functional, neuron  # noqa: E402
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

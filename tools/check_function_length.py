@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Lists C++ functions longer than a limit (default 100 lines) in the given folders and exits 1 if
-there are any. A brace-counting heuristic, no parser: a function is a top-level-or-class-level `{`
+"""Lists C++ and Python functions longer than a limit (default 100 lines) in the given folders and
+exits 1 if there are any. Python functions are measured by the standard library's parser (def
+line to last line, nested functions counted apart). For C++: A brace-counting heuristic, no parser: a function is a top-level-or-class-level `{`
 whose preceding text ends like a signature (`)` possibly followed by qualifiers, or an
 initialiser list), counted from its signature's first line to its closing brace. Lambdas and
 blocks inside a function count toward that function.
@@ -8,6 +9,7 @@ blocks inside a function count toward that function.
   /usr/bin/python3 tools/check_function_length.py [--max 100] sim hw models
 """
 import argparse
+import ast
 import os
 import re
 import sys
@@ -91,6 +93,15 @@ def functions(path):
             stmt_start = i + 1
 
 
+def python_functions(path):
+    """(name, first line, last line) of every function and method in a Python file."""
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    for n in ast.walk(tree):
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            yield n.name, n.lineno, n.end_lineno
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--max", type=int, default=100, help="longest function allowed, in lines")
@@ -100,11 +111,12 @@ def main():
     for folder in args.folders:
         for root, _, files in os.walk(folder):
             for f in sorted(files):
-                if f.endswith(EXTS):
-                    p = os.path.join(root, f)
-                    for name, a, b in functions(p):
-                        if b - a + 1 > args.max:
-                            long.append((p, a, b - a + 1, name))
+                p = os.path.join(root, f)
+                found = functions(p) if f.endswith(EXTS) else (
+                    python_functions(p) if f.endswith(".py") else ())
+                for name, a, b in found:
+                    if b - a + 1 > args.max:
+                        long.append((p, a, b - a + 1, name))
     for p, a, n, name in sorted(long):
         print(f"{p}:{a}: {name} is {n} lines (limit {args.max})")
     if long:

@@ -5,7 +5,7 @@ A local check, not part of the test suite (NeuroBench and snnTorch are not Debia
 give it source checkouts of NeuroBench (github.com/NeuroBench/neurobench) and snnTorch
 (github.com/jeshraghian/snntorch):
 
-    /usr/bin/python3 tools/check_neurobench.py --neurobench ~/src/neurobench \\
+    PYTHONPATH=python /usr/bin/python3 tools/check_neurobench.py --neurobench ~/src/neurobench \\
         --snntorch ~/src/snntorch --ternion build/ternion
 
 Networks (--models):
@@ -15,7 +15,7 @@ Networks (--models):
   rleaky      snnTorch Linear-RLeaky(all-to-all Linear recurrence)-Linear-Leaky;
   bsa_digits, ssa_digits, bsa_fmnist, ssa_fmnist
               the bundled Transformers (models/bundled) on their test images: the reference of
-              tools/spikformer_ref.py as modules NeuroBench hooks (TorchModel, its neurons
+              ternion.reference.spikformer as modules NeuroBench hooks (TorchModel, its neurons
               snnTorch SpikingNeurons registered as activation modules).
 The snnTorch networks use dyadic weights (every sum exact) and are written as NIR files
 (snnTorch's Leaky: tau = dt / (1 - beta), r = tau / dt, Euler). NeuroBench's Benchmark runs
@@ -299,6 +299,50 @@ def check_convpool(a):
     return table(rows)
 
 
+def write_rleaky_model(path, w0, wr, w1, b0, b1, dt):
+    """check_rleaky's network as a NIR file: Linear w0, a recurrent subgraph (LIF with decay b0
+    and the all-to-all Linear wr closing its cycle), Linear w1, LIF with decay b1."""
+    n_h, n_in = w0.shape
+    n_out = w1.shape[0]
+    with h5py.File(path, "w") as f:
+        f["version"] = "1.0.0"
+        g = f.create_group("node")
+        g["type"] = "NIRGraph"
+        nodes = g.create_group("nodes")
+
+        def lif(grp, n, beta):
+            tau = np.full(n, dt / (1 - beta), np.float32)
+            grp["type"] = "LIF"
+            for k, v in dict(tau=tau, r=tau / dt, v_leak=np.zeros(n), v_threshold=np.ones(n),
+                             v_reset=np.zeros(n)).items():
+                grp[k] = np.asarray(v, np.float32)
+
+        nodes.create_group("input")["type"] = "Input"
+        nodes["input/shape"] = np.array([n_in])
+        nodes.create_group("fc0")["type"] = "Linear"
+        nodes["fc0/weight"] = w0
+        rnn = nodes.create_group("rnn")
+        rnn["type"] = "NIRGraph"
+        rn = rnn.create_group("nodes")
+        rn.create_group("input")["type"] = "Input"
+        rn["input/shape"] = np.array([n_h])
+        lif(rn.create_group("lif"), n_h, b0)
+        rn.create_group("w_rec")["type"] = "Linear"
+        rn["w_rec/weight"] = wr
+        rn.create_group("output")["type"] = "Output"
+        rn["output/shape"] = np.array([n_h])
+        rnn["edges"] = np.array([("input", "lif"), ("lif", "w_rec"), ("w_rec", "lif"),
+                                 ("lif", "output")], dtype=h5py.string_dtype())
+        nodes.create_group("fc1")["type"] = "Linear"
+        nodes["fc1/weight"] = w1
+        lif(nodes.create_group("lif1"), n_out, b1)
+        nodes.create_group("output")["type"] = "Output"
+        nodes["output/shape"] = np.array([n_out])
+        g["edges"] = np.array([("input", "fc0"), ("fc0", "rnn"), ("rnn", "fc1"),
+                               ("fc1", "lif1"), ("lif1", "output")],
+                              dtype=h5py.string_dtype())
+
+
 def check_rleaky(a):
     """snnTorch Linear -> RLeaky (all-to-all Linear recurrence) -> Linear -> Leaky."""
     import snntorch as snn
@@ -341,43 +385,7 @@ def check_rleaky(a):
 
     with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, "m.h5")
-        with h5py.File(path, "w") as f:
-            f["version"] = "1.0.0"
-            g = f.create_group("node")
-            g["type"] = "NIRGraph"
-            nodes = g.create_group("nodes")
-
-            def lif(grp, n, beta):
-                tau = np.full(n, dt / (1 - beta), np.float32)
-                grp["type"] = "LIF"
-                for k, v in dict(tau=tau, r=tau / dt, v_leak=np.zeros(n), v_threshold=np.ones(n),
-                                 v_reset=np.zeros(n)).items():
-                    grp[k] = np.asarray(v, np.float32)
-
-            nodes.create_group("input")["type"] = "Input"
-            nodes["input/shape"] = np.array([n_in])
-            nodes.create_group("fc0")["type"] = "Linear"
-            nodes["fc0/weight"] = w0
-            rnn = nodes.create_group("rnn")
-            rnn["type"] = "NIRGraph"
-            rn = rnn.create_group("nodes")
-            rn.create_group("input")["type"] = "Input"
-            rn["input/shape"] = np.array([n_h])
-            lif(rn.create_group("lif"), n_h, b0)
-            rn.create_group("w_rec")["type"] = "Linear"
-            rn["w_rec/weight"] = wr
-            rn.create_group("output")["type"] = "Output"
-            rn["output/shape"] = np.array([n_h])
-            rnn["edges"] = np.array([("input", "lif"), ("lif", "w_rec"), ("w_rec", "lif"),
-                                     ("lif", "output")], dtype=h5py.string_dtype())
-            nodes.create_group("fc1")["type"] = "Linear"
-            nodes["fc1/weight"] = w1
-            lif(nodes.create_group("lif1"), n_out, b1)
-            nodes.create_group("output")["type"] = "Output"
-            nodes["output/shape"] = np.array([n_out])
-            g["edges"] = np.array([("input", "fc0"), ("fc0", "rnn"), ("rnn", "fc1"),
-                                   ("fc1", "lif1"), ("lif1", "output")],
-                                  dtype=h5py.string_dtype())
+        write_rleaky_model(path, w0, wr, w1, b0, b1, dt)
         j = run_ternion(a, path, x.astype(np.int8), y, ["--dt", str(dt)])
     ours, layers = j["neurobench"], {l["name"]: l for l in j["layers"]}
     tl = {"0": "fc0", "1.recurrent": "rnn.w_rec", "2": "fc1"}
@@ -405,16 +413,11 @@ def check_rleaky(a):
     return table(rows)
 
 
-def transformer_net(P, kind, heads, T, depth=1, pool0=False):
-    """The reference of tools/spikformer_ref.py (deploy_forward, ternion_order) as modules that
-    NeuroBench hooks: every Linear and convolution an nn.Linear / nn.Conv2d summing in ternion's
-    order (so the spikes are ternion's), every neuron a snnTorch SpikingNeuron (NeuroBench's
-    ActivationSparsity reads its output, MembraneUpdates its `mem`). The convolution on the
-    analog image runs at every step, as ternion runs direct input. The attention matmuls are
-    tensor products, not modules, as in Spikformer's and the BSA paper's code."""
-    import snntorch as snn
-    import spikformer_ref as ref
-
+def _ordered_modules(snn, ref):
+    """The module types of transformer_net: a Linear and a convolution summing in ternion's
+    order (nn.Linear / nn.Conv2d subclasses, so NeuroBench hooks them), snnTorch neurons around
+    a step function (neuron nodes, and the neurons inside an attention node), and builders of
+    the layers from the model file's arrays. Returns (Neuron, SJLIF, AttnNeuron, lin, conv)."""
     class OLinear(nn.Linear):
         bias_first = False
 
@@ -466,6 +469,20 @@ def transformer_net(P, kind, heads, T, depth=1, pool0=False):
             m.bias.copy_(torch.from_numpy(np.asarray(p["bias"])))
         return m
 
+    return Neuron, SJLIF, AttnNeuron, lin, conv
+
+
+def transformer_net(P, kind, heads, T, depth=1, pool0=False):
+    """The reference of ternion.reference.spikformer (deploy_forward, ternion_order) as modules that
+    NeuroBench hooks: every Linear and convolution an nn.Linear / nn.Conv2d summing in ternion's
+    order (so the spikes are ternion's), every neuron a snnTorch SpikingNeuron (NeuroBench's
+    ActivationSparsity reads its output, MembraneUpdates its `mem`). The convolution on the
+    analog image runs at every step, as ternion runs direct input. The attention matmuls are
+    tensor products, not modules, as in Spikformer's and the BSA paper's code."""
+    import snntorch as snn
+    from ternion.reference import spikformer as ref
+
+    Neuron, SJLIF, AttnNeuron, lin, conv = _ordered_modules(snn, ref)
     lif = ref.lif_step
     tsn = ref.tsn_step
 
@@ -544,8 +561,7 @@ def transformer_net(P, kind, heads, T, depth=1, pool0=False):
 
 def check_transformer(a, name):
     """A bundled Transformer (models/bundled/NAME.h5) on its test images."""
-    sys.path.insert(0, os.path.join(ROOT, "tools"))
-    import spikformer_ref as ref
+    from ternion.reference import spikformer as ref
     from neurobench.benchmarks import Benchmark
     from neurobench.metrics.workload import (ActivationSparsity, MembraneUpdates,
                                              SynapticOperations)

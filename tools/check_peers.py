@@ -6,8 +6,7 @@ the framework's own NIR exporter and run with --from; prints the spike differenc
 Needs snntorch, norse, sinabs, nir and nirtorch importable (PYTHONPATH may point at source
 checkouts) and python/ of this repository. Not part of ctest: CI has none of these packages.
   PYTHONPATH=python:... /usr/bin/python3 tools/check_peers.py build/ternion"""
-import sys, os, json, subprocess, tempfile, warnings
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+import sys, json, subprocess, tempfile, warnings
 warnings.filterwarnings("ignore")
 import numpy as np, torch, torch.nn as nn, h5py
 import ternion

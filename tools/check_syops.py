@@ -5,7 +5,7 @@ A local check, not part of the test suite (syops-counter and SpikingJelly are no
 packages): give it source checkouts of syops-counter (github.com/iCGY96/syops-counter) and
 SpikingJelly 0.0.0.0.12 (syops imports spikingjelly.clock_driven):
 
-    /usr/bin/python3 tools/check_syops.py --syops ~/src/syops-counter \\
+    PYTHONPATH=python /usr/bin/python3 tools/check_syops.py --syops ~/src/syops-counter \\
         --spikingjelly ~/src/spikingjelly-0.0.0.0.12 --ternion build/ternion
 
 It builds conv-LIF-AvgPool-conv-LIF-Linear-LIF with SpikingJelly's single-step LIFNode, runs
@@ -57,7 +57,7 @@ def main():
     ap.add_argument("--timesteps", type=int, default=4)
     ap.add_argument("--per-layer", action="store_true", help="print both tools' layer tables")
     a = ap.parse_args()
-    sys.path[:0] = [a.syops, a.spikingjelly, os.path.join(ROOT, "python")]
+    sys.path[:0] = [a.syops, a.spikingjelly]  # the peers' sources; ternion from PYTHONPATH
     stub_progress()
     from spikingjelly.clock_driven import functional, neuron
     from syops import get_model_complexity_info

@@ -2,7 +2,7 @@
 """Train the bundled spiking Transformers on sklearn's digits and export them for ternion.
 
 Trains the same small architecture twice, with Bipolar Self-attention (BSA) and with Spikformer's
-SSA (see tools/spikformer_ref.py), on sklearn's load_digits (1797 8x8 images, 10 classes) with a
+SSA (see ternion.reference.spikformer (python/ternion/reference/spikformer.py)), on sklearn's load_digits (1797 8x8 images, 10 classes) with a
 fixed stratified train/test split (test 20 %, random_state 0) and fixed seeds. Then for each:
   * folds BatchNorm into the weights and writes models/bundled/{bsa,ssa}_digits.h5;
   * evaluates the folded float32 arrays in PyTorch (the deploy path), step by step;
@@ -21,17 +21,17 @@ predictions and spike counts on all 10 000 test images, summed exactly as ternio
 Training runs the model multi-step (each layer over all T steps at once, BatchNorm's statistics
 over all steps) with AdamW and a one-cycle learning rate over all epochs; --threads 1 per model
 lets the BSA and SSA models train side by side on two cores. The bundled Fashion-MNIST models:
-  nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds bsa --stem 32 \
+  PYTHONPATH=python nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds bsa --stem 32 \
       --dim 96 --heads 3 --epochs 12 --threads 1 --seed 0 --linear blas
-  nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds ssa --stem 32 \
+  PYTHONPATH=python nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --kinds ssa --stem 32 \
       --dim 96 --heads 3 --epochs 12 --threads 2 --seed 0 --linear blas
 (all 60 000 training images, 12 epochs, batch 64; fmnist_reference.json records the time).
 --linear blas computes the Linear layers with torch's BLAS, which is fast with OpenBLAS
 (libopenblas0-openmp, installed by tools/install_deps.sh); Debian's default reference libblas
 makes --linear conv, the default, the faster one (the digits models were trained that way).
 
-Usage: /usr/bin/python3 tools/train_spikformer.py [--epochs 40] [--threads 2] [--out models/bundled]
-       nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 32 --dim 96 \
+Usage: PYTHONPATH=python /usr/bin/python3 tools/train_spikformer.py [--epochs 40] [--threads 2] [--out models/bundled]
+       PYTHONPATH=python nice /usr/bin/python3 tools/train_spikformer.py --data fashion-mnist --stem 32 --dim 96 \
            --heads 3 --epochs 12 --linear blas
 """
 import argparse
@@ -42,7 +42,6 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--epochs", type=int, default=60)
@@ -78,7 +77,7 @@ import torch.nn.functional as F  # noqa: E402
 from sklearn.datasets import load_digits  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 
-import spikformer_ref as ref  # noqa: E402
+from ternion.reference import spikformer as ref  # noqa: E402
 
 torch.set_num_threads(args.threads)
 ref.LINEAR_VIA_BLAS = args.linear == "blas"
@@ -251,7 +250,7 @@ def main():
             if "--out" in argv:  # where the files go does not change them
                 i = argv.index("--out")
                 argv = argv[:i] + argv[i + 2:]
-            command = "nice /usr/bin/python3 tools/train_spikformer.py " + " ".join(argv)
+            command = "PYTHONPATH=python nice /usr/bin/python3 tools/train_spikformer.py " + " ".join(argv)
             if args.reference_only:
                 command = old.get("command", command)
             report[kind].update(

@@ -204,7 +204,7 @@ def test_spikformer_one_head_three_blocks(tmp_path, ternion_bin):
 
 @pytest.mark.parametrize("kind", ["ssa", "bsa"])
 def test_repository_digits_spikformer(tmp_path, ternion_bin, kind):
-    import spikformer_ref as ref
+    from ternion.reference import spikformer as ref
 
     torch.manual_seed(5)
     gen = torch.Generator().manual_seed(5)
@@ -237,7 +237,7 @@ def test_repository_digits_spikformer(tmp_path, ternion_bin, kind):
 def test_repository_fmnist_spikformer(tmp_path, ternion_bin, kind):
     """The Fashion-MNIST layout: 28x28, conv0 + LIF + max-pool, conv + LIF + max-pool, 49 tokens;
     PyTorch summing in ternion's order (bias last) equals ternion spike for spike."""
-    import spikformer_ref as ref
+    from ternion.reference import spikformer as ref
 
     torch.manual_seed(6)
     gen = torch.Generator().manual_seed(6)
@@ -266,7 +266,7 @@ def test_repository_fmnist_spikformer(tmp_path, ternion_bin, kind):
 
 
 def test_tool_writes_the_bundled_files_through_the_package(tmp_path):
-    import spikformer_ref as ref
+    from ternion.reference import spikformer as ref
 
     root = os.path.join(os.path.dirname(__file__), "..", "..", "models", "bundled")
     for kind in ("bsa", "ssa"):

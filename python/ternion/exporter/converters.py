@@ -418,7 +418,7 @@ def convert_spikformer(ex, m, path, x):
 
 
 # ----------------------------------------------------------------------------------------------
-# this repository's DigitsSpikformer (tools/spikformer_ref.py): the bundled BSA/SSA models
+# this repository's DigitsSpikformer (python/ternion/reference/spikformer.py): the bundled BSA/SSA models
 
 
 def is_digits_spikformer(m):

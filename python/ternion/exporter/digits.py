@@ -1,4 +1,4 @@
-"""This repository's small spiking Transformer (tools/spikformer_ref.py, DigitsSpikformer): the
+"""This repository's small spiking Transformer (python/ternion/reference/spikformer.py, DigitsSpikformer): the
 graph of models/bundled/{bsa,ssa}_digits.h5, from folded parameters."""
 import numpy as np
 

@@ -3,7 +3,7 @@
 Two halves:
   * trainable modules (surrogate gradients, BatchNorm) used by tools/train_spikformer.py;
   * a deploy path that works only on the folded float32 arrays written to the model file
-    (`export_params` -> `write_ternion_model`, both from the ternion package in python/), so
+    (`export_params` -> `write_ternion_model`, through ternion.exporter), so
     PyTorch's reported predictions and spike counts come from exactly the numbers ternion loads.
 
 The neuron equations are the ones docs/transformer-format.md specifies:
@@ -14,17 +14,14 @@ The neuron equations are the ones docs/transformer-format.md specifies:
 Runs with Debian's python3-torch, numpy and h5py only.
 """
 import math
-import os
-import sys
 
 import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
-from ternion.exporter.digits import digits_graph, digits_params  # noqa: E402
-from ternion.exporter.graph import write_model  # noqa: E402
+from ternion.exporter.digits import digits_graph, digits_params
+from ternion.exporter.graph import write_model
 
 # ----------------------------------------------------------------------------------------------
 # Surrogate spike functions
@@ -299,6 +296,52 @@ def conv_ternion_order(x, w, b):
     return y + b.view(1, -1, 1, 1)
 
 
+def _deploy_attention(A, x, kind, heads, i, st, lin, acnt, exact_order):
+    """One attention node of deploy_forward at one step: Q/K/V from the folded projections
+    (bias first), their neurons (SSA: LIFs; BSA: TSNs on Q and K, V analog), the product per
+    head (SSA: scaled Q K^T V; BSA: Shiftmax(Q K^T) V), then the attention neurons. `st` holds
+    the membranes between steps; returns the attention node's output spikes."""
+    B, N, D = x.shape
+    H, dh = heads, D // heads
+    qx = lin(x, dict(weight=A["q_weight"], bias=A["q_bias"]), True)
+    kx = lin(x, dict(weight=A["k_weight"], bias=A["k_bias"]), True)
+    vx = lin(x, dict(weight=A["v_weight"], bias=A["v_bias"]), True)
+    z = torch.zeros_like(qx)
+    if kind == "ssa":
+        q, st[(i, "q")] = lif_step(qx, st.get((i, "q"), z))
+        k, st[(i, "k")] = lif_step(kx, st.get((i, "k"), z))
+        v, st[(i, "v")] = lif_step(vx, st.get((i, "v"), z))
+        acnt(f"b{i}_attn/v_spikes", v)
+    else:
+        q, st[(i, "q")] = tsn_step(qx, st.get((i, "q"), z), 1.0, 0.5)
+        k, st[(i, "k")] = tsn_step(kx, st.get((i, "k"), z), 1.0, 0.5)
+        v = vx
+    acnt(f"b{i}_attn/q_spikes", q)
+    acnt(f"b{i}_attn/k_spikes", k)
+    qh = q.reshape(B, N, H, dh).transpose(1, 2)
+    kh = k.reshape(B, N, H, dh).transpose(1, 2)
+    vh = v.reshape(B, N, H, dh).transpose(1, 2)
+    sc = qh @ kh.transpose(-1, -2)  # exact small integers
+    if kind == "ssa":
+        y = (sc @ vh) * 0.125  # exact integers times a power of two
+    else:
+        n = torch.from_numpy(shiftmax_exponents(sc.round().numpy()))
+        w = torch.exp2(-n.double()).float()  # exact powers of two
+        if exact_order:
+            y = torch.zeros(B, H, N, dh)
+            for j in range(N):
+                y = y + w[..., j:j + 1] * vh[:, :, j:j + 1, :]
+        else:
+            y = w @ vh
+    y = y.transpose(1, 2).reshape(B, N, D)
+    za = torch.zeros_like(y)
+    if kind == "ssa":
+        a, st[(i, "a")] = lif_step(y, st.get((i, "a"), za), vth=0.5)
+    else:
+        a, st[(i, "a")] = tsn_step(y, st.get((i, "a"), za), 0.5, 0.5)
+    return a
+
+
 def deploy_forward(P, img, kind, heads, depth, T, exact_order=False, pool0=False,
                    ternion_order=False):
     """Inference on the folded float32 arrays, step by step, as ternion specifies it.
@@ -368,45 +411,8 @@ def deploy_forward(P, img, kind, heads, depth, T, exact_order=False, pool0=False
             x = s.flatten(2).transpose(1, 2).contiguous()
             cnt("tokens", x)
             for i in range(depth):
-                A = t[f"b{i}_attn"]
-                N, D = x.shape[1], x.shape[2]
-                H, dh = heads, D // heads
-                qx = lin(x, dict(weight=A["q_weight"], bias=A["q_bias"]), True)
-                kx = lin(x, dict(weight=A["k_weight"], bias=A["k_bias"]), True)
-                vx = lin(x, dict(weight=A["v_weight"], bias=A["v_bias"]), True)
-                z = torch.zeros_like(qx)
-                if kind == "ssa":
-                    q, st[(i, "q")] = lif_step(qx, st.get((i, "q"), z))
-                    k, st[(i, "k")] = lif_step(kx, st.get((i, "k"), z))
-                    v, st[(i, "v")] = lif_step(vx, st.get((i, "v"), z))
-                    acnt(f"b{i}_attn/v_spikes", v)
-                else:
-                    q, st[(i, "q")] = tsn_step(qx, st.get((i, "q"), z), 1.0, 0.5)
-                    k, st[(i, "k")] = tsn_step(kx, st.get((i, "k"), z), 1.0, 0.5)
-                    v = vx
-                acnt(f"b{i}_attn/q_spikes", q)
-                acnt(f"b{i}_attn/k_spikes", k)
-                qh = q.reshape(B, N, H, dh).transpose(1, 2)
-                kh = k.reshape(B, N, H, dh).transpose(1, 2)
-                vh = v.reshape(B, N, H, dh).transpose(1, 2)
-                sc = qh @ kh.transpose(-1, -2)  # exact small integers
-                if kind == "ssa":
-                    y = (sc @ vh) * 0.125  # exact integers times a power of two
-                else:
-                    n = torch.from_numpy(shiftmax_exponents(sc.round().numpy()))
-                    w = torch.exp2(-n.double()).float()  # exact powers of two
-                    if exact_order:
-                        y = torch.zeros(B, H, N, dh)
-                        for j in range(N):
-                            y = y + w[..., j:j + 1] * vh[:, :, j:j + 1, :]
-                    else:
-                        y = w @ vh
-                y = y.transpose(1, 2).reshape(B, N, D)
-                za = torch.zeros_like(y)
-                if kind == "ssa":
-                    a, st[(i, "a")] = lif_step(y, st.get((i, "a"), za), vth=0.5)
-                else:
-                    a, st[(i, "a")] = tsn_step(y, st.get((i, "a"), za), 0.5, 0.5)
+                a = _deploy_attention(t[f"b{i}_attn"], x, kind, heads, i, st, lin, acnt,
+                                      exact_order)
                 cnt(f"b{i}_attn", a)
                 p = lin(a, t[f"b{i}_proj"])
                 y, st[(i, "proj")] = lif_step(p, st.get((i, "proj"), torch.zeros_like(p)))

@@ -1,0 +1,2 @@
+"""PyTorch reference models of this repository (need Debian's python3-torch): `spikformer`,
+the small spiking Transformers the bundled BSA/SSA models were trained with."""

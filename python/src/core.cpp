@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "attention/ann/ann_attention.hpp"
+#include "attention/ann/run_batch.hpp"
 #include "hw/cost_model.hpp"
 #include "models/graph_builder.hpp"
 #include "models/pipeline.hpp"
@@ -261,23 +262,33 @@ py::dict attention(const std::string& kind, py::dict weights,
     opt.heads = heads;
     opt.causal = causal;
     opt.renormalize = renormalize;
+    if (opt.heads < 0 || opt.heads > 1000000) throw OptionError("heads", "out of range");
     auto att = ann::make_attention(kind, w, opt);
-    if (x.ndim() != 3 || x.shape(2) != att->in_dim())
-        throw InputError("<x>", "x", "expected [batch, N, " + std::to_string(att->in_dim()) + "]");
-    const std::int64_t batch = x.shape(0), n = x.shape(1);
-    if (att->needs_time() && (!t || t->ndim() != 2 || t->shape(0) != batch || t->shape(1) != n))
-        throw InputError("<t>", "t", "time kinds need t of shape [batch, N]");
+    const Shape dims(x.shape(), x.shape() + x.ndim());
+    ann::check_input_shape(*att, kind, dims, "<x>", "x");
+    const std::int64_t batch = dims[0], n = dims[1];
+    const float* tp = nullptr;
+    if (att->needs_time()) {
+        if (!t) throw InputError("<t>", "t", "time kinds need t of shape [batch, N]");
+        ann::check_times_shape(Shape(t->shape(), t->shape() + t->ndim()), batch, n, "<t>", "t");
+        tp = t->data();
+        ann::check_times_finite(tp, batch * n, "<t>", "t");
+    }
     const hw::Profile prof = hw::load_profile(profile);
     py::array_t<float> y({batch, n, att->out_dim()});
     OpCounts ops;
     {
         const float* xp = x.data();
-        const float* tp = t ? t->data() : nullptr;
+        const auto sample = static_cast<std::size_t>(n * att->in_dim());
         float* yp = y.mutable_data();
         py::gil_scoped_release nogil;
-        for (std::int64_t b = 0; b < batch; ++b)
-            att->forward(xp + b * n * att->in_dim(), tp ? tp + b * n : nullptr, n,
-                         yp + b * n * att->out_dim(), &ops, true);
+        ops = ann::run_batch(
+            *att, batch, n,
+            [xp, sample](std::int64_t b, float* to) {
+                std::copy(xp + static_cast<std::size_t>(b) * sample,
+                          xp + static_cast<std::size_t>(b + 1) * sample, to);
+            },
+            tp, yp, "<x>", "x");
     }
     py::dict counts, by_kind;
     ops.for_each([&](std::string_view k, std::uint64_t v) { counts[py::str(std::string(k))] = v; });

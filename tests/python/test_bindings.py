@@ -355,6 +355,22 @@ def test_profiles_and_attention(core, ternion_bin, tmp_path):
         assert np.array_equal(f["y"][()], r["y"])
     assert r["ops"] == cli["ops"]
     assert r["energy"]["total_pj"] == cli["energy"]["total_pj"]
+    # The inputs the command line refuses, Python refuses with the same words (one set of checks):
+    # no tokens (it crashed before), NaN values, a wrong width.
+    with pytest.raises(core.Error, match=r"x: empty: shape \[2, 0, 8\]"):
+        core.attention("softmax", w, np.zeros((B, 0, D), np.float32), heads=H)
+    bad = x.copy()
+    bad[1, 3, 2] = np.nan
+    with pytest.raises(core.Error, match=r"x: contains NaN or Inf \(sample 1\)"):
+        core.attention("softmax", w, bad, heads=H)
+    with pytest.raises(core.Error, match=r"has D = 6 but the softmax weights expect D = 8"):
+        core.attention("softmax", w, x[:, :, :6], heads=H)
+    with h5py.File(tmp_path / "x0.h5", "w") as f:
+        f["x"] = np.zeros((B, 0, D), np.float32)
+    out = subprocess.run([ternion_bin, "attention", "--kind", "softmax", "--weights",
+                          str(tmp_path / "w.h5"), "--input", str(tmp_path / "x0.h5"), "--output",
+                          str(tmp_path / "y0.h5")], capture_output=True, text=True)
+    assert out.returncode == 1 and "/x: empty: shape [2, 0, 8]" in out.stderr, out.stderr
 
 
 def test_python_guide_runs(core, tmp_path, monkeypatch):

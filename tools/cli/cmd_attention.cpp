@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "attention/ann/ann_attention.hpp"
+#include "attention/ann/run_batch.hpp"
 #include "hw/cost_model.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/memory.hpp"
@@ -42,27 +43,14 @@ AttentionInput check_attention_input(h5::Reader& xr, const ann::Attention& att,
     if (!xr.is_dataset("/x")) xr.fail("/x", "missing dataset");
     auto xi = xr.info("/x");
     if (xi.kind != h5::Kind::floating) xr.fail("/x", "expected float32 values");
-    if (xi.dims.size() != 3)
-        xr.fail("/x", "expected shape [batch, N, D], got " + shape_str(xi.dims));
+    ann::check_input_shape(att, kind, xi.dims, xr.path(), "/x");
     const std::int64_t batch = xi.dims[0], n = xi.dims[1], dim = xi.dims[2];
-    if (batch < 1 || n < 1) xr.fail("/x", "empty: shape " + shape_str(xi.dims));
-    if (dim != att.in_dim())
-        xr.fail("/x", "has D = " + std::to_string(dim) + " but the " + kind +
-                          " weights expect D = " + std::to_string(att.in_dim()));
-    if (declared_numel(xi.dims) > kMaxElements ||
-        declared_numel({batch, n, att.out_dim()}) > kMaxElements)
-        xr.fail("/x", "too large: " + shape_str(xi.dims));
-    if (n > (std::int64_t{1} << 24)) xr.fail("/x", "too many tokens");
     std::vector<float> t;
     if (att.needs_time()) {
         if (!xr.is_dataset("/t")) xr.fail("/t", "missing dataset (time kinds need [batch, N])");
-        auto ti = xr.info("/t");
-        if (ti.dims != Shape{batch, n})
-            xr.fail("/t",
-                    "expected shape " + shape_str({batch, n}) + ", got " + shape_str(ti.dims));
+        ann::check_times_shape(xr.info("/t").dims, batch, n, xr.path(), "/t");
         t = xr.read_floats("/t");
-        for (float v : t)
-            if (!std::isfinite(v)) xr.fail("/t", "contains NaN or Inf");
+        ann::check_times_finite(t.data(), batch * n, xr.path(), "/t");
     }
 
     return {batch, n, dim, std::move(t)};
@@ -167,18 +155,13 @@ int cmd_attention(const Args& args) {
     if (vm.count("json")) profile = hw::load_profile(vm["profile"].as<std::string>());
 
     check_attention_memory(vm, *att, batch, n, t.size());
-    // Huge-page backed (sim/core/memory.hpp): the attention walks them a row or group at a time.
+    // Huge-page backed (sim/core/memory.hpp): the attention walks it a row or group at a time.
     LargeVector<float> y(static_cast<std::size_t>(batch * n * att->out_dim()));
-    LargeVector<float> x(static_cast<std::size_t>(n * dim));
-    OpCounts ops;
-    for (std::int64_t b = 0; b < batch; ++b) {
-        xr.read_float_rows("/x", b, 1, x.data(), x.size());  // a sample at a time bounds memory
-        for (float v : x)
-            if (!std::isfinite(v))
-                xr.fail("/x", "contains NaN or Inf (sample " + std::to_string(b) + ")");
-        att->forward(x.data(), t.empty() ? nullptr : t.data() + b * n, n,
-                     y.data() + b * n * att->out_dim(), &ops, true);
-    }
+    const auto sample_values = static_cast<std::size_t>(n * dim);
+    const OpCounts ops = ann::run_batch(
+        *att, batch, n,
+        [&](std::int64_t b, float* x) { xr.read_float_rows("/x", b, 1, x, sample_values); },
+        t.empty() ? nullptr : t.data(), y.data(), xr.path(), "/x");
 
     h5::write_atomically(out_path, [&](const std::string& tmp) {
         h5::Writer out(tmp);

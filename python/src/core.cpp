@@ -1,6 +1,7 @@
 // ternion._core: the Python bindings (pybind11). Thin: every run goes through the same run
 // pipeline as `ternion run` (models/pipeline.hpp), so Python and the CLI give the same spikes,
-// counts and energy. ternion/api.py shapes the results into numpy arrays and dictionaries.
+// counts and energy. A run's Output hands its typed report to ternion/api.py's Result directly
+// (arrays, numbers, dictionaries); the JSON document is made only when Result.report is read.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -33,6 +34,98 @@ struct Output {
     std::shared_ptr<Pipeline> pipeline;
     RunReport report;
 };
+
+// A JSON value as the Python object json.loads would give (for the figures a convention writes
+// into the report; the rest of the result is read from the typed report).
+py::object to_py(const nlohmann::json& j) {
+    switch (j.type()) {
+        case nlohmann::json::value_t::null:
+            return py::none();
+        case nlohmann::json::value_t::boolean:
+            return py::bool_(j.get<bool>());
+        case nlohmann::json::value_t::number_integer:
+            return py::int_(j.get<std::int64_t>());
+        case nlohmann::json::value_t::number_unsigned:
+            return py::int_(j.get<std::uint64_t>());
+        case nlohmann::json::value_t::number_float:
+            return py::float_(j.get<double>());
+        case nlohmann::json::value_t::string:
+            return py::str(j.get<std::string>());
+        case nlohmann::json::value_t::array: {
+            py::list l;
+            for (const auto& v : j) l.append(to_py(v));
+            return l;
+        }
+        default: {
+            py::dict d;
+            for (const auto& [k, v] : j.items()) d[py::str(k)] = to_py(v);
+            return d;
+        }
+    }
+}
+
+// {kind: count} (integers), or {kind: count / divisor} as the report's per-inference figures.
+py::dict ops_dict(const OpCounts& o, double divisor = 1.0) {
+    py::dict d;
+    o.for_each([&](std::string_view k, std::uint64_t v) {
+        if (divisor == 1.0)
+            d[py::str(std::string(k))] = v;
+        else
+            d[py::str(std::string(k))] = static_cast<double>(v) / divisor;
+    });
+    return d;
+}
+
+// Result.counts: per-layer operation totals with spikes, totals, per inference, and the
+// figures of the counting convention (None for the others).
+py::dict counts_of(const Output& o) {
+    const RunReport& r = o.report;
+    py::dict layers;
+    for (const LayerRecord& l : r.record.layers) {
+        py::dict d = ops_dict(l.ops);
+        d["spikes"] = l.nonzero_out;
+        layers[py::str(l.name)] = d;
+    }
+    nlohmann::json figures;
+    hw::add_to_json(r.cost, figures);
+    py::dict c;
+    c["layers"] = layers;
+    c["totals"] = ops_dict(r.total);
+    c["per_inference"] = ops_dict(r.total, static_cast<double>(r.result.samples));
+    for (const char* k : {"neurobench", "syops", "paper"})
+        c[k] = figures.contains(k) ? to_py(figures[k]) : py::none();
+    return c;
+}
+
+// Result.energy, from the typed cost report.
+py::dict energy_of(const Output& o) {
+    const hw::CostReport& c = o.report.cost;
+    const double inv = c.samples > 0 ? 1.0 / static_cast<double>(c.samples) : 0.0;
+    py::dict by_kind, layers;
+    for (int k = 0; k < hw::kKinds; ++k)
+        by_kind[py::str(std::string(hw::kind_names()[k]))] = c.per_inference_energy_pj[k];
+    for (const LayerRecord& l : o.report.record.layers) layers[py::str(l.name)] = 0.0;
+    for (const hw::LayerCost& l : c.layers) layers[py::str(l.name)] = l.energy_total_pj * inv;
+    py::dict e;
+    e["profile"] = c.profile_name;
+    e["count_mode"] = c.mode.name;
+    e["per_inference_pj"] = c.per_inference_pj;
+    e["by_kind_pj"] = by_kind;
+    e["layers"] = layers;
+    e["ann_pj"] = c.ann_pj_per_inference;
+    e["ann_ratio"] = c.ann_pj_per_inference > 0
+                         ? py::object(py::float_(c.per_inference_pj / c.ann_pj_per_inference))
+                         : py::none();
+    return e;
+}
+
+// Result.node_seconds: {node: thread seconds of its steps}, or None without node_times.
+py::object node_seconds_of(const Output& o) {
+    if (!o.report.record.node_times) return py::none();
+    py::dict d;
+    for (const LayerRecord& l : o.report.record.layers) d[py::str(l.name)] = l.seconds;
+    return d;
+}
 
 int all_cores() {
     const unsigned n = std::thread::hardware_concurrency();
@@ -326,6 +419,19 @@ PYBIND11_MODULE(_core, m) {
     py::class_<Output>(m, "Output")
         .def("json", [](const Output& o) { return report_json(o.report).dump(); })
         .def("text", [](const Output& o) { return report_text(o.report); })
+        .def("predictions",
+             [](const Output& o) {
+                 const auto& p = o.report.result.predictions;
+                 py::array_t<std::int64_t> a(static_cast<py::ssize_t>(p.size()));
+                 std::copy(p.begin(), p.end(), a.mutable_data());
+                 return a;
+             })
+        .def("accuracy", [](const Output& o) { return o.report.accuracy; })
+        .def("samples", [](const Output& o) { return o.report.result.samples; })
+        .def("timesteps", [](const Output& o) { return o.report.timesteps; })
+        .def("counts", &counts_of)
+        .def("energy", &energy_of)
+        .def("node_seconds", &node_seconds_of)
         .def("recorded_nodes",
              [](const Output& o) {
                  auto* r = o.pipeline->recorder();

@@ -105,38 +105,31 @@ class Result:
 
     def __init__(self, out):
         self._out = out
-        self.report = json.loads(out.json())
-        self.text = out.text()
+        self._report = None
         self.recorded_samples = np.asarray(out.recorded_samples(), dtype=np.int64)
         nodes = out.recorded_nodes()
         self.spikes = {n: a for n in nodes if (a := out.spikes(n)) is not None}
         self.membrane = {n: a for n in nodes if (a := out.membrane(n)) is not None}
-        self.predictions = np.asarray(self.report["predictions"], dtype=np.int64)
+        self.predictions = out.predictions()
         self.outputs = out.outputs()
-        self.accuracy = self.report["accuracy"]
-        self.samples = self.report["samples"]
-        self.timesteps = self.report["timesteps"]
-        timed = self.report["timing"].get("nodes")
-        self.node_seconds = None if timed is None else {n["name"]: n["s"] for n in timed}
-        layers = self.report["layers"]
-        self.counts = {
-            "layers": {l["name"]: dict(l["ops"], spikes=l["spikes"]) for l in layers},
-            "totals": self.report["totals"]["ops"],
-            "per_inference": self.report["per_inference"]["ops"],
-            "neurobench": self.report.get("neurobench"),
-            "syops": self.report.get("syops"),
-            "paper": self.report.get("paper"),
-        }
-        pi = self.report["per_inference"]
-        self.energy = {
-            "profile": self.report["profile"]["name"],
-            "count_mode": self.report["count_mode"],
-            "per_inference_pj": pi["energy_pj"],
-            "by_kind_pj": pi["energy_by_kind_pj"],
-            "layers": {l["name"]: l.get("energy_pj", 0.0) for l in layers},
-            "ann_pj": self.report["ann_equivalent"]["energy_pj"],
-            "ann_ratio": self.report["ann_equivalent"]["energy_ratio"],
-        }
+        self.accuracy = out.accuracy()
+        self.samples = out.samples()
+        self.timesteps = out.timesteps()
+        self.node_seconds = out.node_seconds()
+        self.counts = out.counts()
+        self.energy = out.energy()
+
+    @property
+    def report(self):
+        """The document `ternion run --json` prints, as a dict (made on first use)."""
+        if self._report is None:
+            self._report = json.loads(self._out.json())
+        return self._report
+
+    @property
+    def text(self):
+        """The report `ternion run` prints."""
+        return self._out.text()
 
     def __repr__(self):
         acc = "-" if self.accuracy is None else f"{100 * self.accuracy:.2f}%"

@@ -40,6 +40,30 @@ def without_timing(doc):
     return doc
 
 
+@pytest.mark.parametrize("count", ["exact", "neurobench", "syops", "paper"])
+def test_result_fields_equal_the_cli_document(core, ternion_bin, count):
+    # Result's fields come from the typed report, not from the JSON document: each must equal
+    # what the command line's document says, under every counting convention.
+    model = core.load_bundled("ssa_digits")
+    cli = cli_json(ternion_bin, model.path, "--input", model.default_input, "--count", count,
+                   "--samples", "40", "--node-times")
+    r = core.run(model, count=count, samples=40, node_times=True)
+    layers = cli["layers"]
+    assert r.counts["layers"] == {l["name"]: dict(l["ops"], spikes=l["spikes"]) for l in layers}
+    assert r.counts["totals"] == cli["totals"]["ops"]
+    assert r.counts["per_inference"] == cli["per_inference"]["ops"]
+    for k in ("neurobench", "syops", "paper"):
+        assert r.counts[k] == cli.get(k), k
+    pi = cli["per_inference"]
+    assert r.energy == {"profile": cli["profile"]["name"], "count_mode": count,
+                        "per_inference_pj": pi["energy_pj"], "by_kind_pj": pi["energy_by_kind_pj"],
+                        "layers": {l["name"]: l.get("energy_pj", 0.0) for l in layers},
+                        "ann_pj": cli["ann_equivalent"]["energy_pj"],
+                        "ann_ratio": cli["ann_equivalent"]["energy_ratio"]}
+    assert set(r.node_seconds) == {n["name"] for n in cli["timing"]["nodes"]}
+    assert list(r.predictions) == cli["predictions"] and r.accuracy == cli["accuracy"]
+
+
 @pytest.mark.parametrize("name", ["bsa_digits", "ssa_digits"])
 def test_bundled_equals_cli(core, ternion_bin, tmp_path, name):
     model = core.load_bundled(name)

@@ -122,7 +122,7 @@ void SpikingAttentionNode::project(const Activity& in, Buffers& b, const StepCon
             return qkv_.row_nnz(static_cast<std::int64_t>(in.active[k]) % dim_in_);
         },
         [&](std::size_t k) { return in.values[in.active[k]]; });
-    book_event_cost(c, in.ternary, sizeof(float), ctx);
+    book_event_cost(c, in.ternary, bytes_per_synapse({}), ctx);  // dense float32 weights
     AttentionCounts& att = counts(ctx);
     att.proj_ac += c.ac;
     att.proj_mac += c.mac;

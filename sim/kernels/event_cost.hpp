@@ -43,4 +43,25 @@ EventCost event_cost(std::size_t n, bool ternary, Fan fan, Value value) {
     return c;
 }
 
+// Bytes of weight memory one synaptic event reads, by how the weights are stored: a dense
+// float32 matrix reads the weight (4 bytes); a compressed column reads its 2-byte row index
+// and the value (4 bytes), a 1-byte codebook index, or nothing more when every weight of the
+// layer is the same value. Every weighted node bills its reads with this rule.
+struct WeightStorage {
+    bool compressed = false;
+    enum class Values { float32, codebook, one_value } values = Values::float32;
+};
+inline std::uint64_t bytes_per_synapse(const WeightStorage& w) {
+    if (!w.compressed) return 4;
+    switch (w.values) {
+        case WeightStorage::Values::float32:
+            return 2 + 4;
+        case WeightStorage::Values::codebook:
+            return 2 + 1;
+        case WeightStorage::Values::one_value:
+            return 2;
+    }
+    return 2 + 4;
+}
+
 }  // namespace ternion

@@ -10,6 +10,7 @@
 
 #include "sim/core/memory.hpp"
 #include "sim/core/node_spec.hpp"
+#include "sim/kernels/event_cost.hpp"
 
 namespace ternion {
 
@@ -114,9 +115,11 @@ class ColumnWeights {
     std::int64_t in() const { return in_; }
     bool sparse() const { return sparse_; }
     // Bytes read per delivered synapse (row index and weight or code), for memory pricing.
-    std::uint64_t bytes_per_synapse() const {
-        if (!sparse_) return 4;
-        return 2 + (!vals_.empty() ? 4 : (!codes_.empty() ? 1 : 0));
+    // How the weights are stored, for the event-cost rule's bytes per synapse.
+    WeightStorage storage() const {
+        using V = WeightStorage::Values;
+        return {sparse_,
+                !vals_.empty() ? V::float32 : (!codes_.empty() ? V::codebook : V::one_value)};
     }
     std::size_t codebook_size() const { return codebook_.size(); }
     std::uint64_t nnz() const { return nnz_; }

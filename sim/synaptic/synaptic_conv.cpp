@@ -231,8 +231,8 @@ class ConvNode final : public Node {
             }
             // Both engines book the event engine's count: padding taps are not synaptic events.
             count_events(
-                in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; }, sizeof(float),
-                ctx);
+                in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; },
+                bytes_per_synapse({}), ctx);
             if (path != Path::gather_lists) add_bias(out.values.data());  // the gather adds it
             if (ctx.list_output) {
                 out.scan();

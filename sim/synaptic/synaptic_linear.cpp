@@ -315,14 +315,14 @@ class LinearNode final : public Node {
             count_events_n(
                 ev.chan.size(), in.ternary,
                 [&](std::size_t k) { return weights_.col_nnz(ev.chan[k]); },
-                [&](std::size_t k) { return ev.x[k]; }, weights_.bytes_per_synapse(), ctx);
+                [&](std::size_t k) { return ev.x[k]; }, bytes_per_synapse(weights_.storage()), ctx);
         } else {
             count_events(
                 in,
                 [&](std::uint32_t c) {
                     return weights_.col_nnz(static_cast<std::int64_t>(c % in_));
                 },
-                weights_.bytes_per_synapse(), ctx);
+                bytes_per_synapse(weights_.storage()), ctx);
         }
     }
 

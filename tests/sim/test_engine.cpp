@@ -5,6 +5,7 @@
 #include <cmath>
 #include <random>
 
+#include "sim/kernels/event_cost.hpp"
 #include "tests/support/model_file.hpp"
 #include "tests/support/run_model.hpp"
 
@@ -943,4 +944,12 @@ TEST_CASE("multi-token Linear on dense weights: register kernel equals the dense
     auto ev = run_file(model.path(), spikes.path(), Engine::event, 2, 0, lo);
     CHECK(ev->result.nodes[static_cast<std::size_t>(ev->graph->find("fa"))].ops.ac == expect);
     CHECK(ev->result.nodes[static_cast<std::size_t>(ev->graph->find("fa"))].ops.mac == 0);
+}
+
+TEST_CASE("bytes per synapse: one rule for every weight storage") {
+    using V = WeightStorage::Values;
+    CHECK(bytes_per_synapse({}) == 4);                       // dense float32
+    CHECK(bytes_per_synapse({true, V::float32}) == 2 + 4);   // row index + value
+    CHECK(bytes_per_synapse({true, V::codebook}) == 2 + 1);  // row index + codebook index
+    CHECK(bytes_per_synapse({true, V::one_value}) == 2);     // row index only
 }

@@ -40,12 +40,16 @@ void check_output(const std::string& option, const std::string& out,
     std::error_code ec;
     if (!target.has_filename() || fs::is_directory(target, ec))
         throw OptionError(option, "'" + out + "' is a directory, not a file");
+    // Outputs replace only regular files: never a device (/dev/null), a FIFO or a socket.
+    if (const std::string what = h5::not_a_regular_file(out); !what.empty())
+        throw OptionError(
+            option, "'" + out + "' is " + what + ", not a regular file; refusing to replace it");
     const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
     if (!fs::is_directory(dir, ec))
         throw OptionError(option, "directory of '" + out + "' does not exist");
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
         throw OptionError(option, "directory of '" + out + "' is not writable");
-    // Outputs are written as ".<name>.tmp-<pid>" beside the target, then renamed.
+    // Outputs are written as ".<name>.tmp-<pid>-<random>" beside the target, then renamed.
     if (target.filename().string().size() + 32 > NAME_MAX)
         throw OptionError(option, "file name of '" + out + "' is too long (at most " +
                                       std::to_string(NAME_MAX - 32) + " bytes)");

@@ -1,11 +1,17 @@
 #include "sim/io/h5io.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <random>
 
 #include "sim/core/error.hpp"
 #include "sim/io/h5vet.hpp"
@@ -780,20 +786,63 @@ void remove_temporaries() noexcept {
     if (g_pending_tmp[0]) ::unlink(g_pending_tmp);
 }
 
+std::string not_a_regular_file(const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0) return "";                        // a new name
+    if (S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) != 0) return "";  // a dangling link
+    if (S_ISREG(st.st_mode)) return "";
+    if (S_ISDIR(st.st_mode)) return "a directory";
+    if (S_ISCHR(st.st_mode)) return "a character device";
+    if (S_ISBLK(st.st_mode)) return "a block device";
+    if (S_ISFIFO(st.st_mode)) return "a FIFO";
+    if (S_ISSOCK(st.st_mode)) return "a socket";
+    return "not a regular file";
+}
+
+namespace {
+
+// Creates the hidden temporary beside `target` exclusively (O_CREAT | O_EXCL | O_NOFOLLOW, a
+// random suffix): a name planted in the directory, a symlink to an input included, is never
+// opened; another name is drawn instead. Returns its path, created empty.
+std::string create_temporary(const std::filesystem::path& dir, const std::string& target_name,
+                             const std::string& path) {
+    std::random_device rd;
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        char suffix[32];
+        std::snprintf(suffix, sizeof suffix, "%d-%08x", static_cast<int>(::getpid()),
+                      static_cast<unsigned>(rd()));
+        const std::string name = "." + target_name + ".tmp-" + suffix;
+        if (name.size() > 255)
+            throw InputError(path, "", "file name too long for the temporary written beside it");
+        const std::string tmp = (dir / name).string();
+        const int fd =
+            ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        if (fd >= 0) {
+            ::close(fd);
+            return tmp;
+        }
+        if (errno != EEXIST && errno != ELOOP)
+            throw InputError(
+                path, "",
+                std::string("cannot create the temporary beside it: ") + std::strerror(errno));
+    }
+    throw InputError(path, "", "cannot create a temporary beside it: every name drawn was taken");
+}
+
+}  // namespace
+
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& fn) {
     namespace fs = std::filesystem;
     fs::path target(path);
     fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
     std::error_code ec;
     if (!fs::is_directory(dir, ec)) throw InputError(path, "", "directory does not exist");
+    // Only a regular file (or a new name) is ever replaced: renaming over a device or a FIFO
+    // would destroy it (as root, /dev/null itself).
+    if (const std::string what = not_a_regular_file(path); !what.empty())
+        throw InputError(path, "", "is " + what + ", not a regular file; refusing to replace it");
     // Hidden temporary next to the target so the final rename stays on one filesystem.
-    std::string name = ".";
-    name += target.filename().string();
-    name += ".tmp-";
-    name += std::to_string(getpid());
-    if (name.size() > 255)
-        throw InputError(path, "", "file name too long for the temporary written beside it");
-    const std::string tmp = (dir / name).string();
+    const std::string tmp = create_temporary(dir, target.filename().string(), path);
     register_temporary(tmp);
     try {
         fn(tmp);

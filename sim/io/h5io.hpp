@@ -162,10 +162,15 @@ Handle untimed(hid_t plist_class);
 // Creates the missing groups of `path` (untimed); errors name `file_name`.
 void create_groups(hid_t file, const std::string& file_name, const std::string& path);
 
-// Writes `path` atomically: `fn` writes a hidden temporary file in the same directory, which
-// is renamed over `path` only when complete; any exception removes it and leaves `path` as it
-// was. Temporaries are registered so a signal handler can remove them (remove_temporaries).
+// Writes `path` atomically: `fn` writes a hidden temporary file in the same directory, created
+// exclusively under a random name (never a planted file or link), which is renamed over `path`
+// only when complete; any exception removes it and leaves `path` as it was. `path` must be a
+// new name or a regular file (or a link to one): a device, FIFO, socket or directory is refused.
+// Temporaries are registered so a signal handler can remove them (remove_temporaries).
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& fn);
+// "" when `path` is absent or a regular file (or a link to one), else what it is ("a FIFO",
+// "a character device", ...).
+std::string not_a_regular_file(const std::string& path);
 // Removes temporaries of unfinished atomic writes (async-signal-safe: unlink only).
 void remove_temporaries() noexcept;
 

@@ -9,6 +9,7 @@ is exact, not approximate.
 """
 import os
 import signal
+import stat
 import subprocess
 import time
 
@@ -225,6 +226,45 @@ def existing_trace_survives_a_failed_run():
     p = run("run", path("negtau.h5"), "--input", path("mlp_in.h5"), "--trace", target, check=False)
     assert p.returncode != 0
     assert open(target, "rb").read() == before
+
+
+@test
+def outputs_never_replace_special_files_or_follow_planted_links():
+    """An output replaces only a regular file: a FIFO, a link to a device (/dev/null) or a
+    socket is refused naming the option, and left as it was; a symlink planted at the name a
+    temporary used to have (".<name>.tmp-<pid>", pointing at the model) is never written."""
+    args = ["run", path("mlp.h5"), "--input", path("mlp_in.h5"), "--dt", DT, "--no-progress"]
+    fifo = path("out.fifo")
+    if os.path.exists(fifo):
+        os.unlink(fifo)
+    os.mkfifo(fifo)
+    expect_failure([*args, "--trace", fifo], ["--trace", "a FIFO", "refusing to replace"])
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    devlink = path("devnull.h5")
+    if os.path.lexists(devlink):
+        os.unlink(devlink)
+    os.symlink("/dev/null", devlink)
+    expect_failure([*args, "--trace", devlink], ["--trace", "a character device"])
+    expect_failure(["encode", "--input", path("mlp_in.h5"), "--output", devlink, "--encoding",
+                    "poisson", "--timesteps", "3"], ["--output", "a character device"])
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode) and os.path.islink(devlink)
+    # The temporary is created exclusively under a random name: whatever a process planted at
+    # any name beside the target is never opened. Plant links at the old fixed names for the
+    # next pids; the model they point at must come through unchanged.
+    model_bytes = open(path("mlp.h5"), "rb").read()
+    target = path("planted.h5")
+    planted = []
+    for pid in range(os.getpid(), os.getpid() + 200):
+        name = path(f".planted.h5.tmp-{pid}")
+        if not os.path.lexists(name):
+            os.symlink(path("mlp.h5"), name)
+            planted.append(name)
+    run(*args, "--trace", target)
+    for name in planted:
+        assert os.path.islink(name)
+        os.unlink(name)
+    assert open(path("mlp.h5"), "rb").read() == model_bytes
+    assert os.path.isfile(target) and not os.path.islink(target)
 
 
 @test

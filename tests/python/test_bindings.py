@@ -3,6 +3,7 @@ against independent numpy references: same spikes, counts and energy, bit for bi
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 
@@ -433,6 +434,17 @@ def test_encoding_per_input_node(core, ternion_bin, two_streams, tmp_path):
     with pytest.raises(core.Error, match=re.escape("option --encoding: 'c' is not an Input node "
                                                    "(Input nodes: a, b)")):
         core.run(m, {"a": xa, "b": t["xb"]}, encoding={"c": "poisson"}, timesteps=T)
+
+
+def test_trace_never_replaces_a_fifo(core, tmp_path):
+    # As the CLI: an output replaces only a regular file; the session goes on after the error.
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    model = core.load_bundled("bsa_digits")
+    with pytest.raises(core.Error, match=r"option --trace: .* is a FIFO, not a regular file"):
+        core.run(model, samples=2, trace=str(fifo))
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert core.run(model, samples=2).samples == 2
 
 
 def test_kernels_level_is_the_clis(ternion_bin):

@@ -600,6 +600,21 @@ Writer::Writer(const std::string& path) : path_(path) {
     file_ = Handle(f, H5Fclose);
 }
 
+namespace {
+// A file whose write failed (a full disk) cannot be closed: libhdf5 keeps its identifier when
+// the final flush fails, and its exit handler then crashes closing it again. Such a file is
+// being abandoned (write_atomically removes it): truncating it frees the space the flush needs,
+// and the second close succeeds.
+void close_or_discard(hid_t f, const std::string& path) {
+    if (H5Fclose(f) >= 0) return;
+    if (::truncate(path.c_str(), 0) == 0) H5Fclose(f);
+}
+}  // namespace
+
+Writer::~Writer() {
+    if (file_) close_or_discard(file_.release(), path_);
+}
+
 void Writer::close() {
     if (file_ && H5Fflush(file_.id(), H5F_SCOPE_GLOBAL) < 0)
         throw InputError(path_, "", "flush failed");
@@ -849,6 +864,15 @@ void write_atomically(const std::string& path, const std::function<void(const st
         fs::rename(tmp, target, ec);
         if (ec) throw InputError(path, "", "cannot rename the finished file: " + ec.message());
         unregister_temporary();
+    } catch (const InputError& e) {
+        fs::remove(tmp, ec);
+        unregister_temporary();
+        // An error writing the temporary is an error writing the output: name the output.
+        const std::string prefix = tmp + ": " + (e.field().empty() ? "" : e.field() + ": ");
+        const std::string msg = e.what();
+        if (e.file() == tmp && msg.rfind(prefix, 0) == 0)
+            throw InputError(path, e.field(), msg.substr(prefix.size()));
+        throw;
     } catch (...) {
         fs::remove(tmp, ec);
         unregister_temporary();

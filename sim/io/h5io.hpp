@@ -38,6 +38,12 @@ class Handle {
         id_ = H5I_INVALID_HID;
     }
     hid_t id() const { return id_; }
+    // Gives up ownership: the caller closes the identifier.
+    hid_t release() {
+        const hid_t id = id_;
+        id_ = H5I_INVALID_HID;
+        return id;
+    }
     explicit operator bool() const { return id_ >= 0; }
 
   private:
@@ -125,6 +131,10 @@ class Reader {
 class Writer {
   public:
     explicit Writer(const std::string& path);  // creates/truncates
+    // Closes the file if close() was not reached (an exception): see close_or_discard.
+    ~Writer();
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
     const std::string& path() const { return path_; }
     void close();
 

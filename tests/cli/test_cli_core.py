@@ -267,6 +267,51 @@ def outputs_never_replace_special_files_or_follow_planted_links():
     assert os.path.isfile(target) and not os.path.islink(target)
 
 
+DIGITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "bundled",
+                      "digits_test.h5")
+
+
+def small_tmpfs(name):
+    """A 1 MiB tmpfs mounted at a new directory, or None (with the reason printed) where this
+    process may not mount one."""
+    d = path(name)
+    os.makedirs(d, exist_ok=True)
+    p = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", d],
+                       capture_output=True, text=True)
+    if p.returncode != 0:
+        print(f"     (skipped: cannot mount a tmpfs here: {p.stderr.strip() or p.returncode})")
+        return None
+    return d
+
+
+@test
+def full_disk_ends_with_one_error_and_the_old_file_intact():
+    """A trace or an encoded file onto a full file system: one error naming the output, exit 1,
+    no crash (libhdf5's exit handler used to crash on the file it could not flush), no
+    temporary left, and an existing output unchanged."""
+    d = small_tmpfs("full")
+    if d is None:
+        return
+    try:
+        target = os.path.join(d, "t.h5")
+        with open(target, "w") as f:
+            f.write("old")
+        for args, out in (
+                (["run", "--samples", "50", "--record", "spikes,membrane", "--no-progress",
+                  "--trace", target], target),
+                (["encode", "--input", DIGITS, "--output", os.path.join(d, "e.h5"),
+                  "--encoding", "poisson", "--timesteps", "20000"], os.path.join(d, "e.h5"))):
+            p = run(*args, check=False)
+            assert p.returncode == 1, (p.returncode, p.stderr)  # not -11 (SIGSEGV)
+            err = p.stderr.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith(f"ternion: error: {out}: "), err
+            assert "disk full" in err[0], err
+            assert not [f for f in os.listdir(d) if ".tmp-" in f]
+        assert open(target).read() == "old"
+    finally:
+        subprocess.run(["umount", d])
+
+
 @test
 def interrupted_run_leaves_no_file():
     """SIGINT during a long run: no trace at the target and no temporary left."""

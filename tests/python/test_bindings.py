@@ -447,6 +447,34 @@ def test_trace_never_replaces_a_fifo(core, tmp_path):
     assert core.run(model, samples=2).samples == 2
 
 
+def test_full_disk_raises_and_the_session_goes_on(core, tmp_path):
+    # A trace onto a full file system: ternion.Error naming the output, then the interpreter
+    # goes on and exits cleanly (libhdf5's exit handler used to crash on the unflushed file).
+    d = tmp_path / "full"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root and mount rights)")
+    try:
+        code = (
+            "import ternion\n"
+            "m = ternion.load_bundled('bsa_fmnist')\n"
+            "try:\n"
+            f"    ternion.run(m, samples=50, record=['spikes', 'membrane'], trace='{d}/t.h5')\n"
+            "    print('no error')\n"
+            "except ternion.Error as e:\n"
+            "    print('error:', e)\n"
+            "print('goes on', ternion.run(m, samples=3).samples)\n")
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=os.path.dirname(core.__path__[0])))
+        assert p.returncode == 0, (p.returncode, p.stderr)
+        assert f"error: {d}/t.h5: " in p.stdout and "disk full" in p.stdout, p.stdout
+        assert "goes on 3" in p.stdout
+        assert not list(d.iterdir())
+    finally:
+        subprocess.run(["umount", str(d)])
+
+
 def test_kernels_level_is_the_clis(ternion_bin):
     # The extension reports the vector kernels it runs, as `ternion version` does; a forced
     # lower level (TERNION_ISA, read at start) shows in both.

@@ -265,6 +265,13 @@ def outputs_never_replace_special_files_or_follow_planted_links():
         os.unlink(name)
     assert open(path("mlp.h5"), "rb").read() == model_bytes
     assert os.path.isfile(target) and not os.path.islink(target)
+    # The model compared with (--compare) is an input too: the trace may not replace it.
+    import shutil
+    shutil.copy(path("mlp.h5"), path("twin.h5"))
+    twin_bytes = open(path("twin.h5"), "rb").read()
+    expect_failure([*args, "--compare", path("twin.h5"), "--trace", path("twin.h5")],
+                   ["--trace", "compare file", "refusing to overwrite an input"])
+    assert open(path("twin.h5"), "rb").read() == twin_bytes
 
 
 DIGITS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "models", "bundled",

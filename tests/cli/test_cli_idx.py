@@ -100,6 +100,13 @@ def encode_reads_idx():
         assert a["spikes"].shape == (12, 5, 1, 8, 8)
         assert np.array_equal(a["spikes"][()], b["spikes"][()])
         assert a["labels"][()].tolist() == LABELS.tolist()
+    # The sibling labels file is read too: encode may not write over it.
+    lab = path("enc-labels-idx1-ubyte.gz")
+    before = open(lab, "rb").read()
+    p = run("encode", "--input", imgs, "--output", lab, "--encoding", "poisson", "--timesteps", 5,
+            check=False)
+    assert p.returncode == 1 and "--output" in p.stderr and "labels file" in p.stderr, p.stderr
+    assert open(lab, "rb").read() == before
 
 
 def refused(name, data, field, gz=False, labels=None, labels_field=None):

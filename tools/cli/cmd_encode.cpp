@@ -32,6 +32,10 @@ int cmd_encode(const Args& args) {
     const std::string labels = vm.count("labels") ? vm["labels"].as<std::string>() : "";
     std::vector<NamedPath> inputs{{"input", vm["input"].as<std::string>()}};
     if (!labels.empty()) inputs.push_back({"labels", labels});
+    // IDX images read their sibling labels file when no --labels names one: an input too.
+    if (labels.empty())
+        if (const auto sib = idx_sibling_labels(vm["input"].as<std::string>()); !sib.empty())
+            inputs.push_back({"labels", sib});
     check_output("output", vm["output"].as<std::string>(), inputs);
     auto n = encode_file(
         vm["input"].as<std::string>(), vm["output"].as<std::string>(),

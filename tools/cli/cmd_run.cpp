@@ -174,6 +174,8 @@ int cmd_run(const Args& args) {
         return run_split(std::move(q), vm.count("json") > 0);
     }
     std::optional<RunRequest> cq = compare_request(vm, q);
+    // The compared model is read too: the trace must not replace it.
+    if (cq && !q.trace_path.empty()) check_output("trace", q.trace_path, {{"compare", cq->model}});
     Pipeline pipeline(std::move(q));
     // Both pipelines are checked before either simulates.
     std::optional<Pipeline> twin;

@@ -398,3 +398,26 @@ def test_refused_modules_say_why(tmp_path):
             ternion.export(net, x, tmp_path / "r.h5")
         for w in words:
             assert w in str(e.value), (w, str(e.value))
+
+
+def test_export_is_atomic_and_refuses_what_ternion_would(tmp_path):
+    # A failure while writing (a metadata value h5py cannot store) leaves an existing model as
+    # it was and no temporary behind; a timesteps ternion would refuse is refused here.
+    net = nn.Sequential(sj.SeqToANNContainer(nn.Linear(4, 3)), sj.MultiStepLIFNode())
+    x = torch.zeros(2, 1, 4)
+    model = tmp_path / "m.h5"
+    ternion.export(net, x, model)
+    before = model.read_bytes()
+    with pytest.raises(TypeError):
+        ternion.export(net, x, model, metadata={"note": None})
+    assert model.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == ["m.h5"]
+    for bad in (-1, 0, 2.5):
+        with pytest.raises(ternion.ExportError, match="timesteps"):
+            ternion.export(nn.Sequential(nn.Linear(4, 3), sj.LIFNode(step_mode="s")),
+                           torch.zeros(1, 4), tmp_path / "t.h5", timesteps=bad)
+    assert not (tmp_path / "t.h5").exists()
+    fifo = tmp_path / "f.fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(ternion.ExportError, match="not a regular file"):
+        ternion.export(net, x, fifo)

@@ -142,6 +142,10 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
         ex.g.add("output", "Output", dict(shape=cv.i64(ex.g.shapes[last])), [last],
                  ex.g.shapes[last])
     if timesteps is not None:
+        # The bounds ternion's loader accepts: a file it would refuse is not written.
+        if int(timesteps) != timesteps or not 1 <= int(timesteps) <= 1_000_000:
+            raise ExportError(f"timesteps must be an integer between 1 and 1000000, got "
+                              f"{timesteps!r}")
         ex.timesteps = int(timesteps)
     meta = {"source": "ternion.export"}
     if ex.timesteps is not None:

@@ -2,6 +2,9 @@
 
 Also holds BatchNorm folding, the one rule ternion's loader applies too
 (docs/model-format.md, "BatchNorm folding")."""
+import os
+import tempfile
+
 import numpy as np
 
 
@@ -76,31 +79,52 @@ class Graph:
 
 def write_model(path, nodes, edges, metadata=None, version="0.5.0"):
     """Writes {name: (type, {param: value})} and [(source, target)] as a NIRGraph file. Scalars
-    become 0-d datasets, strings UTF-8 strings, arrays gzip-compressed datasets."""
+    become 0-d datasets, strings UTF-8 strings, arrays gzip-compressed datasets.
+
+    Atomic, as ternion's own outputs: the file is written to a hidden temporary beside `path`,
+    created exclusively under a random name, and renamed over `path` only when complete; a
+    failure (a value h5py cannot store, a full disk) leaves an existing file as it was."""
     import h5py
 
-    str_t = h5py.string_dtype("utf-8")
-    with h5py.File(path, "w") as f:
-        f.create_dataset("version", data=version, dtype=str_t)
-        g = f.create_group("node")
-        g.create_dataset("type", data="NIRGraph", dtype=str_t)
-        ng = g.create_group("nodes")
-        for name, (typ, params) in nodes.items():
-            n = ng.create_group(name)
-            n.create_dataset("type", data=typ, dtype=str_t)
-            for k, v in params.items():
-                if isinstance(v, str):
-                    n.create_dataset(k, data=v, dtype=str_t)
-                    continue
-                v = np.asarray(v)
-                if v.ndim == 0:
-                    n.create_dataset(k, data=v)
-                else:
-                    n.create_dataset(k, data=v, compression="gzip")
-        g.create_dataset("edges", data=np.array(edges, dtype=object).reshape(-1, 2), dtype=str_t)
-        md = g.create_group("metadata")
-        for k, v in (metadata or {}).items():
+    path = os.fspath(path)
+    if os.path.lexists(path) and not os.path.isfile(path):
+        raise ExportError(f"{path}: not a regular file; refusing to replace it")
+    folder, name = os.path.split(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=folder)  # O_EXCL, random suffix
+    os.close(fd)
+    try:
+        with h5py.File(tmp, "w") as f:
+            _write_graph(f, h5py.string_dtype("utf-8"), nodes, edges, metadata, version)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def _write_graph(f, str_t, nodes, edges, metadata, version):
+    f.create_dataset("version", data=version, dtype=str_t)
+    g = f.create_group("node")
+    g.create_dataset("type", data="NIRGraph", dtype=str_t)
+    ng = g.create_group("nodes")
+    for name, (typ, params) in nodes.items():
+        n = ng.create_group(name)
+        n.create_dataset("type", data=typ, dtype=str_t)
+        for k, v in params.items():
             if isinstance(v, str):
-                md.create_dataset(k, data=v, dtype=str_t)
+                n.create_dataset(k, data=v, dtype=str_t)
+                continue
+            v = np.asarray(v)
+            if v.ndim == 0:
+                n.create_dataset(k, data=v)
             else:
-                md.create_dataset(k, data=np.asarray(v))
+                n.create_dataset(k, data=v, compression="gzip")
+    g.create_dataset("edges", data=np.array(edges, dtype=object).reshape(-1, 2), dtype=str_t)
+    md = g.create_group("metadata")
+    for k, v in (metadata or {}).items():
+        if isinstance(v, str):
+            md.create_dataset(k, data=v, dtype=str_t)
+        else:
+            md.create_dataset(k, data=np.asarray(v))

@@ -160,6 +160,14 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
     """
     if isinstance(model, str):
         model = load(model)
+    # Integers the C++ side takes, checked here so that a value out of its range is a
+    # ternion.Error naming the option (pybind11 would raise its own error).
+    threads = _int_option("threads", threads, 1, 1024)
+    timesteps = _int_option("timesteps", timesteps, 1, 1_000_000)
+    seed = _int_option("seed", seed, 0, 2 ** 64 - 1)
+    first = _int_option("first", first, 0, 2 ** 63 - 1)
+    samples = _int_option("samples", samples, -(2 ** 63), 2 ** 63 - 1)
+    max_record_bytes = _int_option("max_record_bytes", max_record_bytes, 0, 2 ** 64 - 1)
     arr, path = None, ""
     if x is not None and isinstance(x, (str, bytes)) or hasattr(x, "__fspath__"):
         path = str(x)
@@ -169,7 +177,7 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
                for k, v in x.items()}
     elif x is not None:
         arr = _as_input(x, layout, kind)
-    lab = [] if labels is None else [int(v) for v in np.asarray(labels).reshape(-1)]
+    lab = [] if labels is None else _labels(labels)
     if isinstance(encoding, dict):
         encoding = [str(v) if k is None else f"{k}={v}" for k, v in encoding.items()]
     elif encoding is not None:
@@ -182,6 +190,31 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
                 trace=None if trace is None else str(trace), spike_format=spike_format,
                 max_record_bytes=int(max_record_bytes), node_times=bool(node_times))
     return Result(_core.run(model, path, arr, lab, opts))
+
+
+def _int_option(name, value, lo, hi):
+    """`value` as an int in [lo, hi] (None passes), else ternion.Error naming the option."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        if not (isinstance(value, (float, np.floating)) and float(value).is_integer()):
+            raise Error(f"option --{name.replace('_', '-')}: must be an integer, got {value!r}")
+    v = int(value)
+    if not lo <= v <= hi:
+        raise Error(f"option --{name.replace('_', '-')}: must be between {lo} and {hi}, got {v}")
+    return v
+
+
+def _labels(labels):
+    """Class labels as ints: integral values only (1.5 is not a class)."""
+    a = np.asarray(labels).reshape(-1)
+    if a.dtype.kind == "f" and not np.all(np.isfinite(a) & (a == np.round(a))):
+        raise Error("<labels>: labels must be integers")
+    if a.dtype.kind not in "iuf" and a.size:
+        raise Error(f"<labels>: labels must be integers, got {a.dtype}")
+    if a.size and (a.min() < 0 or a.max() > 2 ** 62):
+        raise Error("<labels>: labels must be non-negative integers")
+    return [int(v) for v in a]
 
 
 def profiles():

@@ -221,6 +221,15 @@ def test_errors_carry_the_cli_messages(core, ternion_bin, lif_net, tmp_path):
         core.run(m, lif_net["x"], threads=0)
     with pytest.raises(core.Error, match=r"label 9 at index 0 is outside \[0, 5\)"):
         core.run(m, lif_net["x"], np.full(6, 9))
+    # Integers out of their range, and non-integral labels, are ternion.Error naming them.
+    with pytest.raises(core.Error, match=r"option --seed: must be between 0 and"):
+        core.run(m, lif_net["x"], seed=2 ** 70)
+    with pytest.raises(core.Error, match=r"option --threads: must be an integer"):
+        core.run(m, lif_net["x"], threads="two")
+    with pytest.raises(core.Error, match=r"option --max-record-bytes: must be between"):
+        core.run(m, lif_net["x"], max_record_bytes=-1)
+    with pytest.raises(core.Error, match=r"<labels>: labels must be integers"):
+        core.run(m, lif_net["x"], np.full(6, 1.5))
     # A misspelt spike format is refused, as --spike-format is, not taken as "grid".
     with pytest.raises(core.Error, match=r"option --spike-format: must be events or grid, got 'evnts'"):
         core.run(m, lif_net["x"], record=["spikes"], spike_format="evnts")

@@ -46,6 +46,20 @@ std::string MapParams::string(const std::string& param) const {
     return *v.text;
 }
 
+std::vector<std::string> NodeSpec::unknown() const {
+    std::vector<std::string> r;
+    for (const auto& name : src_->names()) {
+        if (name == "type" || name == "input_type" || name == "output_type" || name == "metadata")
+            continue;
+        // A group ("blocks") is known when a name inside it was asked for ("blocks/0/W_Q").
+        const auto it = consulted_->lower_bound(name);
+        const bool known =
+            it != consulted_->end() && (*it == name || it->rfind(name + "/", 0) == 0);
+        if (!known) r.push_back(name);
+    }
+    return r;
+}
+
 Shape NodeSpec::dims(const std::string& param) const {
     if (!has(param)) fail(param, "missing parameter");
     return src_->dims(param);
@@ -165,6 +179,12 @@ std::unique_ptr<Node> NodeFactory::build(const NodeSpec& spec) const {
         spec.fail("type", "unknown node type '" + spec.type() +
                               "' (see `ternion info --types` for the supported ones)");
     auto node = it->second.build(spec);
+    // Unknown names are errors, not ignored: a misspelt optional parameter would otherwise
+    // silently fall back to its default.
+    if (const auto unknown = spec.unknown(); !unknown.empty())
+        spec.fail(unknown.front(), "is not a parameter of " + spec.type() +
+                                       " (misspelt? `ternion info --types` lists the types; "
+                                       "docs/model-format.md their parameters)");
     node->set_origin(spec.origin());
     return node;
 }

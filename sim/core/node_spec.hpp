@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,9 @@ class ParamSource {
     virtual Shape dims(const std::string& param) const = 0;
     virtual std::vector<double> doubles(const std::string& param, Shape* dims) const = 0;
     virtual std::string string(const std::string& param) const = 0;
+    // Every parameter name the source holds (groups included), for the unknown-name check; an
+    // empty list turns the check off.
+    virtual std::vector<std::string> names() const { return {}; }
 };
 
 // The datasets of one node group of an HDF5 file; the reader's own checks (declared sizes,
@@ -67,7 +71,7 @@ class MapParams final : public ParamSource {
         return set(param, std::string(text));
     }
     void erase(const std::string& param) { values_.erase(param); }
-    std::vector<std::string> names() const;  // sorted
+    std::vector<std::string> names() const override;  // sorted
     const std::string& origin() const override { return label_; }
     bool has(const std::string& param) const override { return values_.count(param) > 0; }
     bool is_string(const std::string& param) const override;
@@ -106,7 +110,15 @@ class NodeSpec {
     const ParamSource& source() const { return *src_; }
     const std::string& origin() const { return src_->origin(); }
 
-    bool has(const std::string& param) const { return src_->has(param); }
+    // Asking for a parameter marks its name as known to the node type (see unknown()).
+    bool has(const std::string& param) const {
+        consulted_->insert(param);
+        return src_->has(param);
+    }
+    // The source's parameter names the builder never asked for: misspelt or foreign names
+    // ("biass"), refused by NodeFactory::build. "type" and NIR's bookkeeping entries
+    // (input_type, output_type, metadata) are not parameters.
+    std::vector<std::string> unknown() const;
     // Declared shape of a present parameter, without reading its values.
     Shape dims(const std::string& param) const;
     // Float array; every value finite. `dims` receives the stored shape.
@@ -130,6 +142,8 @@ class NodeSpec {
 
   private:
     std::shared_ptr<const ParamSource> own_;  // set when the spec made its own source
+    // Names asked for (has()), shared by copies of the spec.
+    std::shared_ptr<std::set<std::string>> consulted_ = std::make_shared<std::set<std::string>>();
     const ParamSource* src_;
     std::string name_, type_;
     LoadOptions opts_;

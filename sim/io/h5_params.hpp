@@ -18,6 +18,7 @@ class H5Params final : public ParamSource {
     Shape dims(const std::string& param) const override;
     std::vector<double> doubles(const std::string& param, Shape* dims) const override;
     std::string string(const std::string& param) const override;
+    std::vector<std::string> names() const override { return file_.children(group_); }
     const std::string& group() const { return group_; }  // "/node/nodes/<name>"
 
   private:

@@ -315,6 +315,13 @@ void check_bad_params(const Case& c) {
         CHECK_MESSAGE(names_param(bad, name), "not refused or not named: '" << bad << "'");
         CHECK(bad.find("<example " + c.type + ">") == 0);
     }
+    // A name the type does not know (a misspelt optional parameter) is refused, named.
+    MapParams p = c.ex.params;
+    p.set("biass", 0.0);
+    const std::string unknown = refusal(c, p);
+    const bool refused = names_param(unknown, "biass") &&
+                         unknown.find("is not a parameter of " + c.type) != std::string::npos;
+    CHECK_MESSAGE(refused, c.type << ": unknown parameter not refused: '" << unknown << "'");
 }
 
 // Output of `node` for sample s, step t.

@@ -16,6 +16,7 @@
 
 #include "sim/core/rng.hpp"
 #include "sim/core/shard.hpp"
+#include "sim/io/file_guard.hpp"
 #include "sim/io/h5io.hpp"
 
 namespace ternion {
@@ -742,13 +743,26 @@ std::unique_ptr<InputSource> open_idx(const std::string& path, const InputOption
     // A compressed stream is read through; only the held samples' pixels are kept, and the
     // buffer grows with the rows actually found.
     const Shard held = held_samples(o, samples);
+    // The held pixels as floats must fit before anything is inflated (a small gzip stream may
+    // declare gigabytes).
+    check_memory_limit(static_cast<double>(resident_bytes()) +
+                           4.0 * static_cast<double>(held.count) * static_cast<double>(n),
+                       o.max_memory, "reading " + path);
     auto data = std::make_shared<std::vector<float>>();
     data->reserve(static_cast<std::size_t>(std::min<std::int64_t>(held.count * n, 1 << 24)));
-    std::vector<unsigned char> row(static_cast<std::size_t>(n));
+    // Read in pieces of at most 1 MiB: a truncated stream is found before a buffer the size of
+    // one (possibly huge) declared image is allocated.
+    std::vector<unsigned char> piece(static_cast<std::size_t>(std::min<std::int64_t>(n, 1 << 20)));
     for (std::int64_t k = 0; k < samples; ++k) {
-        f.read(row.data(), row.size(), "data");
-        if (k < held.first || k >= held.first + held.count) continue;
-        for (const unsigned char v : row) data->push_back(static_cast<float>(v) / 255.0f);
+        const bool keep = k >= held.first && k < held.first + held.count;
+        for (std::int64_t done = 0; done < n;) {
+            const auto len = static_cast<std::size_t>(std::min<std::int64_t>(n - done, 1 << 20));
+            f.read(piece.data(), len, "data");
+            if (keep)
+                for (std::size_t i = 0; i < len; ++i)
+                    data->push_back(static_cast<float>(piece[i]) / 255.0f);
+            done += static_cast<std::int64_t>(len);
+        }
     }
     f.expect_end();
 

@@ -56,6 +56,9 @@ struct InputOptions {
     // An IDX labels file for IDX images; empty: the images' sibling labels file, if it exists.
     std::string labels = {};
     NodeEncodings node_encodings = {};  // per Input node, over `encoding` (for_node)
+    // The memory limit (--max-memory; 0: the default limit): a compressed input whose
+    // declared values would not fit is refused before it is inflated.
+    std::uint64_t max_memory = 0;
 };
 
 // The options of Input node `node`: its own encoding, if it has one.

@@ -269,6 +269,7 @@ void Pipeline::open_source() {
     io.part = req_.part;
     io.parts = req_.parts;
     io.first_sample = req_.first_sample;
+    io.max_memory = req_.max_memory;
     io.samples = req_.samples;
     io.labels = req_.labels;
     std::vector<std::unique_ptr<InputSource>> srcs = open_sources(io);

@@ -14,11 +14,13 @@ import gzip
 import os
 import resource
 import struct
+import subprocess
+import sys
 
 import h5py
 import numpy as np
 
-from harness import expect_error, finish, path, run, run_json, test
+from harness import TERNION, expect_error, finish, path, run, run_json, test
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "..", "models", "bundled", "bsa_digits.h5")  # input [1, 8, 8]
@@ -160,6 +162,36 @@ def hostile_idx_files():
     z[-6] ^= 0xFF  # CRC-32
     refused("crc", bytes(z), "gzip")
     refused("cut", gzip.compress(good)[:-12], "gzip")
+
+
+def peak_rss_mb(args):
+    """(exit code, stderr, peak resident MiB) of one ternion run, measured in a fresh process so
+    that no earlier child's peak counts."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "print(p.returncode)\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.stderr.write(p.stderr)\n")
+    p = subprocess.run([sys.executable, "-c", code, TERNION, *map(str, args)], capture_output=True,
+                       text=True)
+    rc, kb = p.stdout.split()
+    return int(rc), p.stderr, int(kb) / 1024
+
+
+@test
+def compressed_idx_is_bounded_before_it_is_inflated():
+    # A 261 KB gzip stream of 2^28 zero pixels: refused by --max-memory before it is inflated
+    # (it reached 1 GB first); a 40-byte stream declaring one 46340 x 46340 image is found
+    # truncated before a 2 GiB row buffer is allocated (it was).
+    bomb = write("bomb-images-idx3-ubyte.gz", idx_bytes(np.zeros((4096, 256, 256), np.uint8)),
+                 gz=True)
+    rc, err, mb = peak_rss_mb(["run", MODEL, "--input", bomb, "--max-memory", "64M"])
+    assert rc == 1 and "--max-memory" in err and "reading " + bomb in err, err
+    assert mb < 200, mb
+    head = bytes([0, 0, 8, 3]) + struct.pack(">III", 1, 46340, 46340)
+    trunc = write("trunc-images-idx3-ubyte.gz", head + bytes(10), gz=True)
+    rc, err, mb = peak_rss_mb(["run", MODEL, "--input", trunc])
+    assert rc == 1 and "data: truncated" in err, err
+    assert mb < 200, mb
 
 
 finish()

@@ -17,7 +17,8 @@ namespace ternion::hw {
 using nlohmann::json;
 
 CountMode parse_count_mode(const std::string& s) {
-    return CountMode{std::string(convention(CountMode{s}).name())};
+    convention(CountMode{s});  // refuses a name no convention has
+    return CountMode{s};
 }
 
 const char* count_mode_name(const CountMode& m) {

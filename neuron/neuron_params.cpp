@@ -16,6 +16,8 @@ kernels::SjLifCharge read_sj_lif_charge(const NodeSpec& s, const std::string& pr
             s.fail(pre + "leak_form", "must be \"scale\" or \"difference\", got \"" + *f + "\"");
         scale_form = *f == "scale";
     }
+    // A ParametricLIF file may carry tau beside w (w wins): tau is a known name either way.
+    static_cast<void>(s.has(pre + "tau"));
     if (parametric && s.has(pre + "w")) {
         // sigmoid(w) computed in double and rounded once (the exporter picks w so that this is
         // torch's float32 factor).
@@ -24,7 +26,7 @@ kernels::SjLifCharge read_sj_lif_charge(const NodeSpec& s, const std::string& pr
         return kernels::SjLifCharge::from_sigmoid(k, decay_input, vr, scale_form);
     }
     const double tau = s.scalar_or(pre + "tau", 2.0);
-    if (!(static_cast<float>(tau) > 0.0f)) s.fail(pre + "tau", "must be positive");
+    require_positive(s, pre + "tau", static_cast<float>(tau));
     return kernels::SjLifCharge::from_tau(tau, decay_input, vr, scale_form);
 }
 
@@ -39,8 +41,8 @@ void check_tsn_decay(const NodeSpec& s, const std::string& name, float decay) {
     if (!(decay >= 0.0f && decay <= 1.0f))
         s.fail(name, "must lie in [0, 1] (got " + std::to_string(decay) + ")");
 }
-void check_threshold_positive(const NodeSpec& s, const std::string& name, float th) {
-    if (!(th > 0.0f)) s.fail(name, "must be positive (got " + std::to_string(th) + ")");
+void require_positive(const NodeSpec& s, const std::string& name, float value) {
+    if (!(value > 0.0f)) s.fail(name, "must be positive (got " + std::to_string(value) + ")");
 }
 
 kernels::Tsn read_tsn(const NodeSpec& s, const std::string& pre, float vth_default) {
@@ -48,7 +50,7 @@ kernels::Tsn read_tsn(const NodeSpec& s, const std::string& pre, float vth_defau
     p.decay = static_cast<float>(s.scalar_or(pre + "decay", 0.5));
     check_tsn_decay(s, pre + "decay", p.decay);
     p.v_threshold = static_cast<float>(s.scalar_or(pre + "v_threshold", vth_default));
-    check_threshold_positive(s, pre + "v_threshold", p.v_threshold);
+    require_positive(s, pre + "v_threshold", p.v_threshold);
     return p;
 }
 

@@ -19,8 +19,8 @@ kernels::SjLifCharge read_sj_lif_charge(const NodeSpec& spec, const std::string&
 kernels::SjLif read_sj_lif(const NodeSpec& spec, const std::string& pre, float vth_default);
 // The attention nodes' TSN: one `decay` (default 0.5) and one `v_threshold` (`vth_default`).
 kernels::Tsn read_tsn(const NodeSpec& spec, const std::string& pre, float vth_default);
-// The TSN's range checks, shared by the node type (per-neuron arrays) and the attention nodes.
+// Range checks shared by the neuron node types (per-neuron arrays) and the attention nodes.
 void check_tsn_decay(const NodeSpec& spec, const std::string& name, float decay);
-void check_threshold_positive(const NodeSpec& spec, const std::string& name, float th);
+void require_positive(const NodeSpec& spec, const std::string& name, float value);
 
 }  // namespace ternion

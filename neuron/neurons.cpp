@@ -327,8 +327,7 @@ std::string range_str(const std::vector<float>& v) {
 }
 
 void require_positive(const NodeSpec& s, const std::string& p, const std::vector<float>& v) {
-    for (float x : v)
-        if (!(x > 0)) s.fail(p, "must be positive (got " + std::to_string(x) + ")");
+    for (float x : v) ternion::require_positive(s, p, x);
 }
 
 // ------------------------------------------------------------------ NIR IF / LIF
@@ -660,7 +659,7 @@ class TernaryLifNode final : public NeuronBase {
         cmp_ = Compare::ge;
         if (auto c = s.string_opt("compare")) cmp_ = *c == ">" ? Compare::gt : Compare::ge;
         for (float d : decay_) check_tsn_decay(s, "decay", d);
-        for (float t : th_) check_threshold_positive(s, "v_threshold", t);
+        require_positive(s, "v_threshold", th_);
     }
     bool emits_negative() const override { return true; }
     void broadcast(std::int64_t n) override {

@@ -17,6 +17,7 @@ struct SdsaNode::State : NodeState {
     std::vector<float> hq, hk, hv;  // LIF membranes of Q, K, V
     std::vector<float> hmask;       // [D] mask neurons, one per channel
     std::vector<std::int32_t> sum;  // [D] coincidence counts, then the mask (0/1)
+    std::vector<float> mask;        // [D] the counts as the mask neurons' input, then their spikes
 };
 
 SdsaNode::SdsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
@@ -36,6 +37,7 @@ std::unique_ptr<NodeState> SdsaNode::make_state() const {
     for (auto* h : {&s->hq, &s->hk, &s->hv}) h->assign(sz(tokens_ * dim_), 0.0f);
     s->hmask.assign(sz(dim_), 0.0f);
     s->sum.assign(sz(dim_), 0);
+    s->mask.assign(sz(dim_), 0.0f);
     reset_state(s.get());
     return s;
 }
@@ -103,12 +105,11 @@ void SdsaNode::mask_channels(const std::vector<float>& gated, State& s,
     // One mask neuron per channel; the mask is a selection, not arithmetic (not counted).
     const std::int64_t N = tokens_, D = dim_;
     std::uint64_t open = 0;
+    for (std::int64_t c = 0; c < D; ++c) s.mask[sz(c)] = static_cast<float>(s.sum[sz(c)]);
+    kernels::sj_lif_row(attn_, s.hmask.data(), s.mask.data(), s.mask.data(), D);
     for (std::int64_t c = 0; c < D; ++c) {
-        const float x = static_cast<float>(s.sum[sz(c)]);
-        float m = 0.0f;
-        kernels::sj_lif_row(attn_, &s.hmask[sz(c)], &x, &m, 1);
-        s.sum[sz(c)] = m != 0.0f;
-        open += m != 0.0f;
+        s.sum[sz(c)] = s.mask[sz(c)] != 0.0f;
+        open += s.mask[sz(c)] != 0.0f;
     }
     book_neurons(ctx, sz(D));
     counts(ctx).mask_channels += open;

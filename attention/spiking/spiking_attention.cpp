@@ -155,13 +155,16 @@ void SpikingAttentionNode::fire_qkv_lifs(const kernels::SjLif& lif, float* hq, f
                                          Buffers& b, const StepContext& ctx) const {
     simd::at_level([&] {
         const std::int64_t N = tokens_, D = dim_;
-        for (std::int64_t n = 0; n < N; ++n) {
-            const float* p = b.proj.data() + n * 3 * D;
-            const std::int64_t o = n * D;
-            kernels::sj_lif_row(lif, hq + o, p, b.q.data() + o, D);
-            kernels::sj_lif_row(lif, hk + o, p + D, b.k.data() + o, D);
-            kernels::sj_lif_row(lif, hv + o, p + 2 * D, b.v.data() + o, D);
-        }
+        const float vth = lif.v_threshold, vr = lif.charge.v_reset;
+        lif.charge.with([&](auto charge) {  // the charge's form chosen once for every row
+            for (std::int64_t n = 0; n < N; ++n) {
+                const float* p = b.proj.data() + n * 3 * D;
+                const std::int64_t o = n * D;
+                kernels::sj_lif_row_with(charge, vth, vr, hq + o, p, b.q.data() + o, D);
+                kernels::sj_lif_row_with(charge, vth, vr, hk + o, p + D, b.k.data() + o, D);
+                kernels::sj_lif_row_with(charge, vth, vr, hv + o, p + 2 * D, b.v.data() + o, D);
+            }
+        });
         std::uint64_t nq = 0, nk = 0, nv = 0;
         for (std::size_t i = 0; i < b.q.size(); ++i) {
             nq += b.q[i] != 0.0f;

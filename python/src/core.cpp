@@ -11,6 +11,7 @@
 
 #include "attention/ann/ann_attention.hpp"
 #include "attention/ann/run_batch.hpp"
+#include "hw/conventions/convention.hpp"
 #include "hw/cost_model.hpp"
 #include "models/graph_builder.hpp"
 #include "models/pipeline.hpp"
@@ -86,8 +87,9 @@ py::dict counts_of(const Output& o) {
         d["spikes"] = l.nonzero_out;
         layers[py::str(l.name)] = d;
     }
+    // The convention's own figures, written by the convention (hw/conventions/<name>.cpp).
     nlohmann::json figures;
-    hw::add_to_json(r.cost, figures);
+    hw::convention(r.cost.mode).report_json(r.cost, figures);
     py::dict c;
     c["layers"] = layers;
     c["totals"] = ops_dict(r.total);

@@ -231,9 +231,13 @@ std::vector<char> constant_nodes(const Graph& g, const std::vector<const InputSo
 }
 
 // Outputs, states and stats of every node, fresh for a new sample (states reset in place).
-void start_sample(const Graph& g, Workspace& ws) {
+void start_sample(const Graph& g, const std::vector<const StepTally*>& tallies, Workspace& ws) {
     const int n = g.size();
     if (!ws.ready) {
+        // What each tally keeps between a node's steps: one per worker, node and tally.
+        ws.tally_scratch.resize(tallies.size());
+        for (std::size_t i = 0; i < tallies.size(); ++i)
+            for (int u = 0; u < n; ++u) ws.tally_scratch[i].push_back(tallies[i]->make_scratch());
         ws.out.resize(static_cast<std::size_t>(n));
         ws.prev.resize(static_cast<std::size_t>(n));
         ws.states.resize(static_cast<std::size_t>(n));
@@ -311,19 +315,10 @@ void step_constant(const Node& nd, const Activity& in, Workspace& ws, StepContex
 void run_tallies(const RunShared& r, Workspace& ws, int u, const Activity& in, std::int64_t step,
                  NodeStats& st) {
     const auto& tallies = r.cfg.tallies;
-    if (tallies.empty()) return;
     const auto k = static_cast<std::size_t>(u);
-    if (ws.tally_scratch.size() != tallies.size()) {
-        ws.tally_scratch.clear();
-        ws.tally_scratch.resize(tallies.size());
-    }
-    for (std::size_t i = 0; i < tallies.size(); ++i) {
-        auto& scratch = ws.tally_scratch[i];
-        if (scratch.size() != ws.states.size()) scratch.resize(ws.states.size());
-        if (!scratch[k]) scratch[k] = tallies[i]->make_scratch();
-        tallies[i]->tally(r.g.node(u), in, ws.states[k].get(), step, scratch[k].get(),
+    for (std::size_t i = 0; i < tallies.size(); ++i)
+        tallies[i]->tally(r.g.node(u), in, ws.states[k].get(), step, ws.tally_scratch[i][k].get(),
                           st.tallies.data() + r.tally_offset[i]);
-    }
 }
 
 // Node u's step t: its input gathered (or filled, for the Input node), stepped, tallied and
@@ -447,7 +442,7 @@ std::vector<NodeStats> run_sample(const RunShared& r, Workspace& ws, std::int64_
                                   RunResult& res) {
     const Graph& g = r.g;
     const RunConfig& cfg = r.cfg;
-    start_sample(g, ws);
+    start_sample(g, r.cfg.tallies, ws);
     StepContext ctx;
     ctx.engine = cfg.engine;
     ctx.sample = r.first + k;
@@ -547,13 +542,15 @@ RunShared plan_run(const Graph& g, const std::vector<const InputSource*>& inputs
     res.samples = count;
     res.tallies = cfg.tallies;
     int slots = 0;
+    std::string names;
     for (const StepTally* t : cfg.tallies) {
-        r.tally_offset.push_back(slots);
+        r.tally_offset.push_back(slot_offset(cfg.tallies, *t));
         slots += t->slots();
+        names += (names.empty() ? "" : ", ") + std::string(t->name());
     }
     if (slots > kTallySlots)
-        throw InternalError("run: the tallies asked for need " + std::to_string(slots) +
-                            " slots per node, more than kTallySlots");
+        throw InternalError("run: the tallies asked for (" + names + ") need " +
+                            std::to_string(slots) + " slots per node, more than kTallySlots");
     res.nodes.assign(static_cast<std::size_t>(g.size()), {});
     res.predictions.assign(static_cast<std::size_t>(count), -1);
     res.output_sum.assign(static_cast<std::size_t>(count), {});

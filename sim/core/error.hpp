@@ -16,9 +16,10 @@ class Error : public std::runtime_error {
 class InputError : public Error {
   public:
     InputError(const std::string& file, const std::string& field, const std::string& what)
-        : Error(compose(file, field, what)), file_(file), field_(field) {}
+        : Error(compose(file, field, what)), file_(file), field_(field), detail_(what) {}
     const std::string& file() const { return file_; }
     const std::string& field() const { return field_; }
+    const std::string& detail() const { return detail_; }  // the message without file and field
 
   private:
     static std::string compose(const std::string& file, const std::string& field,
@@ -27,7 +28,7 @@ class InputError : public Error {
         if (!field.empty()) s += field + ": ";
         return s + what;
     }
-    std::string file_, field_;
+    std::string file_, field_, detail_;
 };
 
 // A bad command-line option value: names the option.

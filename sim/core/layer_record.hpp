@@ -49,18 +49,10 @@ struct RunRecord {
     std::vector<LayerRecord> layers;        // in evaluation order, Input/Output included
     // The slots `t` added to on layer `l`, or null when the run did not take tally `t`.
     const double* slots_of(const LayerRecord& l, const StepTally& t) const {
-        int offset = 0;
-        for (const StepTally* u : tallies) {
-            if (u == &t) return l.tallies.data() + offset;
-            offset += u->slots();
-        }
-        return nullptr;
+        const int offset = slot_offset(tallies, t);
+        return offset < 0 ? nullptr : l.tallies.data() + offset;
     }
-    bool has(const StepTally& t) const {
-        for (const StepTally* u : tallies)
-            if (u == &t) return true;
-        return false;
-    }
+    bool has(const StepTally& t) const { return slot_offset(tallies, t) >= 0; }
 };
 
 inline RunRecord make_run_record(const Graph& g, const RunResult& r) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 #include "sim/core/node.hpp"
 
@@ -35,5 +36,16 @@ class StepTally {
     virtual void tally(const Node& node, const Activity& in, const NodeState* state,
                        std::int64_t step, Scratch* scratch, double* slots) const = 0;
 };
+
+// The first slot of tally `t` in a run that took `tallies` (in that order, each after the
+// previous one's slots); -1 when it did not take it.
+inline int slot_offset(const std::vector<const StepTally*>& tallies, const StepTally& t) {
+    int offset = 0;
+    for (const StepTally* u : tallies) {
+        if (u == &t) return offset;
+        offset += u->slots();
+    }
+    return -1;
+}
 
 }  // namespace ternion

@@ -859,23 +859,23 @@ void write_atomically(const std::string& path, const std::function<void(const st
     // Hidden temporary next to the target so the final rename stays on one filesystem.
     const std::string tmp = create_temporary(dir, target.filename().string(), path);
     register_temporary(tmp);
+    const auto abandon = [&] {
+        std::error_code ignored;
+        fs::remove(tmp, ignored);
+        unregister_temporary();
+    };
     try {
         fn(tmp);
         fs::rename(tmp, target, ec);
         if (ec) throw InputError(path, "", "cannot rename the finished file: " + ec.message());
         unregister_temporary();
     } catch (const InputError& e) {
-        fs::remove(tmp, ec);
-        unregister_temporary();
+        abandon();
         // An error writing the temporary is an error writing the output: name the output.
-        const std::string prefix = tmp + ": " + (e.field().empty() ? "" : e.field() + ": ");
-        const std::string msg = e.what();
-        if (e.file() == tmp && msg.rfind(prefix, 0) == 0)
-            throw InputError(path, e.field(), msg.substr(prefix.size()));
+        if (e.file() == tmp) throw InputError(path, e.field(), e.detail());
         throw;
     } catch (...) {
-        fs::remove(tmp, ec);
-        unregister_temporary();
+        abandon();
         throw;
     }
 }

@@ -95,20 +95,25 @@ struct SjLif {
     float v_threshold = 1.0f;
 };
 
-// One step of n such neurons: h the membranes, x the inputs, s the spikes (0/1). Selects, not
-// branches: spikes are unpredictable, and the loop vectorises.
-// x and s may be the same array (an in-place update).
+// One step of n such neurons with a charge chosen by SjLifCharge::with: h the membranes, x the
+// inputs, s the spikes (0/1). Selects, not branches: spikes are unpredictable, and the loop
+// vectorises. x and s may be the same array (an in-place update).
+template <class Charge>
+inline void sj_lif_row_with(Charge charge, float vth, float vr, float* __restrict h, const float* x,
+                            float* s, std::int64_t n) {
+    for (std::int64_t j = 0; j < n; ++j) {
+        const float v = charge(h[j], x[j]);
+        const bool f = v >= vth;
+        s[j] = f ? 1.0f : 0.0f;
+        h[j] = f ? vr : v;
+    }
+}
+// The same for one row, the charge chosen here (callers with many rows choose it once and call
+// sj_lif_row_with).
 inline void sj_lif_row(const SjLif& p, float* __restrict h, const float* x, float* s,
                        std::int64_t n) {
-    p.charge.with([&](auto charge) {
-        const float vth = p.v_threshold, vr = p.charge.v_reset;
-        for (std::int64_t j = 0; j < n; ++j) {
-            const float v = charge(h[j], x[j]);
-            const bool f = v >= vth;
-            s[j] = f ? 1.0f : 0.0f;
-            h[j] = f ? vr : v;
-        }
-    });
+    p.charge.with(
+        [&](auto charge) { sj_lif_row_with(charge, p.v_threshold, p.charge.v_reset, h, x, s, n); });
 }
 
 // BSA's ternary spiking neuron (TSN): U = H + X; +1 when fires(U, th), -1 when fires(-U, th);

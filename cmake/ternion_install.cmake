@@ -26,7 +26,7 @@ else()
 endif()
 
 install(TARGETS ternion_options ternion_simd ternion_kernels ternion_core ternion_io ternion_synaptic
-                ternion_sim ternion_neuron ternion_attention_spiking ternion_attention_ann
+                ternion_sim ternion_neuron ternion_neuron_fixed ternion_attention_spiking ternion_attention_ann
                 ternion_analysis ternion_attention ternion_hw
                 ternion_models ternion_all
         EXPORT ternionTargets

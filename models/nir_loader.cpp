@@ -8,6 +8,7 @@
 
 #include "attention/register.hpp"
 #include "models/metadata.hpp"
+#include "neuron/fixed/fixed_lif.hpp"
 #include "neuron/neurons.hpp"
 #include "sim/core/data_path.hpp"
 #include "sim/core/error.hpp"
@@ -21,6 +22,7 @@ const NodeFactory& default_factory() {
         NodeFactory r;
         register_synaptic_nodes(r);
         register_neuron_nodes(r);
+        register_fixed_neuron_nodes(r);
         register_attention_nodes(r);
         return r;
     }();

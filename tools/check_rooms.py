@@ -15,13 +15,14 @@ BELOW = {
     "sim/synaptic": ["sim/simd", "sim/kernels", "sim/core"],
     "sim/dist": ["sim/simd", "sim/kernels", "sim/core", "sim/io"],
     "neuron": ["sim/simd", "sim/kernels", "sim/core"],
+    "neuron/fixed": ["sim/simd", "sim/kernels", "sim/core"],
     "attention/spiking": ["sim/simd", "sim/kernels", "sim/core", "sim/synaptic", "neuron"],
     "attention/ann": ["sim/simd", "sim/kernels", "sim/core", "sim/io"],
     "attention/analysis": ["sim/simd", "sim/kernels", "sim/core", "sim/io"],
     "attention": ["sim/simd", "sim/kernels", "sim/core", "attention/spiking", "attention/ann"],
     "hw": ["sim/simd", "sim/kernels", "sim/core"],
     "models": ["sim/simd", "sim/kernels", "sim/core", "sim/io", "sim/synaptic", "neuron",
-               "attention", "attention/spiking", "attention/ann", "hw"],
+               "neuron/fixed", "attention", "attention/spiking", "attention/ann", "hw"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -469,10 +469,14 @@ void TraceRecorder::on_step(std::int64_t sample, std::int64_t step, int node, co
     // Each sample runs on one thread at a time, so rows are written by one thread only.
     Rec& r = recs_[static_cast<std::size_t>(slot_[static_cast<std::size_t>(node)])];
     const auto base = static_cast<std::size_t>((row * T_ + step) * r.n);
+    // A spiking node's spike counts (several spikes a step on chips such as Xylo) are kept up
+    // to the int8 range; any other output records its sign.
     if (r.spikes)
         for (auto i : out.active) {
             const float v = out.values[i];
-            r.spike_grid[base + i] = static_cast<std::int8_t>(v > 0 ? 1 : (v < 0 ? -1 : 0));
+            const bool count = n.is_spiking() && v == std::floor(v) && std::fabs(v) <= 127.0f;
+            r.spike_grid[base + i] =
+                static_cast<std::int8_t>(count ? v : (v > 0 ? 1 : (v < 0 ? -1 : 0)));
         }
     if (r.membrane) {
         thread_local std::vector<float> m;

@@ -145,12 +145,17 @@ inline void tsn_row(const Tsn& p, float* __restrict h, const float* __restrict x
 // What `n` neuron updates book, wherever the neurons sit: one update and, for neurons that
 // fire, one threshold comparison each; `state_vars` float32 state variables read and written
 // per neuron. Spikes are booked apart (book_spikes), once they are known.
-inline void book_neuron_updates(OpCounts& ops, std::uint64_t n, std::uint64_t state_vars,
-                                bool fires) {
+// Integer neurons pass the bytes their states occupy (book_state_bytes).
+inline void book_state_bytes(OpCounts& ops, std::uint64_t n, std::uint64_t state_bytes,
+                             bool fires) {
     ops.neuron_update += n;
     if (fires) ops.cmp += n;
-    ops.state_read_bytes += n * sizeof(float) * state_vars;
-    ops.state_write_bytes += n * sizeof(float) * state_vars;
+    ops.state_read_bytes += n * state_bytes;
+    ops.state_write_bytes += n * state_bytes;
+}
+inline void book_neuron_updates(OpCounts& ops, std::uint64_t n, std::uint64_t state_vars,
+                                bool fires) {
+    book_state_bytes(ops, n, sizeof(float) * state_vars, fires);
 }
 // One address event per emitted spike.
 inline void book_spikes(OpCounts& ops, std::uint64_t spikes) {

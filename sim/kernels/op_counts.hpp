@@ -22,7 +22,8 @@ namespace ternion {
     X(weight_read_bytes) /* bytes of weights read */                                           \
     X(state_read_bytes)  /* bytes of neuron/attention state read */                            \
     X(state_write_bytes) /* bytes of state written */                                          \
-    X(spike_write_bytes) /* bytes of spike events written (routing) */
+    X(spike_write_bytes) /* bytes of spike events written (routing) */                     \
+    X(overflow)          /* fixed-point states that saturated or wrapped (not an operation) */
 
 struct OpCounts {
 #define TERNION_OP_DECL(name) std::uint64_t name = 0;

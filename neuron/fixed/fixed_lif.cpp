@@ -1,0 +1,320 @@
+#include "neuron/fixed/fixed_lif.hpp"
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "sim/kernels/neuron_rules.hpp"
+
+namespace ternion {
+
+namespace {
+
+using fixed::DecayForm;
+using fixed::LifDatapath;
+using fixed::Overflow;
+
+constexpr std::int64_t kNeuronBlock = 1024;
+
+LifDatapath preset(const NodeSpec& s) {
+    const std::string name = s.string_opt("datapath").value_or("loihi");
+    LifDatapath d;  // the defaults are Lava's bit-accurate Loihi model
+    if (name == "loihi") return d;
+    if (name == "xylo") {
+        d.current = {16, Overflow::saturate};
+        d.membrane = {16, Overflow::saturate};
+        d.decay = DecayForm::bitshift;
+        d.order = fixed::Order::add_then_decay;
+        d.du_offset = d.dv_offset = 0;
+        d.input_shift = d.threshold_shift = 0;
+        d.subtract = true;
+        d.fire_at_equal = true;
+        d.max_spikes = 31;
+        return d;
+    }
+    s.fail("datapath", "must be \"loihi\" or \"xylo\", got \"" + name + "\"");
+}
+
+int ranged(const NodeSpec& s, const std::string& p, int dflt, int lo, int hi) {
+    const std::int64_t v = s.integer_or(p, dflt);
+    if (v < lo || v > hi)
+        s.fail(p, "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                      std::to_string(v));
+    return static_cast<int>(v);
+}
+
+Overflow overflow(const NodeSpec& s, const std::string& p, Overflow dflt) {
+    auto o = s.string_opt(p);
+    if (!o) return dflt;
+    if (*o == "saturate") return Overflow::saturate;
+    if (*o == "saturate_symmetric") return Overflow::saturate_symmetric;
+    if (*o == "wrap") return Overflow::wrap;
+    s.fail(p, "must be \"saturate\", \"saturate_symmetric\" or \"wrap\", got \"" + *o + "\"");
+}
+
+}  // namespace
+
+LifDatapath read_lif_datapath(const NodeSpec& s) {
+    LifDatapath d = preset(s);
+    d.current.bits = ranged(s, "current_bits", d.current.bits, 2, 32);
+    d.membrane.bits = ranged(s, "membrane_bits", d.membrane.bits, 2, 32);
+    d.current.overflow = overflow(s, "current_overflow", d.current.overflow);
+    d.membrane.overflow = overflow(s, "membrane_overflow", d.membrane.overflow);
+    if (auto f = s.string_opt("decay_form")) {
+        if (*f != "multiply" && *f != "bitshift")
+            s.fail("decay_form", "must be \"multiply\" or \"bitshift\", got \"" + *f + "\"");
+        d.decay = *f == "multiply" ? DecayForm::multiply : DecayForm::bitshift;
+    }
+    if (auto o = s.string_opt("order")) {
+        if (*o != "decay_then_add" && *o != "add_then_decay")
+            s.fail("order", "must be \"decay_then_add\" or \"add_then_decay\", got \"" + *o + "\"");
+        d.order =
+            *o == "decay_then_add" ? fixed::Order::decay_then_add : fixed::Order::add_then_decay;
+    }
+    d.decay_shift = ranged(s, "decay_shift", d.decay_shift, 1, 24);
+    d.du_offset = ranged(s, "du_offset", d.du_offset, 0, 1);
+    d.dv_offset = ranged(s, "dv_offset", d.dv_offset, 0, 1);
+    d.input_exp = ranged(s, "input_exp", d.input_exp, -31, 31);
+    d.input_shift = ranged(s, "input_shift", d.input_shift, 0, 24);
+    d.threshold_shift = ranged(s, "threshold_shift", d.threshold_shift, 0, 24);
+    if (auto c = s.string_opt("compare")) {
+        if (*c != ">" && *c != ">=")
+            s.fail("compare", "must be \">\" or \">=\", got \"" + *c + "\"");
+        d.fire_at_equal = *c == ">=";
+    }
+    if (auto r = s.string_opt("reset_mode")) {
+        if (*r != "zero" && *r != "subtract")
+            s.fail("reset_mode", "must be \"zero\" or \"subtract\", got \"" + *r + "\"");
+        d.subtract = *r == "subtract";
+    }
+    d.max_spikes = ranged(s, "max_spikes", d.max_spikes, 1, 255);
+    if (d.max_spikes > 1 && !d.subtract)
+        s.fail("max_spikes", "more than one spike per step needs reset_mode \"subtract\"");
+    return d;
+}
+
+namespace {
+
+struct FixedState : NodeState {
+    std::vector<std::int32_t> u, v;
+    std::vector<BlockIndices> block_spikes;
+    std::vector<std::uint64_t> block_overflows;
+    std::int64_t block = 0;
+};
+
+// ternion.FixedLIF: per neuron du, dv, bias_mant, bias_exp, vth (and vth_lo for a ternary
+// neuron), all integers; the datapath fields as read_lif_datapath.
+class FixedLifNode final : public Node {
+  public:
+    explicit FixedLifNode(const NodeSpec& s) : Node(s.name(), s.type()), d_(read_lif_datapath(s)) {
+        du_ = param(s, "du", 0);
+        dv_ = param(s, "dv", 0);
+        mant_ = param(s, "bias_mant", 0);
+        exp_ = param(s, "bias_exp", 0);
+        vth_ = param(s, "vth", std::nullopt);
+        ternary_ = s.has("vth_lo");
+        if (ternary_) lo_ = param(s, "vth_lo", std::nullopt);
+        if (ternary_ && d_.max_spikes > 1)
+            s.fail("vth_lo", "a ternary neuron emits one spike per step (max_spikes 1)");
+        check(s);
+    }
+    NodeCategory category() const override { return NodeCategory::neuron; }
+    bool is_spiking() const override { return true; }
+    bool reads_values_only() const override { return true; }
+    Shape declared_in_shape() const override { return shape_; }
+    void bind(const Shape& in) override {
+        if (n_ > 1 && numel(in) != n_)
+            fail(first_,
+                 "has " + std::to_string(n_) + " neurons but the input is " + shape_str(in));
+        in_shape_ = out_shape_ = in;
+        const auto n = static_cast<std::size_t>(numel(in));
+        c_.assign(n, {});
+        for (std::size_t k = 0; k < n; ++k) {
+            auto& c = c_[k];
+            c.du = at(du_, k) + (d_.decay == DecayForm::multiply ? d_.du_offset : 0);
+            c.dv = at(dv_, k) + (d_.decay == DecayForm::multiply ? d_.dv_offset : 0);
+            c.bias = fixed::shift_floor(at(mant_, k), static_cast<int>(at(exp_, k)));
+            c.vth = at(vth_, k) << d_.threshold_shift;
+            c.ternary = ternary_;
+            if (ternary_) c.vth_lo = at(lo_, k) << d_.threshold_shift;
+        }
+    }
+    std::unique_ptr<NodeState> make_state() const override {
+        auto st = std::make_unique<FixedState>();
+        st->u.assign(static_cast<std::size_t>(in_size()), 0);
+        st->v.assign(static_cast<std::size_t>(in_size()), 0);
+        return st;
+    }
+    bool reset_state(NodeState* s) const override {
+        auto* st = static_cast<FixedState*>(s);
+        std::fill(st->u.begin(), st->u.end(), 0);
+        std::fill(st->v.begin(), st->v.end(), 0);
+        return true;
+    }
+    bool membrane(const NodeState* s, std::vector<float>& out) const override {
+        const auto& v = static_cast<const FixedState*>(s)->v;
+        out.assign(v.begin(), v.end());  // exact: the membrane holds at most 24 bits here
+        return true;
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override;
+
+    void step(const Activity& in, NodeState* state, Activity& out,
+              const StepContext& ctx) const override;
+
+  private:
+    std::vector<std::int64_t> param(const NodeSpec& s, const std::string& p,
+                                    std::optional<std::int64_t> dflt) {
+        if (!s.has(p)) {
+            if (!dflt) s.fail(p, "missing parameter");
+            return {*dflt};
+        }
+        Shape dims;
+        auto v = s.ints(p, &dims);
+        if (v.empty()) s.fail(p, "is empty");
+        if (v.size() > 1) {
+            if (n_ > 1 && static_cast<std::int64_t>(v.size()) != n_)
+                s.fail(p, "has " + std::to_string(v.size()) + " values, " + first_ + " has " +
+                              std::to_string(n_));
+            if (n_ <= 1) {
+                n_ = static_cast<std::int64_t>(v.size());
+                shape_ = dims;
+                first_ = p;
+            }
+        }
+        return v;
+    }
+    static std::int64_t at(const std::vector<std::int64_t>& v, std::size_t k) {
+        return v.size() == 1 ? v[0] : v[k];
+    }
+    // Each per-neuron constant within what the datapath can hold.
+    void check(const NodeSpec& s) const {
+        const bool mul = d_.decay == DecayForm::multiply;
+        const auto check_decay = [&](const std::string& p, const std::vector<std::int64_t>& v,
+                                     int offset) {
+            const std::int64_t hi = mul ? (std::int64_t{1} << d_.decay_shift) - offset
+                                        : std::min(d_.current.bits, d_.membrane.bits) - 1;
+            for (auto x : v)
+                if (x < 0 || x > hi)
+                    s.fail(p, "must lie in [0, " + std::to_string(hi) +
+                                  "] for this datapath, got " + std::to_string(x));
+        };
+        check_decay("du", du_, d_.du_offset);
+        check_decay("dv", dv_, d_.dv_offset);
+        for (auto e : exp_)
+            if (e < -31 || e > 31)
+                s.fail("bias_exp", "must lie in [-31, 31], got " + std::to_string(e));
+        const std::int64_t vmax = d_.membrane.max();
+        for (auto t : vth_) {
+            if (t < 0 || (t << d_.threshold_shift) > vmax)
+                s.fail("vth", "must lie in [0, " + std::to_string(vmax >> d_.threshold_shift) +
+                                  "] (the membrane holds " + std::to_string(d_.membrane.bits) +
+                                  " bits), got " + std::to_string(t));
+            if (d_.subtract && t == 0)
+                s.fail("vth", "must be positive with reset_mode \"subtract\"");
+        }
+        for (std::size_t k = 0; k < lo_.size(); ++k) {
+            if ((lo_[k] << d_.threshold_shift) < -vmax)
+                s.fail("vth_lo", "below what the membrane holds: " + std::to_string(lo_[k]));
+            for (std::size_t j = 0; j < vth_.size(); ++j)
+                if ((lo_.size() == 1 || vth_.size() == 1 || j == k) && lo_[k] > vth_[j])
+                    s.fail("vth_lo", "must not exceed vth (" + std::to_string(lo_[k]) + " > " +
+                                         std::to_string(vth_[j]) + ")");
+        }
+    }
+
+    LifDatapath d_;
+    std::vector<std::int64_t> du_, dv_, mant_, exp_, vth_, lo_;
+    std::vector<fixed::LifConstants> c_;  // per neuron, after bind
+    bool ternary_ = false;
+    std::int64_t n_ = 1;
+    Shape shape_;
+    std::string first_ = "vth";
+};
+
+std::vector<std::pair<std::string, std::string>> FixedLifNode::summary() const {
+    const auto fmt = [](const fixed::IntFormat& f) {
+        return std::to_string(f.bits) + " bits, " + fixed::overflow_name(f.overflow);
+    };
+    std::vector<std::pair<std::string, std::string>> r;
+    r.emplace_back("current", fmt(d_.current));
+    r.emplace_back("membrane", fmt(d_.membrane));
+    r.emplace_back("decay", d_.decay == DecayForm::multiply
+                                ? "x (2^" + std::to_string(d_.decay_shift) + " - d) >> " +
+                                      std::to_string(d_.decay_shift) + ", toward zero"
+                                : std::string("x - (x >> d)"));
+    r.emplace_back("input", "(sum x 2^" + std::to_string(d_.input_exp) + ") << " +
+                                std::to_string(d_.input_shift));
+    r.emplace_back("fires on", std::string(d_.fire_at_equal ? "v >= " : "v > ") + "vth << " +
+                                   std::to_string(d_.threshold_shift) +
+                                   (ternary_ ? "; -1 below vth_lo" : ""));
+    r.emplace_back("reset", d_.subtract ? "subtract vth (at most " + std::to_string(d_.max_spikes) +
+                                              " spikes a step)"
+                                        : std::string("to 0"));
+    return r;
+}
+
+void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
+                        const StepContext& ctx) const {
+    auto& st = static_cast<FixedState&>(*state);
+    const std::int64_t n = in_size();
+    const std::int64_t bs = ctx.team ? row_part_size(n, ctx.team->size()) : kNeuronBlock;
+    const std::int64_t nb = (n + bs - 1) / bs;
+    if (st.block != bs) {
+        st.block_spikes.assign(static_cast<std::size_t>(nb), {});
+        st.block_overflows.assign(static_cast<std::size_t>(nb), 0);
+        st.block = bs;
+    }
+    // Stages: integer update per block (outputs and spike lists per block), then join.
+    const float* x = in.values.data();
+    float* o = out.values.data();
+    FixedState* sp = &st;
+    ctx.for_blocks(
+        nb, 1,
+        [this, sp, x, o, bs, n](std::int64_t b0, std::int64_t b1) {
+            for (std::int64_t b = b0; b < b1; ++b) {
+                auto& spikes = sp->block_spikes[static_cast<std::size_t>(b)];
+                auto& over = sp->block_overflows[static_cast<std::size_t>(b)];
+                spikes.clear();
+                over = 0;
+                const std::int64_t e = std::min(n, (b + 1) * bs);
+                for (std::int64_t k = b * bs; k < e; ++k) {
+                    const auto u = static_cast<std::size_t>(k);
+                    const int s =
+                        fixed::lif_step(d_, c_[u], sp->u[u], sp->v[u], fixed::to_int(x[k]), over);
+                    o[k] = static_cast<float>(s);
+                    if (s != 0) spikes.push_back(static_cast<std::uint32_t>(k));
+                }
+            }
+        },
+        2 * n);
+    out.active.clear();
+    ctx.concat_blocks(st.block_spikes, out.active, 2 * n);
+    out.ternary = d_.max_spikes == 1;
+    out.all_ones = !ternary_ && d_.max_spikes == 1;
+    OpCounts& ops = *ctx.ops;
+    const auto state_bytes =
+        static_cast<std::uint64_t>((d_.current.bits + 7) / 8 + (d_.membrane.bits + 7) / 8);
+    kernels::book_state_bytes(ops, static_cast<std::uint64_t>(n), state_bytes, true);
+    kernels::book_spikes(ops, out.active.size());
+    for (auto c : st.block_overflows) ops.overflow += c;
+}
+
+}  // namespace
+
+void register_fixed_neuron_nodes(NodeFactory& f) {
+    f.add(
+        "ternion.FixedLIF", [](const NodeSpec& s) { return std::make_unique<FixedLifNode>(s); },
+        "integer LIF of a chip's datapath (datapath loihi|xylo): du, dv, bias_mant, bias_exp, vth "
+        "[, vth_lo: ternary]",
+        [] {
+            auto e = example_of({6}, NodeExample::Input::analog);
+            e.params.set("du", 1023);
+            e.params.set("dv", {0, 512, 2048, 0, 512, 2048}, {6});
+            e.params.set("vth", 1);
+            e.params.set("bias_mant", 3);
+            e.params.set("bias_exp", 2);
+            return e;
+        });
+}
+
+}  // namespace ternion

@@ -1,0 +1,178 @@
+// Integer arithmetic of neuromorphic datapaths: the shifts, roundings and overflow rules with
+// which chips keep currents, membranes and weights in a fixed number of bits. Every integer
+// neuron and synapse rule is written with these, so a chip's format is data (bits, overflow
+// policy, decay form) and not a copy of the datapath. Values travel in int64 so that the
+// products of a decay (a 24-bit state times a 12-bit constant) never overflow before the shift.
+//
+// Sources of the rules (docs/fixed-point.md lists them with file and line):
+//   Lava's bit-accurate Loihi models: decays rounded toward zero, `u` wrapped into 24 bits,
+//   `v` saturated to +-(2^23 - 1), input and threshold shifted left by 6, Dense's weight
+//   exponent applied to the sum with an arithmetic (floor) shift;
+//   Xylo (Rockpool's XyloSim, whose xylosim core was checked against the chip): bit-shift
+//   decays that move a non-zero state by at least 1, 16-bit states saturated at every add,
+//   the input added to the current before it decays, subtractive reset, up to 31 spikes.
+#pragma once
+#include <cstdint>
+#include <string_view>
+
+namespace ternion::fixed {
+
+// What a register does with a value outside its range.
+enum class Overflow {
+    saturate,            // clamp to [-2^(b-1), 2^(b-1) - 1] (two's complement, as Xylo)
+    saturate_symmetric,  // clamp to [-(2^(b-1) - 1), 2^(b-1) - 1] (as Lava clips v)
+    wrap,                // modulo 2^b into (-2^(b-1), 2^(b-1)] (the interval of Lava's u wrap)
+};
+
+inline const char* overflow_name(Overflow o) {
+    return o == Overflow::saturate             ? "saturate"
+           : o == Overflow::saturate_symmetric ? "saturate_symmetric"
+                                               : "wrap";
+}
+
+// A signed register of `bits` bits (2..32) and its overflow policy.
+struct IntFormat {
+    int bits = 24;
+    Overflow overflow = Overflow::saturate;
+
+    std::int64_t max() const { return (std::int64_t{1} << (bits - 1)) - 1; }
+    // The value the register holds for x; `hit` is set when x was outside the range.
+    std::int64_t fit(std::int64_t x, bool& hit) const {
+        const std::int64_t hi = max(), lo = overflow == Overflow::saturate ? -hi - 1 : -hi;
+        if (x >= lo && x <= hi) return x;
+        if (overflow != Overflow::wrap) {
+            hit = true;
+            return x > hi ? hi : lo;
+        }
+        // Wrap: +2^(b-1) is kept (Lava keeps it), -2^(b-1) becomes +2^(b-1).
+        const std::int64_t period = std::int64_t{1} << bits, half = period / 2;
+        if (x == half) return x;
+        hit = true;
+        std::int64_t r = (x + half - 1) % period;  // into [0, period) after the shift below
+        if (r < 0) r += period;
+        return r - half + 1;
+    }
+};
+
+// x / 2^s rounded toward zero: the magnitude is shifted (Lava's decays).
+inline std::int64_t shift_toward_zero(std::int64_t x, int s) {
+    return x >= 0 ? x >> s : -((-x) >> s);
+}
+
+// x * 2^e for e >= 0, floor(x / 2^-e) for e < 0: an arithmetic shift (Lava's weight exponent).
+inline std::int64_t shift_floor(std::int64_t x, int e) {
+    return e >= 0 ? x * (std::int64_t{1} << e) : x >> (-e);
+}
+
+// Decay of a state by a multiplier: x (2^s - d) / 2^s, rounded toward zero (Loihi's 12-bit
+// du/dv with s = 12). d = 0 keeps x; d = 2^s clears it.
+inline std::int64_t decay_multiply(std::int64_t x, std::int64_t d, int s) {
+    return shift_toward_zero(x * ((std::int64_t{1} << s) - d), s);
+}
+
+// Decay by a bit shift: x - (x >> dash), the shift arithmetic; where the shift gives 0 the state
+// still moves one step toward zero (Xylo's "dash" decays: -17 >> 4 gives -15, 5 >> 4 gives 4).
+inline std::int64_t decay_bitshift(std::int64_t x, int dash) {
+    const std::int64_t d = x >> dash;
+    return x - (d != 0 ? d : (x > 0) - (x < 0));
+}
+
+// Exact conversion of an integral float (a sum of integer weights) to an integer; fractions are
+// dropped toward minus infinity, as a fixed-point register that holds no fraction bits would.
+inline std::int64_t to_int(float x) {
+    constexpr float lim = 4.0e18f;  // inside int64; beyond it no register holds the value anyway
+    if (!(x > -lim)) return x != x ? 0 : static_cast<std::int64_t>(-lim);
+    if (x > lim) return static_cast<std::int64_t>(lim);
+    const auto i = static_cast<std::int64_t>(x);
+    return static_cast<float>(i) > x ? i - 1 : i;
+}
+
+}  // namespace ternion::fixed
+
+namespace ternion::fixed {
+
+// How a datapath decays its states.
+enum class DecayForm {
+    multiply,  // x (2^shift - d) / 2^shift toward zero; d in [0, 2^shift] (Loihi's du, dv)
+    bitshift,  // x - (x >> d), at least one step toward zero; d in [0, bits) (Xylo's dash)
+};
+
+// When the step's input enters the current, and how the membrane's sum saturates.
+enum class Order {
+    decay_then_add,  // u = fit(decay(u) + in); v = fit(decay(v) + u + bias)  (Loihi)
+    add_then_decay,  // u = fit(u + in), then decayed; v = fit(v + fit(fit(u - dv) + bias)),
+                     // dv what decay(v) removes: each add saturates on its own (Xylo)
+};
+
+// The integer leaky integrate-and-fire datapath of a chip's neuron core, one value per chip
+// (or per layer): the formats of its two states, how they decay, how input and threshold are
+// aligned, and how it fires and resets. Lava's Loihi model and Xylo are two settings of it.
+struct LifDatapath {
+    IntFormat current{24, Overflow::wrap};
+    IntFormat membrane{24, Overflow::saturate_symmetric};
+    DecayForm decay = DecayForm::multiply;
+    Order order = Order::decay_then_add;
+    int decay_shift = 12;  // multiply: the unity of du/dv is 2^decay_shift
+    int du_offset = 1;     // added to du before use (Loihi 1's register offset)
+    int dv_offset = 0;
+    int input_exp = 0;    // summed input times 2^input_exp (floor), the synapse's exponent
+    int input_shift = 6;  // then shifted left into the current's MSB-aligned range
+    int threshold_shift = 6;
+    bool fire_at_equal = false;  // v >= threshold instead of v > threshold
+    bool subtract = false;       // reset by subtracting the threshold instead of to zero
+    int max_spikes = 1;          // spikes per step (subtractive reset may emit several)
+};
+
+// One neuron's constants, already aligned: decays with their offsets, the bias shifted by its
+// exponent, thresholds shifted by threshold_shift. `ternary` neurons also fire -1 below vth_lo.
+struct LifConstants {
+    std::int64_t du = 0, dv = 0, bias = 0, vth = 0, vth_lo = 0;
+    bool ternary = false;
+};
+
+inline std::int64_t decay(const LifDatapath& d, std::int64_t x, std::int64_t k) {
+    return d.decay == DecayForm::multiply ? decay_multiply(x, k, d.decay_shift)
+                                          : decay_bitshift(x, static_cast<int>(k));
+}
+
+// One time step of one neuron: charge the current, then the membrane (with the new current),
+// fire, reset. Returns the output (spike count, negative for a ternary -1); `overflows` counts
+// each state that had to saturate or wrap.
+inline int lif_step(const LifDatapath& d, const LifConstants& c, std::int32_t& u, std::int32_t& v,
+                    std::int64_t in, std::uint64_t& overflows) {
+    bool hit_u = false, hit_v = false;
+    const std::int64_t a = shift_floor(in, d.input_exp) * (std::int64_t{1} << d.input_shift);
+    std::int64_t un, vn;
+    if (d.order == Order::decay_then_add) {
+        un = d.current.fit(decay(d, u, c.du) + a, hit_u);
+        vn = d.membrane.fit(decay(d, v, c.dv) + un + c.bias, hit_v);
+    } else {
+        un = decay(d, d.current.fit(u + a, hit_u), c.du);
+        const std::int64_t dv = d.membrane.fit(un - (v - decay(d, v, c.dv)), hit_v);
+        vn = d.membrane.fit(v + d.membrane.fit(dv + c.bias, hit_v), hit_v);
+    }
+    overflows += static_cast<std::uint64_t>(hit_u) + static_cast<std::uint64_t>(hit_v);
+    int s = 0;
+    const bool up = d.fire_at_equal ? vn >= c.vth : vn > c.vth;
+    if (up) {
+        if (!d.subtract) {
+            s = 1;
+            vn = 0;
+        } else {
+            // Subtract the threshold once per spike, at most max_spikes times.
+            std::int64_t n = c.vth > 0 ? (vn - c.vth) / c.vth + 1 : d.max_spikes;
+            if (!d.fire_at_equal && c.vth > 0 && (vn % c.vth) == 0) --n;  // v = n th fires n-1
+            n = n < 1 ? 1 : (n > d.max_spikes ? d.max_spikes : n);
+            s = static_cast<int>(n);
+            vn -= n * c.vth;
+        }
+    } else if (c.ternary && vn < c.vth_lo) {
+        s = -1;
+        vn = d.subtract ? vn - c.vth_lo : 0;
+    }
+    u = static_cast<std::int32_t>(un);
+    v = static_cast<std::int32_t>(vn);
+    return s;
+}
+
+}  // namespace ternion::fixed

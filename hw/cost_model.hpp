@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "sim/core/layer_record.hpp"
+#include "sim/core/node_spec.hpp"
 #include "sim/kernels/op_counts.hpp"
 
 namespace ternion::hw {
@@ -68,8 +69,21 @@ struct ScalarFigure {
     std::string note;
 };
 
+// The number formats a chip holds, read by `ternion quantize`: weights of `weight_bits` signed
+// bits with one power-of-two scale per layer, rounded as `rounding` ("nearest_even", "floor",
+// "toward_zero"); the neuron datapath as ternion.FixedLIF parameters (`datapath` preset and any
+// field of it: current_bits, membrane_overflow, decay_shift, input_shift, compare, ...).
+struct NumberFormats {
+    int weight_bits = 8;
+    std::string rounding = "nearest_even";
+    MapParams neuron;
+    std::string source;
+    bool verified = true;
+};
+
 struct Profile {
     std::string name, description, path, technology;
+    std::optional<NumberFormats> formats;
     std::map<std::string, OpPrice> ops;  // compute kinds: ac, mac, shift, cmp, ...
     std::map<std::string, MemoryLevel> memory_levels;
     std::map<std::string, TrafficRule> traffic;  // *_bytes kinds -> a memory level

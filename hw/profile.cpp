@@ -142,6 +142,57 @@ class Reader {
     std::string file_, path_;
 };
 
+// The FixedLIF datapath fields a profile may fix (their values are checked where a node is built
+// from them, naming the profile).
+constexpr std::string_view kNeuronFormatKeys[] = {
+    "datapath",    "current_bits",    "current_overflow", "membrane_bits", "membrane_overflow",
+    "decay_form",  "order",           "decay_shift",      "du_offset",     "dv_offset",
+    "input_shift", "threshold_shift", "compare",          "reset_mode",    "max_spikes"};
+
+NumberFormats read_formats(const Reader& r) {
+    r.allow({"weights", "neuron", "source", "verified", "note"});
+    NumberFormats f;
+    f.source = r.source();
+    f.verified = r.flag("verified", true);
+    f.neuron.set_label(r.join("neuron"));
+    if (r.has("weights")) {
+        Reader w = r.child("weights");
+        w.allow({"bits", "rounding"});
+        if (w.has("bits")) {
+            const double b = w.num("bits");
+            if (b != static_cast<int>(b) || b < 2 || b > 16)
+                w.fail("bits", "must be an integer in [2, 16]");
+            f.weight_bits = static_cast<int>(b);
+        }
+        if (w.has("rounding")) {
+            f.rounding = w.str("rounding");
+            if (f.rounding != "nearest_even" && f.rounding != "floor" &&
+                f.rounding != "toward_zero")
+                w.fail("rounding", "must be \"nearest_even\", \"floor\" or \"toward_zero\"");
+        }
+    }
+    if (r.has("neuron")) {
+        Reader n = r.child("neuron");
+        for (auto it = n.raw().begin(); it != n.raw().end(); ++it) {
+            const auto& k = it.key();
+            if (std::find(std::begin(kNeuronFormatKeys), std::end(kNeuronFormatKeys), k) ==
+                std::end(kNeuronFormatKeys)) {
+                std::string list;
+                for (auto a : kNeuronFormatKeys)
+                    list += (list.empty() ? "" : ", ") + std::string(a);
+                n.fail(k, "unknown key (allowed here: " + list + ")");
+            }
+            if (it->is_string())
+                f.neuron.set(k, it->get<std::string>());
+            else if (it->is_number_integer())
+                f.neuron.set(k, static_cast<double>(it->get<std::int64_t>()));
+            else
+                n.fail(k, "expected a string or an integer");
+        }
+    }
+    return f;
+}
+
 ScalarFigure read_scalar(const Reader& r, bool positive) {
     r.allow({"value", "source", "verified", "note"});
     ScalarFigure f;
@@ -157,7 +208,7 @@ ScalarFigure read_scalar(const Reader& r, bool positive) {
 Profile parse_profile(const json& doc, const std::string& file) {
     Reader top(doc, file, "");
     top.allow({"name", "description", "technology", "ops", "memory", "static_power_w", "clock_hz",
-               "notes"});
+               "formats", "notes"});
     Profile p;
     p.path = file;
     p.name = top.str("name");
@@ -168,10 +219,12 @@ Profile parse_profile(const json& doc, const std::string& file) {
     Reader ops = top.child("ops");
     for (auto it = ops.raw().begin(); it != ops.raw().end(); ++it) {
         int k = kind_index(it.key());
+        if (it.key() == "overflow")
+            ops.fail(it.key(), "counts fixed-point states that overflowed; it is not priced");
         if (k < 0 || is_memory_kind(k)) {
             std::string list;
             for (int i = 0; i < kKinds; ++i)
-                if (!is_memory_kind(i))
+                if (!is_memory_kind(i) && kind_names()[i] != "overflow")
                     list += (list.empty() ? "" : ", ") + std::string(kind_names()[i]);
             ops.fail(it.key(), "unknown operation kind (allowed: " + list +
                                    "; memory traffic goes under memory.traffic)");
@@ -234,6 +287,7 @@ Profile parse_profile(const json& doc, const std::string& file) {
     if (top.has("static_power_w"))
         p.static_power_w = read_scalar(top.child("static_power_w"), false);
     if (top.has("clock_hz")) p.clock_hz = read_scalar(top.child("clock_hz"), true);
+    if (top.has("formats")) p.formats = read_formats(top.child("formats"));
     if (top.has("notes")) {
         const json& n = top.at("notes");
         if (!n.is_array()) top.fail("notes", "expected a list of strings");
@@ -392,6 +446,19 @@ std::string describe_profile(const Profile& p) {
     };
     scalar("static power (W)", p.static_power_w);
     scalar("clock (time steps per second)", p.clock_hz);
+    if (p.formats) {
+        const auto& f = *p.formats;
+        os << "number formats (ternion quantize)" << mark(f.verified) << ": " << f.weight_bits
+           << "-bit weights, rounded " << f.rounding << "; neuron";
+        for (const auto& k : f.neuron.names()) {
+            os << " " << k << "=";
+            if (f.neuron.is_string(k))
+                os << '"' << f.neuron.string(k) << '"';
+            else
+                os << fmt(f.neuron.doubles(k, nullptr).at(0));
+        }
+        os << "\n    source: " << f.source << "\n";
+    }
     for (const auto& n : p.notes) os << "note: " << n << "\n";
     return os.str();
 }

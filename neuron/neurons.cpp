@@ -235,6 +235,20 @@ class NeuronBase : public Node {
         }
     }
     bool fires(float v, float th) const { return cmp_ == Compare::ge ? v >= th : v > th; }
+    // The firing and reset part of leaky_form(); v_initial from the state make_state() gives,
+    // or nothing when the membranes start at differing rest values.
+    bool fill_form(kernels::LeakyForm& f) const {
+        f.subtract = reset_ == ResetMode::subtract;
+        f.fire_at_equal = cmp_ == Compare::ge;
+        f.ternary = emits_negative();
+        f.v_initial = initial_v();
+        if (!rest_.empty()) {
+            if (std::any_of(rest_.begin(), rest_.end(), [&](float r) { return r != rest_[0]; }))
+                return false;
+            f.v_initial = rest_[0];
+        }
+        return true;
+    }
     // Threshold scan after integration: spike, then reset to v_reset or subtract v_threshold.
     // Branch-free: a third of neurons may fire, and a mispredicted branch per neuron would cost
     // more than the update itself.
@@ -391,6 +405,23 @@ class LifNode final : public NeuronBase {
         if (at_rest_) rest_ = leaky_ ? leak_ : vr_;
         if (norse_)
             for (std::size_t k = 0; k < a_.size(); ++k) g_[k] = norse_gain(dt_, tau_[k]);
+    }
+    std::optional<kernels::LeakyForm> leaky_form() const override {
+        // snnTorch's delayed reset and the integrators do not fit the form.
+        kernels::LeakyForm f;
+        if (integrator_ || delay_ || snn_ || !fill_form(f)) return std::nullopt;
+        f.a = a_;
+        f.g = g_;
+        f.c = c_;
+        if (norse_)  // v + g ((r x + v_leak) - v)
+            for (std::size_t k = 0; k < a_.size(); ++k) {
+                f.a[k] = 1.0f - g_[k];
+                f.g[k] = g_[k] * r_[k];
+                f.c[k] = g_[k] * leak_[k];
+            }
+        f.threshold = th_;
+        f.v_reset = vr_;
+        return f;
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
@@ -614,6 +645,13 @@ class SjLifNode final : public NeuronBase {
     }
     void broadcast(std::int64_t n) override { expand(th_, n); }
     float initial_v() const override { return charge_.v_reset; }
+    std::optional<kernels::LeakyForm> leaky_form() const override {
+        kernels::LeakyForm f;
+        kernels::leaky_form_of(charge_, f);
+        if (!fill_form(f)) return std::nullopt;
+        f.threshold = th_;
+        return f;
+    }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {
         simd::at_level([&] {
@@ -665,6 +703,17 @@ class TernaryLifNode final : public NeuronBase {
     void broadcast(std::int64_t n) override {
         expand(decay_, n);
         expand(th_, n);
+    }
+    // U = decay U + X between spikes, 0 after one: the membrane is U.
+    std::optional<kernels::LeakyForm> leaky_form() const override {
+        kernels::LeakyForm f;
+        fill_form(f);
+        f.a = decay_;
+        f.g = {1.0f};
+        f.c = {0.0f};
+        f.threshold = th_;
+        f.v_reset = {0.0f};
+        return f;
     }
     void update_block(NeuronState& st, const float* x, float* out, std::int64_t b0, std::int64_t b1,
                       BlockIndices& spikes) const override {

@@ -244,9 +244,11 @@ std::vector<std::pair<std::string, std::string>> FixedLifNode::summary() const {
                                 : std::string("x - (x >> d)"));
     r.emplace_back("input", "(sum x 2^" + std::to_string(d_.input_exp) + ") << " +
                                 std::to_string(d_.input_shift));
-    r.emplace_back("fires on", std::string(d_.fire_at_equal ? "v >= " : "v > ") + "vth << " +
-                                   std::to_string(d_.threshold_shift) +
-                                   (ternary_ ? "; -1 below vth_lo" : ""));
+    r.emplace_back(
+        "fires on",
+        std::string(d_.fire_at_equal ? "v >= " : "v > ") + "vth << " +
+            std::to_string(d_.threshold_shift) +
+            (ternary_ ? (d_.fire_at_equal ? "; -1 at or below vth_lo" : "; -1 below vth_lo") : ""));
     r.emplace_back("reset", d_.subtract ? "subtract vth (at most " + std::to_string(d_.max_spikes) +
                                               " spikes a step)"
                                         : std::string("to 0"));

@@ -21,6 +21,7 @@
 #include "sim/core/thread_team.hpp"
 #include "sim/kernels/index_kernels.hpp"
 #include "sim/kernels/index_list.hpp"
+#include "sim/kernels/neuron_rules.hpp"
 #include "sim/kernels/op_counts.hpp"
 
 namespace ternion {
@@ -271,6 +272,10 @@ class Node {
     // Attention maps of the last step (kept when StepContext::keep_attention was set); false
     // for nodes without attention.
     virtual bool attention_maps(const NodeState* state, AttentionMaps& out) const { return false; }
+
+    // Neurons whose update is one linear recurrence give it here (what `ternion quantize` maps
+    // onto a chip's integer datapath); nullopt for every other node.
+    virtual std::optional<kernels::LeakyForm> leaky_form() const { return std::nullopt; }
 
     // Membrane potential (or the node's main state) for tracing; false when there is none.
     virtual bool membrane(const NodeState* state, std::vector<float>& out) const { return false; }

@@ -136,6 +136,7 @@ class Writer {
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
     const std::string& path() const { return path_; }
+    hid_t file_id() const { return file_.id(); }  // for H5Ocopy into this file
     void close();
 
     void group(const std::string& path);  // creates missing parents

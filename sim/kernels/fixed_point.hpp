@@ -124,7 +124,8 @@ struct LifDatapath {
 };
 
 // One neuron's constants, already aligned: decays with their offsets, the bias shifted by its
-// exponent, thresholds shifted by threshold_shift. `ternary` neurons also fire -1 below vth_lo.
+// exponent, thresholds shifted by threshold_shift. `ternary` neurons also fire -1 below vth_lo
+// (at or below it when the datapath fires at equality).
 struct LifConstants {
     std::int64_t du = 0, dv = 0, bias = 0, vth = 0, vth_lo = 0;
     bool ternary = false;
@@ -166,7 +167,7 @@ inline int lif_step(const LifDatapath& d, const LifConstants& c, std::int32_t& u
             s = static_cast<int>(n);
             vn -= n * c.vth;
         }
-    } else if (c.ternary && vn < c.vth_lo) {
+    } else if (c.ternary && (d.fire_at_equal ? vn <= c.vth_lo : vn < c.vth_lo)) {
         s = -1;
         vn = d.subtract ? vn - c.vth_lo : 0;
     }

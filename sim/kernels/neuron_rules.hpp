@@ -9,6 +9,7 @@
 #include <bit>
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "sim/kernels/op_counts.hpp"
 
@@ -87,6 +88,27 @@ struct SjLifCharge {
             charge([t = tau](float a) { return a / t; });
     }
 };
+
+// A neuron's update as one linear recurrence per neuron, what a quantiser maps onto an integer
+// datapath (fixed::LifDatapath): v <- a v + g x + c; a spike when v crosses `threshold` (> or
+// >=; a ternary neuron also fires -1 when -v crosses it); then v <- v_reset, or v - threshold
+// when `subtract`. Arrays hold one value per neuron or a single value for all.
+struct LeakyForm {
+    std::vector<float> a, g, c, threshold, v_reset;
+    float v_initial = 0.0f;  // the membrane at the start of a sample
+    bool subtract = false, fire_at_equal = false, ternary = false;
+};
+
+// SpikingJelly's charge in that form (the order of its float operations aside).
+inline void leaky_form_of(const SjLifCharge& ch, LeakyForm& f) {
+    const float r = ch.k ? *ch.k : static_cast<float>(1.0 / ch.tau);
+    const bool plain = !ch.decay_input && ch.scale_form;
+    f.a = {plain ? ch.keep : 1.0f - r};
+    f.g = {ch.decay_input ? r : 1.0f};
+    f.c = {plain ? 0.0f : ch.v_reset * r};
+    f.v_reset = {ch.v_reset};
+    f.v_initial = ch.v_reset;
+}
 
 // A SpikingJelly LIF with a hard reset that fires on v >= v_threshold: the neurons of the
 // spiking attention nodes (Spikformer's q/k/v/attn LIFs).

@@ -16,5 +16,6 @@ int cmd_attention(const Args& args);  // cmd_attention.cpp
 int cmd_bench(const Args& args);      // cmd_bench.cpp
 int cmd_trace(const Args& args);      // cmd_trace.cpp
 int cmd_analyze(const Args& args);    // cmd_analyze.cpp
+int cmd_quantize(const Args& args);   // cmd_quantize.cpp
 
 }  // namespace ternion::cli

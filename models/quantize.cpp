@@ -1,0 +1,469 @@
+#include "models/quantize.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "hw/cost_model.hpp"
+#include "models/pipeline.hpp"
+#include "neuron/fixed/fixed_lif.hpp"
+#include "sim/io/h5io.hpp"
+
+namespace ternion {
+
+namespace {
+
+// Stages: find the populations (a neuron and the weighted layers feeding it) and the readout
+// layers; choose each one's power-of-two scale; write the copy with integer weights and
+// FixedLIF neurons.
+
+bool is_weighted(const std::string& t) {
+    return t == "Linear" || t == "Affine" || t == "Conv1d" || t == "Conv2d";
+}
+bool passes_through(const std::string& t) {
+    return t == "Delay" || t == "Flatten";
+}
+
+struct Population {
+    int neuron = -1;
+    std::vector<int> layers;
+    kernels::LeakyForm form;
+};
+
+struct Plan {
+    std::vector<Population> populations;
+    std::vector<int> readouts;        // weighted layers that feed only Output nodes
+    std::map<int, std::string> kept;  // node -> why it stays float
+};
+
+class Quantizer {
+  public:
+    Quantizer(const std::string& model, const std::string& output, const QuantizeOptions& o)
+        : model_(model), output_(output), opts_(o) {}
+    QuantizeReport run();
+
+  private:
+    void load_formats();
+    void plan();
+    bool collect_layers(int neuron, std::vector<int>& layers, std::string& why) const;
+    std::vector<int> consumers(int u) const;
+    void quantize_population(const Population& p);
+    void quantize_readout(int layer);
+    void write_neuron(const std::string& name, const Shape& shape, const kernels::LeakyForm& f,
+                      const std::vector<double>& a, const std::vector<double>& c,
+                      const std::vector<double>& th, int e);
+    void write() const;
+    void write_node(h5::Writer& w, const std::string& name) const;
+
+    // Integer weights of `layer` times `gain` at scale 2^e; records them for writing.
+    std::int64_t integer_weights(int layer, double gain, int e);
+    std::int64_t round_to_int(double x) const;
+    std::string group_of(int u) const { return "/node/nodes/" + graph().node(u).name(); }
+    const Graph& graph() const { return *model_graph_->graph; }
+
+    std::string model_, output_;
+    QuantizeOptions opts_;
+    std::shared_ptr<const LoadedModel> model_graph_;
+    std::unique_ptr<h5::Reader> file_;
+    hw::NumberFormats formats_;
+    fixed::LifDatapath datapath_;
+    std::string profile_name_;
+    Plan plan_;
+    QuantizeReport report_;
+    // What is written instead of the file's datasets: node -> (dataset -> values, dims).
+    struct Array {
+        std::vector<std::int64_t> v;
+        Shape dims;
+    };
+    std::map<std::string, std::map<std::string, Array>> arrays_;
+    std::map<std::string, std::map<std::string, std::string>> strings_;
+    std::map<std::string, int> exponents_;
+};
+
+void Quantizer::load_formats() {
+    hw::Profile p = hw::load_profile(opts_.profile);
+    profile_name_ = p.name;
+    if (!p.formats)
+        throw InputError(p.path, "formats",
+                         "missing: this profile declares no number formats, so there is nothing "
+                         "to quantise to (loihi-like and horowitz45-int8 declare them)");
+    formats_ = *p.formats;
+    if (opts_.weight_bits) {
+        if (*opts_.weight_bits < 2 || *opts_.weight_bits > 16)
+            throw OptionError("weight-bits", "must lie in [2, 16]");
+        formats_.weight_bits = *opts_.weight_bits;
+    }
+    if (opts_.membrane_bits) formats_.neuron.set("membrane_bits", double(*opts_.membrane_bits));
+    // The profile's datapath read as a FixedLIF node would read it: errors name the profile
+    // and its key.
+    try {
+        datapath_ = read_lif_datapath(
+            NodeSpec(formats_.neuron, "formats.neuron", "ternion.FixedLIF", LoadOptions{}));
+    } catch (const InputError& e) {
+        const std::string pre = "nodes/formats.neuron/";
+        std::string key = e.field();
+        if (key.rfind(pre, 0) == 0) key = "formats.neuron." + key.substr(pre.size());
+        throw InputError(p.path, key, e.detail());
+    }
+    if (datapath_.decay != fixed::DecayForm::multiply ||
+        datapath_.order != fixed::Order::decay_then_add)
+        throw InputError(p.path, "formats.neuron",
+                         "quantize maps single-compartment neurons, which need a multiplier decay "
+                         "applied before the input is added (a bit-shift datapath decays the "
+                         "current after the input arrives, so it never passes a step's input "
+                         "through whole)");
+}
+
+std::vector<int> Quantizer::consumers(int u) const {
+    std::vector<int> r;
+    for (const auto& e : graph().edges())
+        if (e.src == u) r.push_back(e.dst);
+    return r;
+}
+
+// The weighted layers whose sums reach `neuron` alone, through Delay and Flatten nodes.
+bool Quantizer::collect_layers(int neuron, std::vector<int>& layers, std::string& why) const {
+    const Graph& g = graph();
+    for (int ei : g.in_edges(neuron)) {
+        int src = g.edges()[static_cast<std::size_t>(ei)].src;
+        while (passes_through(g.node(src).type()) && g.in_edges(src).size() == 1 &&
+               consumers(src).size() == 1)
+            src = g.edges()[static_cast<std::size_t>(g.in_edges(src)[0])].src;
+        const Node& n = g.node(src);
+        if (!is_weighted(n.type())) {
+            why = "its input from '" + n.name() + "' (" + n.type() +
+                  ") is not a weighted layer, so it has no integer scale";
+            return false;
+        }
+        if (consumers(src).size() != 1) {
+            why = "'" + n.name() + "' feeds other nodes too: one scale cannot serve them all";
+            return false;
+        }
+        if (!file_->exists(group_of(src) + "/weight")) {
+            why = "'" + n.name() + "' stores compressed weights (not supported yet)";
+            return false;
+        }
+        layers.push_back(src);
+    }
+    if (layers.empty()) why = "it has no input";
+    return !layers.empty();
+}
+
+void Quantizer::plan() {
+    const Graph& g = graph();
+    std::set<int> claimed;
+    for (int u = 0; u < g.size(); ++u) {
+        const Node& n = g.node(u);
+        if (n.category() != NodeCategory::neuron) continue;
+        auto form = n.leaky_form();
+        if (!form) {
+            plan_.kept[u] = "its update is not one linear recurrence (integrator, snnTorch reset)";
+            continue;
+        }
+        if (!file_->is_group(group_of(u))) {
+            plan_.kept[u] = "it sits inside a subgraph (not supported yet)";
+            continue;
+        }
+        Population p{u, {}, *form};
+        std::string why;
+        if (!collect_layers(u, p.layers, why)) {
+            plan_.kept[u] = why;
+            continue;
+        }
+        for (int l : p.layers) claimed.insert(l);
+        plan_.populations.push_back(std::move(p));
+    }
+    for (int u = 0; u < g.size(); ++u) {
+        if (!is_weighted(g.node(u).type()) || claimed.count(u)) continue;
+        const auto c = consumers(u);
+        const bool readout = !c.empty() && std::all_of(c.begin(), c.end(), [&](int d) {
+            return g.node(d).category() == NodeCategory::output;
+        });
+        if (readout && file_->exists(group_of(u) + "/weight"))
+            plan_.readouts.push_back(u);
+        else
+            plan_.kept[u] = "it feeds no neuron that quantize maps";
+    }
+    for (int u = 0; u < g.size(); ++u)
+        if (g.node(u).category() == NodeCategory::attention)
+            plan_.kept[u] = "integer attention is not built yet: it runs in float";
+}
+
+std::int64_t Quantizer::round_to_int(double x) const {
+    if (formats_.rounding == "floor") return static_cast<std::int64_t>(std::floor(x));
+    if (formats_.rounding == "toward_zero") return static_cast<std::int64_t>(std::trunc(x));
+    return static_cast<std::int64_t>(std::nearbyint(x));  // ties to even (torch.round)
+}
+
+std::int64_t Quantizer::integer_weights(int layer, double gain, int e) {
+    const std::string grp = group_of(layer);
+    const std::string& name = graph().node(layer).name();
+    std::int64_t mx = 0;
+    for (const char* ds : {"weight", "bias"}) {
+        if (!file_->exists(grp + "/" + ds)) continue;
+        h5::DatasetInfo info;
+        const auto w = file_->read_doubles(grp + "/" + ds, &info);
+        Array a{{}, info.dims};
+        a.v.reserve(w.size());
+        for (double x : w) a.v.push_back(round_to_int(std::ldexp(x * gain, e)));
+        if (std::string(ds) == "weight")
+            for (auto x : a.v) mx = std::max(mx, std::abs(x));
+        arrays_[name][ds] = std::move(a);
+    }
+    exponents_[name] = e;
+    return mx;
+}
+
+// The largest e with max|x| 2^e within `limit` (0 when every x is 0).
+int scale_exponent(double max_abs, double limit) {
+    if (max_abs <= 0.0) return 0;
+    int e = static_cast<int>(std::floor(std::log2(limit / max_abs)));
+    while (std::ldexp(max_abs, e) > limit) --e;
+    return e;
+}
+
+double max_abs_of(const h5::Reader& f, const std::string& ds) {
+    double m = 0.0;
+    for (double x : f.read_doubles(ds)) m = std::max(m, std::fabs(x));
+    return m;
+}
+
+// Thresholds, bias and decays of one neuron in the datapath's integers; `why` set when the
+// neuron cannot be mapped.
+struct NeuronInts {
+    std::int64_t dv = 0, bias_mant = 0, bias_exp = 0, vth = 0, vth_lo = 0;
+};
+
+// The threshold parameter p (fires on v > p 2^ts, or v >= with chip_ge) closest to the float
+// rule v > x (or v >= x with model_ge), v in membrane units. Exact when ts = 0.
+std::int64_t upper_threshold(double x, int ts, bool chip_ge, bool model_ge) {
+    if (ts > 0) return static_cast<std::int64_t>(std::nearbyint(std::ldexp(x, -ts)));
+    const auto fl = static_cast<std::int64_t>(std::floor(x)),
+               ce = static_cast<std::int64_t>(std::ceil(x));
+    if (chip_ge) return model_ge ? ce : fl + 1;
+    return model_ge ? ce - 1 : fl;
+}
+// The same for the ternary neuron's -1: the float rule v <= -x (model_ge) or v < -x; the chip
+// fires on v < q 2^ts, or v <= with chip_ge.
+std::int64_t lower_threshold(double x, int ts, bool chip_ge, bool model_ge) {
+    if (ts > 0) return static_cast<std::int64_t>(std::nearbyint(std::ldexp(-x, -ts)));
+    const auto fl = static_cast<std::int64_t>(std::floor(-x)),
+               ce = static_cast<std::int64_t>(std::ceil(-x));
+    if (chip_ge) return model_ge ? fl : ce - 1;
+    return model_ge ? fl + 1 : ce;
+}
+
+// A bias b as mantissa and exponent, the mantissa within Loihi's signed 13 bits.
+void split_bias(double b, std::int64_t& mant, std::int64_t& exp) {
+    exp = 0;
+    while (std::fabs(std::ldexp(b, -static_cast<int>(exp))) > 4095.0 && exp < 31) ++exp;
+    mant = static_cast<std::int64_t>(std::nearbyint(std::ldexp(b, -static_cast<int>(exp))));
+}
+
+template <class T>
+T at(const std::vector<T>& v, std::size_t k) {
+    return v.size() == 1 ? v[0] : v[k];
+}
+
+}  // namespace
+
+void Quantizer::quantize_population(const Population& p) {
+    const Node& n = graph().node(p.neuron);
+    const auto& f = p.form;
+    QuantizedNode q{n.name(), n.type(), "FixedLIF", 0, 0, ""};
+    const auto N = static_cast<std::size_t>(n.in_size());
+    const auto keep = [&](const std::string& why) { plan_.kept[p.neuron] = why; };
+    if (std::any_of(f.g.begin(), f.g.end(), [&](float x) { return x != f.g[0]; }))
+        return keep("its input gains differ across neurons (one scale per population)");
+    const double g0 = f.g[0];
+    // The chip resets to 0: a reset level v_r moves the membrane's origin there.
+    std::vector<double> a(N), c(N), th(N);
+    for (std::size_t k = 0; k < N; ++k) {
+        a[k] = at(f.a, k);
+        const double vr = f.subtract ? 0.0 : at(f.v_reset, k);
+        if (!(a[k] >= 0.0 && a[k] <= 1.0)) return keep("a decay factor lies outside [0, 1]");
+        if (f.v_initial != vr)
+            return keep("its membranes start at " + std::to_string(f.v_initial) +
+                        ", not at the reset level");
+        c[k] = at(f.c, k) + (a[k] - 1.0) * vr;
+        th[k] = at(f.threshold, k) - vr;
+        if (!(th[k] > 0.0)) return keep("a threshold lies at or below the reset level");
+    }
+    // Scale: the largest weight fills the weight format; the membrane holds twice the largest
+    // threshold (a step's input can overshoot it).
+    double wmax = 0.0;
+    for (int l : p.layers) wmax = std::max(wmax, max_abs_of(*file_, group_of(l) + "/weight"));
+    const double qmax = std::ldexp(1.0, formats_.weight_bits - 1) - 1.0;
+    const int is = datapath_.input_shift;
+    const int e_w = scale_exponent(wmax * std::fabs(g0), qmax);
+    const double thmax = *std::max_element(th.begin(), th.end());
+    const int e = std::min(e_w, scale_exponent(std::ldexp(2.0 * thmax, is),
+                                               static_cast<double>(datapath_.membrane.max())));
+    if (e < e_w)
+        q.note = "scale 2^" + std::to_string(e) + " instead of 2^" + std::to_string(e_w) +
+                 " so that the threshold fits the " + std::to_string(datapath_.membrane.bits) +
+                 "-bit membrane";
+    for (int l : p.layers) {
+        const std::int64_t mx = integer_weights(l, g0, e);
+        report_.nodes.push_back({graph().node(l).name(), graph().node(l).type(), "integer weights",
+                                 e, mx, "feeds " + n.name()});
+    }
+    write_neuron(n.name(), n.in_shape(), f, a, c, th, e);
+    q.exponent = e;
+    report_.nodes.push_back(q);
+}
+
+void Quantizer::write_neuron(const std::string& name, const Shape& shape,
+                             const kernels::LeakyForm& f, const std::vector<double>& a,
+                             const std::vector<double>& c, const std::vector<double>& th, int e) {
+    const int is = datapath_.input_shift, ts = datapath_.threshold_shift,
+              ds = datapath_.decay_shift;
+    const bool chip_ge = formats_.neuron.has("compare") ? datapath_.fire_at_equal : f.fire_at_equal;
+    const double U = std::ldexp(1.0, e + is);  // membrane units per float unit
+    const std::int64_t unity = std::int64_t{1} << ds;
+    std::map<std::string, std::vector<std::int64_t>> v;
+    for (std::size_t k = 0; k < a.size(); ++k) {
+        NeuronInts x;
+        x.dv = std::clamp<std::int64_t>(
+            static_cast<std::int64_t>(std::nearbyint(static_cast<double>(unity) * (1.0 - a[k]))) -
+                datapath_.dv_offset,
+            0, unity - datapath_.dv_offset);
+        split_bias(c[k] * U, x.bias_mant, x.bias_exp);
+        x.vth = std::max<std::int64_t>(0, upper_threshold(th[k] * U, ts, chip_ge, f.fire_at_equal));
+        x.vth_lo =
+            std::min<std::int64_t>(0, lower_threshold(th[k] * U, ts, chip_ge, f.fire_at_equal));
+        v["dv"].push_back(x.dv);
+        v["bias_mant"].push_back(x.bias_mant);
+        v["bias_exp"].push_back(x.bias_exp);
+        v["vth"].push_back(x.vth);
+        if (f.ternary) v["vth_lo"].push_back(x.vth_lo);
+    }
+    v["du"] = {unity - datapath_.du_offset};
+    auto& out = arrays_[name];
+    for (auto& [k, vals] : v) {
+        const bool same =
+            std::all_of(vals.begin(), vals.end(), [&](std::int64_t x) { return x == vals[0]; });
+        out[k] = same ? Array{{vals[0]}, {}} : Array{std::move(vals), shape};
+    }
+    auto& str = strings_[name];
+    str["type"] = "ternion.FixedLIF";
+    for (const auto& k : formats_.neuron.names()) {
+        if (formats_.neuron.is_string(k))
+            str[k] = formats_.neuron.string(k);
+        else
+            out[k] = Array{{static_cast<std::int64_t>(formats_.neuron.doubles(k, nullptr)[0])}, {}};
+    }
+    if (!str.count("compare")) str["compare"] = f.fire_at_equal ? ">=" : ">";
+    if (!str.count("reset_mode")) str["reset_mode"] = f.subtract ? "subtract" : "zero";
+}
+
+void Quantizer::quantize_readout(int layer) {
+    const double qmax = std::ldexp(1.0, formats_.weight_bits - 1) - 1.0;
+    const int e = scale_exponent(max_abs_of(*file_, group_of(layer) + "/weight"), qmax);
+    const std::int64_t mx = integer_weights(layer, 1.0, e);
+    report_.nodes.push_back({graph().node(layer).name(), graph().node(layer).type(),
+                             "integer weights", e, mx,
+                             "readout: its output is the float one times 2^" + std::to_string(e)});
+}
+
+namespace {
+
+void copy_object(const h5::Reader& src, const h5::Writer& dst, const std::string& obj) {
+    if (H5Ocopy(src.file_id(), obj.c_str(), dst.file_id(), obj.c_str(), H5P_DEFAULT, H5P_DEFAULT) <
+        0)
+        throw InputError(dst.path(), obj, "cannot copy from " + src.path());
+}
+
+}  // namespace
+
+void Quantizer::write_node(h5::Writer& w, const std::string& name) const {
+    const std::string grp = "/node/nodes/" + name;
+    const auto a = arrays_.find(name);
+    const auto s = strings_.find(name);
+    if (a == arrays_.end() && s == strings_.end()) {
+        copy_object(*file_, w, grp);
+        return;
+    }
+    w.group(grp);
+    if (s == strings_.end())  // a weighted layer: every dataset but the replaced ones
+        for (const auto& c : file_->children(grp))
+            if (!a->second.count(c)) copy_object(*file_, w, grp + "/" + c);
+    if (s != strings_.end())
+        for (const auto& [k, v] : s->second) w.write_string(grp + "/" + k, v);
+    if (a != arrays_.end())
+        for (const auto& [k, v] : a->second) w.write(grp + "/" + k, v.v, v.dims, false);
+    if (const auto x = exponents_.find(name); x != exponents_.end())
+        w.attr(grp, "ternion_weight_exponent", static_cast<std::int64_t>(x->second));
+}
+
+void Quantizer::write() const {
+    h5::write_atomically(output_, [&](const std::string& tmp) {
+        {
+            h5::Writer w(tmp);
+            for (const auto& c : file_->children("/"))
+                if (c != "node") copy_object(*file_, w, "/" + c);
+            w.group("/node");
+            for (const auto& c : file_->children("/node"))
+                if (c != "nodes") copy_object(*file_, w, "/node/" + c);
+            w.group("/node/nodes");
+            for (const auto& c : file_->children("/node/nodes")) write_node(w, c);
+            w.attr("/", "ternion_quantized",
+                   "profile " + profile_name_ + ", " + std::to_string(formats_.weight_bits) +
+                       "-bit weights");
+            w.close();
+        }
+        // The copy must load as a model before it replaces anything.
+        load_model_file(tmp, opts_.load);
+    });
+}
+
+QuantizeReport Quantizer::run() {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (fs::exists(output_, ec) && fs::equivalent(model_, output_, ec))
+        throw OptionError("output", "is the model itself: ternion never writes over its input");
+    load_formats();
+    model_graph_ = load_model_file(model_, opts_.load);
+    file_ = std::make_unique<h5::Reader>(model_);
+    plan();
+    for (const auto& p : plan_.populations) quantize_population(p);
+    for (int l : plan_.readouts) quantize_readout(l);
+    // A population given up on after planning keeps its layers in float too.
+    for (auto& [u, why] : plan_.kept) {
+        const Node& n = graph().node(u);
+        report_.nodes.push_back({n.name(), n.type(), "kept float", 0, 0, why});
+    }
+    write();
+    report_.model = model_;
+    report_.output = output_;
+    report_.profile = profile_name_;
+    report_.weight_bits = formats_.weight_bits;
+    return report_;
+}
+
+QuantizeReport quantize_model(const std::string& model, const std::string& output,
+                              const QuantizeOptions& options) {
+    return Quantizer(model, output, options).run();
+}
+
+std::string quantize_report_text(const QuantizeReport& r) {
+    std::string out = r.model + " -> " + r.output + " (profile " + r.profile + ", " +
+                      std::to_string(r.weight_bits) + "-bit weights)\n";
+    std::size_t w = 4;
+    for (const auto& n : r.nodes) w = std::max(w, n.name.size());
+    for (const auto& n : r.nodes) {
+        char buf[256];
+        std::snprintf(buf, sizeof buf, "  %-*s  %-18s  %-16s", static_cast<int>(w), n.name.c_str(),
+                      n.type.c_str(), n.action.c_str());
+        out += buf;
+        if (n.action != "kept float") out += "  2^" + std::to_string(n.exponent);
+        if (n.max_weight) out += ", |w| <= " + std::to_string(n.max_weight);
+        if (!n.note.empty()) out += "  (" + n.note + ")";
+        out += "\n";
+    }
+    return out;
+}
+
+}  // namespace ternion

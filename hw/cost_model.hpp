@@ -70,12 +70,15 @@ struct ScalarFigure {
 };
 
 // The number formats a chip holds, read by `ternion quantize`: weights of `weight_bits` signed
-// bits with one power-of-two scale per layer, rounded as `rounding` ("nearest_even", "floor",
-// "toward_zero"); the neuron datapath as ternion.FixedLIF parameters (`datapath` preset and any
-// field of it: current_bits, membrane_overflow, decay_shift, input_shift, compare, ...).
+// bits under a scale per layer or per output channel (a power of two, or the largest that fits
+// the range), rounded as `rounding` ("nearest_even", "floor", "toward_zero"); the neuron datapath
+// as ternion.FixedLIF parameters (`datapath` preset and any field of it: current_bits,
+// membrane_overflow, decay_shift, input_shift, compare, ...).
 struct NumberFormats {
     int weight_bits = 8;
     std::string rounding = "nearest_even";
+    std::string scale = "power_of_two";  // or "max": (2^(bits-1) - 1) / max |w| (sinabs)
+    std::string granularity = "layer";   // or "channel": a scale per output channel
     MapParams neuron;
     std::string source;
     bool verified = true;

@@ -157,12 +157,22 @@ NumberFormats read_formats(const Reader& r) {
     f.neuron.set_label(r.join("neuron"));
     if (r.has("weights")) {
         Reader w = r.child("weights");
-        w.allow({"bits", "rounding"});
+        w.allow({"bits", "rounding", "scale", "granularity"});
         if (w.has("bits")) {
             const double b = w.num("bits");
             if (b != static_cast<int>(b) || b < 2 || b > 16)
                 w.fail("bits", "must be an integer in [2, 16]");
             f.weight_bits = static_cast<int>(b);
+        }
+        if (w.has("scale")) {
+            f.scale = w.str("scale");
+            if (f.scale != "power_of_two" && f.scale != "max")
+                w.fail("scale", "must be \"power_of_two\" or \"max\"");
+        }
+        if (w.has("granularity")) {
+            f.granularity = w.str("granularity");
+            if (f.granularity != "layer" && f.granularity != "channel")
+                w.fail("granularity", "must be \"layer\" or \"channel\"");
         }
         if (w.has("rounding")) {
             f.rounding = w.str("rounding");
@@ -449,7 +459,8 @@ std::string describe_profile(const Profile& p) {
     if (p.formats) {
         const auto& f = *p.formats;
         os << "number formats (ternion quantize)" << mark(f.verified) << ": " << f.weight_bits
-           << "-bit weights, rounded " << f.rounding << "; neuron";
+           << "-bit weights, " << f.scale << " scale per " << f.granularity << ", rounded "
+           << f.rounding << "; neuron";
         for (const auto& k : f.neuron.names()) {
             os << " " << k << "=";
             if (f.neuron.is_string(k))

@@ -9,8 +9,10 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <random>
 
 #include "models/metadata.hpp"
+#include "models/quantize.hpp"
 #include "sim/core/shard.hpp"
 #include "sim/io/file_guard.hpp"
 #include "sim/io/h5io.hpp"
@@ -166,6 +168,49 @@ void check_request(const RunRequest& q) {
 
 }  // namespace
 
+namespace {
+
+// The integer model of `q.model` (models/quantize.hpp), quantised into a private temporary file
+// that is gone once the model is loaded; reports and errors still name the float model.
+std::shared_ptr<const LoadedModel> load_fixed_point(const RunRequest& q) {
+    namespace fs = std::filesystem;
+    std::random_device rd;
+    const fs::path tmp = fs::temp_directory_path() /
+                         ("ternion-fixed-" + std::to_string(rd()) + std::to_string(rd()) + ".h5");
+    QuantizeOptions o;
+    o.profile = q.profile;
+    o.load = q.load;
+    const auto t0 = Clock::now();
+    const QuantizeReport r = quantize_model(q.model, tmp.string(), o);
+    auto m = std::make_shared<LoadedModel>();
+    m->path = q.model;
+    try {
+        m->graph = load_model(tmp.string(), q.load, m->report);
+    } catch (...) {
+        std::error_code ec;
+        fs::remove(tmp, ec);
+        throw;
+    }
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    int fixed = 0, kept = 0;
+    for (const auto& n : r.nodes) {
+        fixed += n.action == "FixedLIF";
+        kept += n.action == "kept float" && n.type.rfind("Linear", 0) != 0;
+    }
+    m->report.notes.push_back("--arith fixed: " + std::to_string(fixed) +
+                              " neuron populations run as ternion.FixedLIF on the integers of "
+                              "profile " +
+                              r.profile + " (" + std::to_string(r.weight_bits) + "-bit weights); " +
+                              std::to_string(kept) + (kept == 1 ? " node stays" : " nodes stay") +
+                              " float (ternion quantize MODEL -o FILE lists them)");
+    read_hints(*m);
+    m->load_s = seconds_since(t0);
+    return m;
+}
+
+}  // namespace
+
 std::shared_ptr<const LoadedModel> load_model_file(const std::string& path,
                                                    const UserLoadOptions& options) {
     const auto t0 = Clock::now();
@@ -222,7 +267,11 @@ Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
         // A small file may declare huge arrays: refused before they are read.
         check_limit(static_cast<double>(resident_bytes()) + 2 * declared_bytes(req_.model),
                     "loading the model");
-        model_ = load_model_file(req_.model, req_.load);
+        if (req_.fixed_point) {
+            model_ = load_fixed_point(req_);
+        } else {
+            model_ = load_model_file(req_.model, req_.load);
+        }
     } else {
         req_.model = model_->path;
     }

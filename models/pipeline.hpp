@@ -80,6 +80,9 @@ struct RunRequest {
     bool count_ops = true;
     bool time_nodes = false;  // measure each node's share of the simulation (--node-times)
     std::string profile = hw::kDefaultProfile;  // a profile name or a JSON file
+    // --arith fixed: run the integer model `ternion quantize` makes of `model` with `profile`
+    // (its number formats), instead of the float model.
+    bool fixed_point = false;
     hw::PriceOptions pricing;
     std::optional<TraceOptions> record;  // observables kept in memory (and traced)
     std::string trace_path;              // write them here (needs `record`)

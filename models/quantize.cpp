@@ -26,6 +26,21 @@ bool passes_through(const std::string& t) {
     return t == "Delay" || t == "Flatten";
 }
 
+template <class T>
+T at(const std::vector<T>& v, std::size_t k) {
+    return v.size() == 1 ? v[0] : v[k];
+}
+
+std::string number(double x) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%g", x);
+    return buf;
+}
+std::string range_of(const std::vector<double>& v) {
+    const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+    return number(*lo) + ".." + number(*hi);
+}
+
 struct Population {
     int neuron = -1;
     std::vector<int> layers;
@@ -53,12 +68,17 @@ class Quantizer {
     void quantize_readout(int layer);
     void write_neuron(const std::string& name, const Shape& shape, const kernels::LeakyForm& f,
                       const std::vector<double>& a, const std::vector<double>& c,
-                      const std::vector<double>& th, int e);
+                      const std::vector<double>& th, const std::vector<double>& scale);
     void write() const;
     void write_node(h5::Writer& w, const std::string& name) const;
 
-    // Integer weights of `layer` times `gain` at scale 2^e; records them for writing.
-    std::int64_t integer_weights(int layer, double gain, int e);
+    // Integer weights of `layer` times `gain` at the rows' scales; records them for writing.
+    std::int64_t integer_weights(int layer, double gain, const std::vector<double>& row_scale);
+    // The scale that brings x to at most `limit`: a power of two, or limit / x ("max").
+    double fit_scale(double x, double limit) const;
+    // Per output row of the population's layers: max |w| times the gain; empty when the
+    // layers disagree on their rows (the caller then scales per layer).
+    std::vector<double> row_maxima(const Population& p, double gain) const;
     std::int64_t round_to_int(double x) const;
     std::string group_of(int u) const { return "/node/nodes/" + graph().node(u).name(); }
     const Graph& graph() const { return *model_graph_->graph; }
@@ -79,7 +99,7 @@ class Quantizer {
     };
     std::map<std::string, std::map<std::string, Array>> arrays_;
     std::map<std::string, std::map<std::string, std::string>> strings_;
-    std::map<std::string, int> exponents_;
+    std::map<std::string, double> scales_;  // layers with one scale: written as an attribute
 };
 
 void Quantizer::load_formats() {
@@ -197,7 +217,8 @@ std::int64_t Quantizer::round_to_int(double x) const {
     return static_cast<std::int64_t>(std::nearbyint(x));  // ties to even (torch.round)
 }
 
-std::int64_t Quantizer::integer_weights(int layer, double gain, int e) {
+std::int64_t Quantizer::integer_weights(int layer, double gain,
+                                        const std::vector<double>& row_scale) {
     const std::string grp = group_of(layer);
     const std::string& name = graph().node(layer).name();
     std::int64_t mx = 0;
@@ -205,14 +226,17 @@ std::int64_t Quantizer::integer_weights(int layer, double gain, int e) {
         if (!file_->exists(grp + "/" + ds)) continue;
         h5::DatasetInfo info;
         const auto w = file_->read_doubles(grp + "/" + ds, &info);
+        const std::size_t rows = info.dims.empty() ? 1 : static_cast<std::size_t>(info.dims[0]);
+        const std::size_t per = std::max<std::size_t>(1, w.size() / std::max<std::size_t>(rows, 1));
         Array a{{}, info.dims};
         a.v.reserve(w.size());
-        for (double x : w) a.v.push_back(round_to_int(std::ldexp(x * gain, e)));
+        for (std::size_t i = 0; i < w.size(); ++i)
+            a.v.push_back(round_to_int(w[i] * gain * at(row_scale, i / per)));
         if (std::string(ds) == "weight")
             for (auto x : a.v) mx = std::max(mx, std::abs(x));
         arrays_[name][ds] = std::move(a);
     }
-    exponents_[name] = e;
+    if (row_scale.size() == 1) scales_[name] = row_scale[0];
     return mx;
 }
 
@@ -262,17 +286,33 @@ void split_bias(double b, std::int64_t& mant, std::int64_t& exp) {
     mant = static_cast<std::int64_t>(std::nearbyint(std::ldexp(b, -static_cast<int>(exp))));
 }
 
-template <class T>
-T at(const std::vector<T>& v, std::size_t k) {
-    return v.size() == 1 ? v[0] : v[k];
+}  // namespace
+
+double Quantizer::fit_scale(double x, double limit) const {
+    if (!(x > 0.0)) return 1.0;
+    if (formats_.scale == "max") return limit / x;
+    return std::ldexp(1.0, scale_exponent(x, limit));
 }
 
-}  // namespace
+std::vector<double> Quantizer::row_maxima(const Population& p, double gain) const {
+    std::vector<double> m;
+    for (int l : p.layers) {
+        h5::DatasetInfo info;
+        const auto w = file_->read_doubles(group_of(l) + "/weight", &info);
+        const auto rows = static_cast<std::size_t>(info.dims.empty() ? 1 : info.dims[0]);
+        if (m.empty()) m.assign(rows, 0.0);
+        if (m.size() != rows || w.size() % rows != 0) return {};
+        const std::size_t per = w.size() / rows;
+        for (std::size_t i = 0; i < w.size(); ++i)
+            m[i / per] = std::max(m[i / per], std::fabs(w[i] * gain));
+    }
+    return m;
+}
 
 void Quantizer::quantize_population(const Population& p) {
     const Node& n = graph().node(p.neuron);
     const auto& f = p.form;
-    QuantizedNode q{n.name(), n.type(), "FixedLIF", 0, 0, ""};
+    QuantizedNode q{n.name(), n.type(), "FixedLIF", 1.0, 0, ""};
     const auto N = static_cast<std::size_t>(n.in_size());
     const auto keep = [&](const std::string& why) { plan_.kept[p.neuron] = why; };
     if (std::any_of(f.g.begin(), f.g.end(), [&](float x) { return x != f.g[0]; }))
@@ -291,40 +331,63 @@ void Quantizer::quantize_population(const Population& p) {
         th[k] = at(f.threshold, k) - vr;
         if (!(th[k] > 0.0)) return keep("a threshold lies at or below the reset level");
     }
-    // Scale: the largest weight fills the weight format; the membrane holds twice the largest
-    // threshold (a step's input can overshoot it).
-    double wmax = 0.0;
-    for (int l : p.layers) wmax = std::max(wmax, max_abs_of(*file_, group_of(l) + "/weight"));
-    const double qmax = std::ldexp(1.0, formats_.weight_bits - 1) - 1.0;
-    const int is = datapath_.input_shift;
-    const int e_w = scale_exponent(wmax * std::fabs(g0), qmax);
-    const double thmax = *std::max_element(th.begin(), th.end());
-    const int e = std::min(e_w, scale_exponent(std::ldexp(2.0 * thmax, is),
-                                               static_cast<double>(datapath_.membrane.max())));
-    if (e < e_w)
-        q.note = "scale 2^" + std::to_string(e) + " instead of 2^" + std::to_string(e_w) +
-                 " so that the threshold fits the " + std::to_string(datapath_.membrane.bits) +
-                 "-bit membrane";
-    for (int l : p.layers) {
-        const std::int64_t mx = integer_weights(l, g0, e);
-        report_.nodes.push_back({graph().node(l).name(), graph().node(l).type(), "integer weights",
-                                 e, mx, "feeds " + n.name()});
+    // Scale per row (output channel) or per population: the largest weight fills the weight
+    // format; the membrane holds twice the largest threshold (a step's input can overshoot it).
+    std::vector<double> rows = row_maxima(p, std::fabs(g0));
+    // Per channel needs every layer of the population to be of one kind (convolution or linear).
+    const auto kind = [&](int l) { return graph().node(l).type().rfind("Conv", 0) == 0; };
+    const bool one_kind = std::all_of(p.layers.begin(), p.layers.end(),
+                                      [&](int l) { return kind(l) == kind(p.layers[0]); });
+    const bool per_channel =
+        formats_.granularity == "channel" && one_kind && !rows.empty() && N % rows.size() == 0;
+    if (!per_channel) {
+        double m = 0.0;
+        for (int l : p.layers) m = std::max(m, max_abs_of(*file_, group_of(l) + "/weight"));
+        rows = {m * std::fabs(g0)};
     }
-    write_neuron(n.name(), n.in_shape(), f, a, c, th, e);
-    q.exponent = e;
+    // The output channel of neuron k: convolutions lay channels out first ([C, H, W]), linear
+    // layers last ([tokens, features]).
+    const bool conv = graph().node(p.layers[0]).type().rfind("Conv", 0) == 0;
+    const std::size_t R = rows.size(), per = N / R;
+    const auto row_of = [&](std::size_t k) { return R == 1 ? 0 : (conv ? k / per : k % R); };
+    std::vector<double> thmax(R, 0.0), scale(R);
+    for (std::size_t k = 0; k < N; ++k) thmax[row_of(k)] = std::max(thmax[row_of(k)], th[k]);
+    const double qmax = std::ldexp(1.0, formats_.weight_bits - 1) - 1.0;
+    const auto vmax = static_cast<double>(datapath_.membrane.max());
+    bool lowered = false;
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+        const double sw = fit_scale(rows[r], qmax);
+        scale[r] = std::min(sw, fit_scale(std::ldexp(2.0 * thmax[r], datapath_.input_shift), vmax));
+        lowered |= scale[r] < sw;
+    }
+    if (lowered)
+        q.note = "scale lowered so that the threshold fits the " +
+                 std::to_string(datapath_.membrane.bits) + "-bit membrane";
+    q.scale = *std::min_element(scale.begin(), scale.end());
+    if (scale.size() > 1)
+        q.note += std::string(q.note.empty() ? "" : "; ") + "per channel: " + range_of(scale);
+    for (int l : p.layers) {
+        const std::int64_t mx = integer_weights(l, g0, scale);
+        report_.nodes.push_back({graph().node(l).name(), graph().node(l).type(), "integer weights",
+                                 q.scale, mx, "feeds " + n.name()});
+    }
+    std::vector<double> neuron_scale(N);
+    for (std::size_t k = 0; k < N; ++k) neuron_scale[k] = scale[row_of(k)];
+    write_neuron(n.name(), n.in_shape(), f, a, c, th, neuron_scale);
     report_.nodes.push_back(q);
 }
 
 void Quantizer::write_neuron(const std::string& name, const Shape& shape,
                              const kernels::LeakyForm& f, const std::vector<double>& a,
-                             const std::vector<double>& c, const std::vector<double>& th, int e) {
+                             const std::vector<double>& c, const std::vector<double>& th,
+                             const std::vector<double>& scale) {
     const int is = datapath_.input_shift, ts = datapath_.threshold_shift,
               ds = datapath_.decay_shift;
     const bool chip_ge = formats_.neuron.has("compare") ? datapath_.fire_at_equal : f.fire_at_equal;
-    const double U = std::ldexp(1.0, e + is);  // membrane units per float unit
     const std::int64_t unity = std::int64_t{1} << ds;
     std::map<std::string, std::vector<std::int64_t>> v;
     for (std::size_t k = 0; k < a.size(); ++k) {
+        const double U = std::ldexp(scale[k], is);  // membrane units per float unit
         NeuronInts x;
         x.dv = std::clamp<std::int64_t>(
             static_cast<std::int64_t>(std::nearbyint(static_cast<double>(unity) * (1.0 - a[k]))) -
@@ -360,12 +423,13 @@ void Quantizer::write_neuron(const std::string& name, const Shape& shape,
 }
 
 void Quantizer::quantize_readout(int layer) {
+    // One scale for every output: class decisions compare the outputs with each other.
     const double qmax = std::ldexp(1.0, formats_.weight_bits - 1) - 1.0;
-    const int e = scale_exponent(max_abs_of(*file_, group_of(layer) + "/weight"), qmax);
-    const std::int64_t mx = integer_weights(layer, 1.0, e);
+    const double sc = fit_scale(max_abs_of(*file_, group_of(layer) + "/weight"), qmax);
+    const std::int64_t mx = integer_weights(layer, 1.0, {sc});
     report_.nodes.push_back({graph().node(layer).name(), graph().node(layer).type(),
-                             "integer weights", e, mx,
-                             "readout: its output is the float one times 2^" + std::to_string(e)});
+                             "integer weights", sc, mx,
+                             "readout: its output is the float one times " + number(sc)});
 }
 
 namespace {
@@ -394,8 +458,8 @@ void Quantizer::write_node(h5::Writer& w, const std::string& name) const {
         for (const auto& [k, v] : s->second) w.write_string(grp + "/" + k, v);
     if (a != arrays_.end())
         for (const auto& [k, v] : a->second) w.write(grp + "/" + k, v.v, v.dims, false);
-    if (const auto x = exponents_.find(name); x != exponents_.end())
-        w.attr(grp, "ternion_weight_exponent", static_cast<std::int64_t>(x->second));
+    if (const auto x = scales_.find(name); x != scales_.end())
+        w.attr(grp, "ternion_weight_scale", x->second);
 }
 
 void Quantizer::write() const {
@@ -458,7 +522,7 @@ std::string quantize_report_text(const QuantizeReport& r) {
         std::snprintf(buf, sizeof buf, "  %-*s  %-18s  %-16s", static_cast<int>(w), n.name.c_str(),
                       n.type.c_str(), n.action.c_str());
         out += buf;
-        if (n.action != "kept float") out += "  2^" + std::to_string(n.exponent);
+        if (n.action != "kept float") out += "  x " + number(n.scale);
         if (n.max_weight) out += ", |w| <= " + std::to_string(n.max_weight);
         if (!n.note.empty()) out += "  (" + n.note + ")";
         out += "\n";

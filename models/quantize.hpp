@@ -5,7 +5,7 @@
 // Affine, Conv) get integer weights of the profile's width under one power-of-two scale shared
 // by the population, with the input gain, leak, reset level and threshold folded in as chips
 // fold them. Readout layers that feed only Output nodes get integer weights of their own scale
-// (the output is the float one times 2^exponent: class decisions do not change). Everything
+// (the output is the float one times that scale: class decisions do not change). Everything
 // else stays in float and the report says why. The formats are written into the file (the
 // FixedLIF parameters), so the file carries its own semantics. docs/fixed-point.md.
 #pragma once
@@ -28,7 +28,8 @@ struct QuantizeOptions {
 struct QuantizedNode {
     std::string name, type;       // as in the float model
     std::string action;           // "FixedLIF", "integer weights", "kept float"
-    int exponent = 0;             // weights were multiplied by 2^exponent before rounding
+    double scale = 1.0;           // weights were multiplied by it (the smallest row scale when
+                                  // each output channel has its own)
     std::int64_t max_weight = 0;  // largest |integer weight| (weighted layers)
     std::string note;             // why it stays float, or what was adjusted
 };

@@ -15,6 +15,7 @@
 #include "hw/cost_model.hpp"
 #include "models/graph_builder.hpp"
 #include "models/pipeline.hpp"
+#include "models/quantize.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/h5vet.hpp"
 #include "sim/simd/simd.hpp"
@@ -398,6 +399,31 @@ py::dict attention(const std::string& kind, py::dict weights,
     return r;
 }
 
+// ternion.quantize: `ternion quantize` with the report as a dict.
+py::dict quantize_file(const std::string& model, const std::string& output,
+                       const std::string& profile, std::optional<int> weight_bits,
+                       std::optional<int> membrane_bits, std::optional<double> dt,
+                       std::optional<std::string> from) {
+    QuantizeOptions o;
+    o.profile = profile;
+    o.weight_bits = weight_bits;
+    o.membrane_bits = membrane_bits;
+    o.load = load_options(dt, std::nullopt, std::nullopt, std::move(from), false);
+    QuantizeReport r;
+    {
+        py::gil_scoped_release nogil;
+        r = quantize_model(model, output, o);
+    }
+    py::list nodes;
+    for (const auto& n : r.nodes)
+        nodes.append(py::dict(py::arg("name") = n.name, py::arg("type") = n.type,
+                              py::arg("action") = n.action, py::arg("scale") = n.scale,
+                              py::arg("max_weight") = n.max_weight, py::arg("note") = n.note));
+    return py::dict(py::arg("model") = r.model, py::arg("output") = r.output,
+                    py::arg("profile") = r.profile, py::arg("weight_bits") = r.weight_bits,
+                    py::arg("nodes") = nodes, py::arg("text") = quantize_report_text(r));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -477,6 +503,8 @@ PYBIND11_MODULE(_core, m) {
         return py::dict(py::arg("kernels") = simd::level_name(simd::level()),
                         py::arg("cpu_best") = simd::level_name(simd::detect()));
     });
+    m.def("quantize", &quantize_file, py::arg("model"), py::arg("output"), py::arg("profile"),
+          py::arg("weight_bits"), py::arg("membrane_bits"), py::arg("dt"), py::arg("from_"));
     m.def("profiles", &hw::list_profiles);
     m.def("describe_profile",
           [](const std::string& name) { return hw::describe_profile(hw::load_profile(name)); });

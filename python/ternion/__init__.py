@@ -4,6 +4,7 @@ Run and price models (the C++ simulator, through the extension module `ternion._
     model = ternion.load("model.h5")            # or ternion.load_bundled(), ternion.build(...)
     r = ternion.run(model, x, labels)           # spikes, counts, energy, accuracy as numpy/dicts
     ternion.profiles(); ternion.attention(kind, weights, x)
+    ternion.quantize(model_path, output_path, profile)  # the integer model a chip holds
 See docs/python.md.
 
 Export a PyTorch spiking network as a ternion model file (pure Python, needs torch):
@@ -12,10 +13,10 @@ Export a PyTorch spiking network as a ternion model file (pure Python, needs tor
 Importing the package loads neither torch nor h5py; the simulator is loaded on first use.
 """
 
-__all__ = ["load", "load_bundled", "build", "run", "Result", "Model", "Error", "profiles",
+__all__ = ["load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
            "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError"]
 
-_API = {"load", "load_bundled", "build", "run", "Result", "Model", "Error", "profiles",
+_API = {"load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
         "describe_profile", "attention", "attention_kinds", "kernels"}
 
 

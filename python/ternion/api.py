@@ -217,6 +217,19 @@ def _labels(labels):
     return [int(v) for v in a]
 
 
+def quantize(model, output, profile="loihi-like", *, weight_bits=None, membrane_bits=None,
+             dt=None, from_=None):
+    """Writes the integer model a chip would hold (`ternion quantize`): the neurons become
+    ternion.FixedLIF on the profile's datapath and their layers get integer weights of
+    `weight_bits` (default: the profile's) under one power-of-two scale per population.
+    Returns {"nodes": [{"name", "type", "action", "exponent", "max_weight", "note"}], ...,
+    "text": the report}. See docs/fixed-point.md."""
+    weight_bits = _int_option("weight_bits", weight_bits, 2, 16)
+    membrane_bits = _int_option("membrane_bits", membrane_bits, 2, 32)
+    return _core.quantize(str(model), str(output), str(profile), weight_bits, membrane_bits, dt,
+                          from_)
+
+
 def profiles():
     """{name: one-line description} of every hardware profile."""
     return dict(_core.profiles())

@@ -14,7 +14,6 @@ equations, not from ternion's code:
 Every case runs on both engines and on 1 and 3 threads; v and spikes must equal the reference
 at every step.
 """
-import os
 
 import h5py
 import numpy as np

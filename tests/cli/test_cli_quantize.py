@@ -22,9 +22,9 @@ rng = np.random.default_rng(381)
 
 # The two profiles' datapaths (hw/profiles/*.json "formats"), as the reference needs them.
 LOIHI = dict(bits=8, ishift=6, tshift=6, du_off=1, cur=24, cur_wrap=True, mem=24, mem_sym=True,
-             chip_ge=False)
+             chip_ge=False, max_scale=False, per_channel=False)
 INT8 = dict(bits=8, ishift=0, tshift=0, du_off=0, cur=32, cur_wrap=True, mem=16, mem_sym=False,
-            chip_ge=None)  # None: the model's comparator
+            chip_ge=None, max_scale=True, per_channel=True)  # None: the model's comparator
 
 
 def floor_log2_fit(x, limit):
@@ -51,28 +51,35 @@ def saturate(x, bits, symmetric):
     return np.clip(x, -hi if symmetric else -hi - 1, hi)
 
 
+def fit(x, limit, dp):
+    """The scale that brings x to at most limit: a power of two, or limit / x."""
+    return limit / x if dp["max_scale"] else 2.0 ** floor_log2_fit(x, limit)
+
+
 def population(W, g, a, theta, model_ge, ternary, dp):
-    """Integer weights and neuron constants of one population, from docs/fixed-point.md."""
+    """Integer weights and neuron constants of one population, from docs/fixed-point.md: a
+    scale per row (output channel) or one for the population, the smaller of what fills the
+    weights and what keeps twice the threshold within the membrane."""
     qmax = 2 ** (dp["bits"] - 1) - 1
     vmax = 2 ** (dp["mem"] - 1) - 1
-    e = min(floor_log2_fit(np.abs(W).max() * abs(g), qmax),
-            floor_log2_fit(2 * theta * 2.0 ** dp["ishift"], vmax))
-    Wi = np.round(W * g * 2.0**e).astype(np.int64)  # numpy rounds half to even
-    U = 2.0 ** (e + dp["ishift"])
+    wmax = np.abs(W).max(axis=1) if dp["per_channel"] else np.full(W.shape[0], np.abs(W).max())
+    s = np.array([min(fit(m * abs(g), qmax, dp), fit(2 * theta * 2.0 ** dp["ishift"], vmax, dp))
+                  for m in wmax])
+    Wi = np.round(W * g * s[:, None]).astype(np.int64)  # numpy rounds half to even
+    X = theta * s * 2.0 ** dp["ishift"]
     chip_ge = model_ge if dp["chip_ge"] is None else dp["chip_ge"]
-    X = theta * U
     if dp["tshift"] > 0:
-        vth = int(np.round(X / 2 ** dp["tshift"]))
-        vlo = int(np.round(-X / 2 ** dp["tshift"]))
+        vth = np.round(X / 2 ** dp["tshift"])
+        vlo = np.round(-X / 2 ** dp["tshift"])
+    elif chip_ge:
+        vth = np.ceil(X) if model_ge else np.floor(X) + 1
+        vlo = np.floor(-X) if model_ge else np.ceil(-X) - 1
     else:
-        if chip_ge:
-            vth = int(np.ceil(X)) if model_ge else int(np.floor(X)) + 1
-            vlo = int(np.floor(-X)) if model_ge else int(np.ceil(-X)) - 1
-        else:
-            vth = int(np.ceil(X)) - 1 if model_ge else int(np.floor(X))
-            vlo = int(np.floor(-X)) + 1 if model_ge else int(np.ceil(-X))
+        vth = np.ceil(X) - 1 if model_ge else np.floor(X)
+        vlo = np.floor(-X) + 1 if model_ge else np.ceil(-X)
     dv = int(np.round(4096 * (1 - a)))
-    return dict(W=Wi, e=e, vth=vth, vlo=vlo if ternary else None, dv=dv, ge=chip_ge)
+    return dict(W=Wi, vth=vth.astype(np.int64), vlo=vlo.astype(np.int64) if ternary else None,
+                dv=dv, ge=chip_ge)
 
 
 def run_population(p, x, dp, state):
@@ -97,8 +104,10 @@ def float_net():
                 tau=2.0, th1=1.0, decay=0.5, th2=0.7)
 
 
-def write_float(fname, net):
-    (Nir().node("input", "Input", shape=np.array([net["W1"].shape[1]]))
+def write_float(fname, net, tokens=0):
+    shape = [tokens, net["W1"].shape[1]] if tokens else [net["W1"].shape[1]]
+    out = [tokens, net["W3"].shape[0]] if tokens else [net["W3"].shape[0]]
+    (Nir().node("input", "Input", shape=np.array(shape))
      .node("fc1", "Linear", weight=net["W1"].astype(np.float32))
      .node("lif", "ternion.SJLIF", tau=np.float64(net["tau"]), decay_input=np.int64(1),
            v_threshold=np.float64(net["th1"]), v_reset=np.float64(0.0))
@@ -106,7 +115,7 @@ def write_float(fname, net):
      .node("tsn", "ternion.TernaryLIF", decay=np.float64(net["decay"]),
            v_threshold=np.float64(net["th2"]))
      .node("head", "Affine", weight=net["W3"].astype(np.float32), bias=net["b3"].astype(np.float32))
-     .node("output", "Output", shape=np.array([net["W3"].shape[0]]))
+     .node("output", "Output", shape=np.array(out))
      .edge("input", "fc1").edge("fc1", "lif").edge("lif", "fc2").edge("fc2", "tsn")
      .edge("tsn", "head").edge("head", "output").write(fname))
 
@@ -116,18 +125,22 @@ def reference(net, spikes, dp):
     W1, W2, W3 = (net[k].astype(np.float32).astype(np.float64) for k in ("W1", "W2", "W3"))
     p1 = population(W1, 1.0 / net["tau"], 1 - 1.0 / net["tau"], net["th1"], True, False, dp)
     p2 = population(W2, 1.0, net["decay"], net["th2"], True, True, dp)
-    e3 = floor_log2_fit(np.abs(W3).max(), 2 ** (dp["bits"] - 1) - 1)
-    W3i = np.round(W3 * 2.0**e3).astype(np.int64)
-    b3i = np.round(net["b3"].astype(np.float32).astype(np.float64) * 2.0**e3).astype(np.int64)
-    v1 = np.zeros(W1.shape[0], np.int64)
-    v2 = np.zeros(W2.shape[0], np.int64)
+    s3 = fit(np.abs(W3).max(), 2 ** (dp["bits"] - 1) - 1, dp)  # one scale: a readout
+    W3i = np.round(W3 * s3).astype(np.int64)
+    b3i = np.round(net["b3"].astype(np.float32).astype(np.float64) * s3).astype(np.int64)
+    # Token layers ([tokens, features] per step) apply each layer to every token: the neuron of
+    # token t and channel o has the constants of channel o.
+    tok = spikes.shape[1] if spikes.ndim == 3 else 0
+    x_shape = (tok,) if tok else ()
+    v1 = np.zeros(x_shape + (W1.shape[0],), np.int64)
+    v2 = np.zeros(x_shape + (W2.shape[0],), np.int64)
     s1s, s2s, outs = [], [], []
     for t in range(spikes.shape[0]):
-        s1, v1 = run_population(p1, p1["W"] @ spikes[t].astype(np.int64), dp, v1)
-        s2, v2 = run_population(p2, p2["W"] @ s1, dp, v2)
-        s1s.append(s1)
-        s2s.append(s2)
-        outs.append(W3i @ s2 + b3i)
+        s1, v1 = run_population(p1, spikes[t].astype(np.int64) @ p1["W"].T, dp, v1)
+        s2, v2 = run_population(p2, s1 @ p2["W"].T, dp, v2)
+        s1s.append(s1.reshape(-1))
+        s2s.append(s2.reshape(-1))
+        outs.append((s2 @ W3i.T + b3i).reshape(-1))
     return np.array(s1s), np.array(s2s), np.array(outs)
 
 
@@ -165,6 +178,24 @@ def quantised_network_equals_the_documented_rule():
                     assert np.array_equal(a, s1), (profile, k, engine, threads, "lif")
                     assert np.array_equal(b, s2), (profile, k, engine, threads, "tsn")
         assert fired > 200, fired
+
+
+@test
+def token_layers_take_their_channel_constants():
+    # Linear layers on [tokens, features]: with a scale per output channel, the neuron of
+    # token t and channel o gets channel o's threshold (channels last, unlike convolutions).
+    for profile, dp in (("horowitz45-int8", INT8), ("loihi-like", LOIHI)):
+        net = float_net()
+        fm, qm = path("tok_f.h5"), path(f"tok_q_{profile}.h5")
+        write_float(fm, net, tokens=4)
+        run("quantize", fm, "-o", qm, "--profile", profile)
+        spikes = (rng.random((25, 4, net["W1"].shape[1])) < 0.4).astype(np.int8)
+        s1, s2, _ = reference(net, spikes, dp)
+        assert (s2 != 0).sum() > 20
+        for engine in ("event", "dense"):
+            a, b = trace_of(qm, spikes, f"tok{profile}", engine, 2)
+            assert np.array_equal(a.reshape(a.shape[0], -1), s1), (profile, engine, "lif")
+            assert np.array_equal(b.reshape(b.shape[0], -1), s2), (profile, engine, "tsn")
 
 
 @test

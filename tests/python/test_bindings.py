@@ -501,3 +501,29 @@ def test_kernels_level_is_the_clis(ternion_bin):
                                        capture_output=True, text=True).stdout)
     assert forced["kernels"].startswith("x86-64-v2") or forced["kernels"] == "portable"
     assert forced["cpu_best"] == k["cpu_best"]
+
+
+def test_quantize_equals_the_cli(core, ternion_bin, tmp_path):
+    """ternion.quantize writes the same integer model as `ternion quantize`, and a run of it
+    gives the CLI's predictions; bad widths raise ternion.Error naming the option."""
+    model = os.path.join(os.path.dirname(__file__), "..", "..", "models", "bundled", "bsa_digits.h5")
+    rep = core.quantize(model, tmp_path / "py.h5", "horowitz45-int8", weight_bits=6)
+    cli = subprocess.run([ternion_bin, "quantize", model, "-o", str(tmp_path / "cli.h5"),
+                          "--profile", "horowitz45-int8", "--weight-bits", "6", "--json"],
+                         capture_output=True, text=True)
+    assert cli.returncode == 0, cli.stderr
+    doc = json.loads(cli.stdout)
+    assert rep["nodes"] == doc["nodes"] and rep["weight_bits"] == 6
+    with h5py.File(tmp_path / "py.h5", "r") as a, h5py.File(tmp_path / "cli.h5", "r") as b:
+        for n in ("conv", "b0_fc1", "head"):
+            assert np.array_equal(a[f"node/nodes/{n}/weight"][()], b[f"node/nodes/{n}/weight"][()])
+            assert np.abs(a[f"node/nodes/{n}/weight"][()]).max() <= 31
+    data = os.path.join(os.path.dirname(model), "digits_test.h5")
+    r = core.run(core.load(tmp_path / "py.h5"), data)
+    out = cli_json(ternion_bin, str(tmp_path / "cli.h5"), "--input", data)
+    assert list(r.predictions) == out["predictions"]
+    with pytest.raises(core.Error, match="weight-bits"):
+        core.quantize(model, tmp_path / "x.h5", weight_bits=1)
+    with pytest.raises(core.Error, match="formats"):
+        core.quantize(model, tmp_path / "x.h5", "horowitz45-fp32")
+    assert not (tmp_path / "x.h5").exists()

@@ -48,7 +48,7 @@ int cmd_quantize(const Args& args) {
         j["nodes"].push_back({{"name", n.name},
                               {"type", n.type},
                               {"action", n.action},
-                              {"exponent", n.exponent},
+                              {"scale", n.scale},
                               {"max_weight", n.max_weight},
                               {"note", n.note}});
     std::cout << j.dump(2) << "\n";

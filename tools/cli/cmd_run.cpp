@@ -58,6 +58,12 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
     if (vm.count("max-memory"))
         q.max_memory = parse_bytes("max-memory", vm["max-memory"].as<std::string>());
     q.profile = vm["profile"].as<std::string>();
+    {
+        const std::string a = vm["arith"].as<std::string>();
+        if (a != "float" && a != "fixed")
+            throw OptionError("arith", "must be \"float\" or \"fixed\", got \"" + a + "\"");
+        q.fixed_point = a == "fixed";
+    }
     q.pricing.mode = hw::parse_count_mode(vm["count"].as<std::string>());
     q.pricing.encoding_mac_times_T = !vm.count("paper-encoding-once");
     q.load = model_options(vm);
@@ -149,8 +155,10 @@ int cmd_run(const Args& args) {
         "of physical memory)")("profile",
                                po::value<std::string>()->default_value(hw::kDefaultProfile),
                                "hardware profile: a name (`ternion profiles`) or a JSON file")(
-        "count", po::value<std::string>()->default_value("exact"),
-        "counting convention: exact | neurobench | paper | syops")(
+        "arith", po::value<std::string>()->default_value("float"),
+        "float, or fixed: run the integer model `ternion quantize` makes with --profile's number "
+        "formats (docs/fixed-point.md)")("count", po::value<std::string>()->default_value("exact"),
+                                         "counting convention: exact | neurobench | paper | syops")(
         "paper-encoding-once", "paper mode: bill the encoding layer's MACs once, not every step")(
         "no-progress", "no progress bar")(
         "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting")(

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/kernels/neuron_rules.hpp"
+#include "sim/simd/simd.hpp"
 
 namespace ternion {
 
@@ -138,6 +139,7 @@ class FixedLifNode final : public Node {
             c.ternary = ternary_;
             if (ternary_) c.vth_lo = at(lo_, k) << d_.threshold_shift;
         }
+        build_columns();
     }
     std::unique_ptr<NodeState> make_state() const override {
         auto st = std::make_unique<FixedState>();
@@ -183,6 +185,24 @@ class FixedLifNode final : public Node {
         }
         return v;
     }
+    void build_columns() {
+        row_.uniform = du_.size() == 1 && dv_.size() == 1 && mant_.size() == 1 &&
+                       exp_.size() == 1 && vth_.size() == 1 && lo_.size() <= 1;
+        const std::size_t m = row_.uniform ? 1 : c_.size();
+        for (auto* col : {&row_du_, &row_dv_, &row_bias_, &row_vth_, &row_lo_}) col->assign(m, 0);
+        constexpr std::int64_t lim = 2147483647;
+        for (std::size_t k = 0; k < m && k < c_.size(); ++k) {
+            const auto& c = c_[k];
+            if (c.bias > lim || c.bias < -lim)
+                fail("bias_mant",
+                     "bias_mant << bias_exp = " + std::to_string(c.bias) + " is beyond 32 bits");
+            row_du_[k] = static_cast<std::int32_t>(c.du);
+            row_dv_[k] = static_cast<std::int32_t>(c.dv);
+            row_bias_[k] = static_cast<std::int32_t>(c.bias);
+            row_vth_[k] = static_cast<std::int32_t>(c.vth);
+            row_lo_[k] = static_cast<std::int32_t>(c.vth_lo);
+        }
+    }
     static std::int64_t at(const std::vector<std::int64_t>& v, std::size_t k) {
         return v.size() == 1 ? v[0] : v[k];
     }
@@ -224,7 +244,13 @@ class FixedLifNode final : public Node {
 
     LifDatapath d_;
     std::vector<std::int64_t> du_, dv_, mant_, exp_, vth_, lo_;
+    void update_block(FixedState& st, const float* x, float* o, std::int64_t b0, std::int64_t b1,
+                      std::uint64_t& over) const;
     std::vector<fixed::LifConstants> c_;  // per neuron, after bind
+    // The same constants as int32 columns for the vectorised rows (one value each when
+    // row_.uniform); row_ holds only that flag.
+    std::vector<std::int32_t> row_du_, row_dv_, row_bias_, row_vth_, row_lo_;
+    fixed::LifRow row_;
     bool ternary_ = false;
     std::int64_t n_ = 1;
     Shape shape_;
@@ -255,6 +281,91 @@ std::vector<std::pair<std::string, std::string>> FixedLifNode::summary() const {
     return r;
 }
 
+namespace {
+
+// The single-compartment row with both overflow rules fixed at compile time.
+template <bool Ternary, int CurP>
+std::uint64_t cleared_row_mem(const fixed::LifDatapath& d, const fixed::LifRow& c, std::int32_t* u,
+                              std::int32_t* v, const float* x, float* o, std::int64_t n) {
+    using fixed::DecayForm;
+    using fixed::Order;
+    return d.membrane.overflow == fixed::Overflow::wrap
+               ? fixed::lif_row<Order::decay_then_add, DecayForm::multiply, Ternary, true, true,
+                                CurP, fixed::kWrap>(d, c, u, v, x, o, n)
+               : fixed::lif_row<Order::decay_then_add, DecayForm::multiply, Ternary, true, true,
+                                CurP, fixed::kSaturate>(d, c, u, v, x, o, n);
+}
+template <bool Ternary>
+std::uint64_t cleared_row_cur(const fixed::LifDatapath& d, const fixed::LifRow& c, std::int32_t* u,
+                              std::int32_t* v, const float* x, float* o, std::int64_t n) {
+    return d.current.overflow == fixed::Overflow::wrap
+               ? cleared_row_mem<Ternary, fixed::kWrap>(d, c, u, v, x, o, n)
+               : cleared_row_mem<Ternary, fixed::kSaturate>(d, c, u, v, x, o, n);
+}
+std::uint64_t cleared_row(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
+                          std::int32_t* u, std::int32_t* v, const float* x, float* o,
+                          std::int64_t n) {
+    return ternary ? cleared_row_cur<true>(d, c, u, v, x, o, n)
+                   : cleared_row_cur<false>(d, c, u, v, x, o, n);
+}
+
+// lif_row for one variant of the datapath, chosen here, outside the loop over neurons.
+template <fixed::Order O, fixed::DecayForm F>
+std::uint64_t row_of_form(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
+                          std::int32_t* u, std::int32_t* v, const float* x, float* o,
+                          std::int64_t n) {
+    // A uniform du that clears the current: the single-compartment row.
+    if constexpr (O == fixed::Order::decay_then_add && F == fixed::DecayForm::multiply)
+        if (c.uniform && c.du[0] == (std::int64_t{1} << d.decay_shift))
+            return cleared_row(d, c, ternary, u, v, x, o, n);
+    if (ternary)
+        return c.uniform ? fixed::lif_row<O, F, true, true>(d, c, u, v, x, o, n)
+                         : fixed::lif_row<O, F, true, false>(d, c, u, v, x, o, n);
+    return c.uniform ? fixed::lif_row<O, F, false, true>(d, c, u, v, x, o, n)
+                     : fixed::lif_row<O, F, false, false>(d, c, u, v, x, o, n);
+}
+
+}  // namespace
+
+// Neurons [b0, b1): the vectorised rows, or the per-neuron rule when several spikes a step are
+// possible (their count is a division, rare and short).
+void FixedLifNode::update_block(FixedState& st, const float* x, float* o, std::int64_t b0,
+                                std::int64_t b1, std::uint64_t& over) const {
+    if (d_.max_spikes > 1) {
+        for (std::int64_t k = b0; k < b1; ++k) {
+            const auto u = static_cast<std::size_t>(k);
+            o[k] = static_cast<float>(
+                fixed::lif_step(d_, c_[u], st.u[u], st.v[u], fixed::input_int(x[k]), over));
+        }
+        return;
+    }
+    const std::int64_t off = row_.uniform ? 0 : b0;
+    const fixed::LifRow c{row_du_.data() + off,
+                          row_dv_.data() + off,
+                          row_bias_.data() + off,
+                          row_vth_.data() + off,
+                          row_lo_.data() + (ternary_ ? off : 0),
+                          row_.uniform};
+    std::int32_t* u = st.u.data() + b0;
+    std::int32_t* v = st.v.data() + b0;
+    const std::int64_t n = b1 - b0;
+    simd::at_level([&, u, v, n] {
+        using fixed::DecayForm;
+        using fixed::Order;
+        const bool mul = d_.decay == DecayForm::multiply;
+        if (d_.order == Order::decay_then_add)
+            over += mul ? row_of_form<Order::decay_then_add, DecayForm::multiply>(
+                              d_, c, ternary_, u, v, x + b0, o + b0, n)
+                        : row_of_form<Order::decay_then_add, DecayForm::bitshift>(
+                              d_, c, ternary_, u, v, x + b0, o + b0, n);
+        else
+            over += mul ? row_of_form<Order::add_then_decay, DecayForm::multiply>(
+                              d_, c, ternary_, u, v, x + b0, o + b0, n)
+                        : row_of_form<Order::add_then_decay, DecayForm::bitshift>(
+                              d_, c, ternary_, u, v, x + b0, o + b0, n);
+    });
+}
+
 void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
                         const StepContext& ctx) const {
     auto& st = static_cast<FixedState&>(*state);
@@ -279,13 +390,10 @@ void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
                 spikes.clear();
                 over = 0;
                 const std::int64_t e = std::min(n, (b + 1) * bs);
-                for (std::int64_t k = b * bs; k < e; ++k) {
-                    const auto u = static_cast<std::size_t>(k);
-                    const int s =
-                        fixed::lif_step(d_, c_[u], sp->u[u], sp->v[u], fixed::to_int(x[k]), over);
-                    o[k] = static_cast<float>(s);
-                    if (s != 0) spikes.push_back(static_cast<std::uint32_t>(k));
-                }
+                update_block(*sp, x, o, b * bs, e, over);
+                spikes.resize(static_cast<std::size_t>(e - b * bs));
+                bool ternary = true;
+                spikes.resize(collect_nonzero(o, b * bs, e, spikes.data(), ternary));
             }
         },
         2 * n);

@@ -12,6 +12,9 @@
 //   decays that move a non-zero state by at least 1, 16-bit states saturated at every add,
 //   the input added to the current before it decays, subtractive reset, up to 31 spikes.
 #pragma once
+#include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cstdint>
 #include <string_view>
 
@@ -174,6 +177,135 @@ inline int lif_step(const LifDatapath& d, const LifConstants& c, std::int32_t& u
     u = static_cast<std::int32_t>(un);
     v = static_cast<std::int32_t>(vn);
     return s;
+}
+
+}  // namespace ternion::fixed
+
+namespace ternion::fixed {
+
+// The neurons of a row, constants as int32 arrays (one value each, or a single value for all
+// when `uniform`): what lif_row reads. Thresholds and bias are aligned already (LifConstants).
+struct LifRow {
+    const std::int32_t *du = nullptr, *dv = nullptr, *bias = nullptr, *vth = nullptr, *lo = nullptr;
+    bool uniform = false;
+};
+
+// A float input (the sum of integer weights) as the integer the register receives: dropped
+// toward minus infinity and clamped to int32 (no datapath holds more). Branch-free.
+inline std::int64_t input_int(float x) {
+    // Written with integer selects only, so that loops over it vectorise: |x| >= 2^31 (and
+    // NaN) is recognised from the exponent bits and clamped after the conversion.
+    const auto b = std::bit_cast<std::uint32_t>(x);
+    const std::int32_t big = -static_cast<std::int32_t>(((b >> 23) & 0xffu) >= 158u);
+    const float safe = std::bit_cast<float>(b & ~static_cast<std::uint32_t>(big));
+    const auto t = static_cast<std::int32_t>(safe);  // toward zero
+    const std::int32_t fl = t - static_cast<std::int32_t>(static_cast<float>(t) > safe);
+    const std::int32_t edge = (b >> 31) ? std::int32_t{-2147483647 - 1} : std::int32_t{2147483520};
+    return (fl & ~big) | (edge & big);
+}
+
+// fit() without branches, for the row loops: the format's bounds held by value (a loop that
+// read them through a reference would reload them after every store), both policies computed
+// and one kept.
+struct FitSelect {
+    std::int64_t hi, lo, half, mask;
+    std::int64_t wrap;  // all ones when the format wraps: selects by masks, not branches
+    explicit FitSelect(const IntFormat& f)
+        : hi(f.max()),
+          lo(f.overflow == Overflow::saturate ? -f.max() - 1 : -f.max()),
+          half(f.max() + 1),
+          mask(2 * (f.max() + 1) - 1),
+          wrap(f.overflow == Overflow::wrap ? -1 : 0) {}
+    // Policy: kRuntime selects by `wrap`; kSaturate and kWrap compute their own rule only.
+    template <int Policy = 0>
+    std::int64_t fit(std::int64_t x, bool& hit) const {
+        const std::int64_t sat = std::max(lo, std::min(hi, x));
+        const std::int64_t wrapped = ((x + half - 1) & mask) - half + 1;
+        std::int64_t r;
+        if constexpr (Policy == 1)
+            r = sat;
+        else if constexpr (Policy == 2)
+            r = wrapped;
+        else
+            r = (wrapped & wrap) | (sat & ~wrap);
+        hit |= r != x;
+        return r;
+    }
+    std::int64_t operator()(std::int64_t x, bool& hit) const { return fit(x, hit); }
+};
+
+// x (2^s - d) / 2^s toward zero, or x - (x >> d) at least one step toward zero; branch-free.
+template <DecayForm F>
+inline std::int64_t decay_select(std::int64_t x, std::int64_t d, int s) {
+    if constexpr (F == DecayForm::multiply) {
+        const std::int64_t p = x * ((std::int64_t{1} << s) - d);
+        const std::int64_t m = p >> 63;  // 0 or -1
+        return ((((p ^ m) - m) >> s) ^ m) - m;
+    } else {
+        const std::int64_t q = x >> d;
+        const std::int64_t sign = (x > 0) - (x < 0);
+        return x - (q != 0 ? q : sign);
+    }
+}
+
+// One step of n neurons that fire at most once a step (max_spikes 1): the same integers as
+// lif_step, written without branches so the loop vectorises. out[k] = the spike (0, +1, -1).
+// Returns the overflows. `Cleared`: every du clears the current (a multiplier decay of
+// 2^decay_shift, decay_then_add), so u is the step's input alone: single-compartment neurons,
+// what `ternion quantize` writes, skip a 64-bit product per neuron.
+// CurP, MemP: the current's and membrane's overflow rule fixed at compile time (1 saturate,
+// 2 wrap) or chosen per element (0).
+inline constexpr int kRuntime = 0, kSaturate = 1, kWrap = 2;
+template <Order O, DecayForm F, bool Ternary, bool Uniform, bool Cleared = false,
+          int CurP = kRuntime, int MemP = kRuntime>
+std::uint64_t lif_row(const LifDatapath& d, const LifRow& c, std::int32_t* __restrict u,
+                      std::int32_t* __restrict v, const float* __restrict x, float* __restrict out,
+                      std::int64_t n) {
+    // Everything the loop reads, as locals.
+    const FitSelect cur(d.current), mem(d.membrane);
+    const int up = d.input_exp > 0 ? d.input_exp : 0, down = d.input_exp < 0 ? -d.input_exp : 0;
+    const int ishift = d.input_shift, ds = d.decay_shift;
+    const std::int64_t ge = d.fire_at_equal ? 1 : 0;
+    const std::int64_t sub = d.subtract ? -1 : 0;  // mask: selects, not branches
+    const std::int32_t *cdu = c.du, *cdv = c.dv, *cb = c.bias, *cth = c.vth, *clo = c.lo;
+    const auto at = [](const std::int32_t* p, std::int64_t k) -> std::int64_t {
+        return Uniform ? p[0] : p[k];
+    };
+    std::uint64_t hits = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const std::int64_t a = ((input_int(x[k]) << up) >> down) << ishift;
+        std::int64_t un, vn;
+        const std::int64_t v0 = v[k];
+        bool hu = false, hv = false;
+        if constexpr (Cleared) {
+            un = cur.fit<CurP>(a, hu);
+            vn = mem.fit<MemP>(decay_select<F>(v0, at(cdv, k), ds) + un + at(cb, k), hv);
+        } else if constexpr (O == Order::decay_then_add) {
+            un = cur(decay_select<F>(u[k], at(cdu, k), ds) + a, hu);
+            vn = mem(decay_select<F>(v0, at(cdv, k), ds) + un + at(cb, k), hv);
+        } else {
+            un = decay_select<F>(cur(u[k] + a, hu), at(cdu, k), ds);
+            const std::int64_t dm = mem(un - (v0 - decay_select<F>(v0, at(cdv, k), ds)), hv);
+            vn = mem(v0 + mem(dm + at(cb, k), hv), hv);
+        }
+        hits += static_cast<std::uint64_t>(hu) + static_cast<std::uint64_t>(hv);
+        const std::int64_t th = at(cth, k);
+        const bool pos = vn > th - ge;
+        bool neg = false;
+        std::int64_t lo = 0;
+        if constexpr (Ternary) {
+            lo = at(clo, k);
+            neg = !pos && vn < lo + ge;
+        }
+        const std::int64_t pm = -static_cast<std::int64_t>(pos);
+        const std::int64_t reset_to = (vn - ((th & pm) | (lo & ~pm))) & sub;
+        const bool fired = pos | neg;
+        // A cleared current is never read again: its store would only cost bandwidth.
+        if constexpr (!Cleared) u[k] = static_cast<std::int32_t>(un);
+        v[k] = static_cast<std::int32_t>(fired ? reset_to : vn);
+        out[k] = static_cast<float>(static_cast<int>(pos) - static_cast<int>(neg));
+    }
+    return hits;
 }
 
 }  // namespace ternion::fixed

@@ -3,7 +3,8 @@
 
 ternion's hot loops run kernels built for x86-64-v2, -v3 and -v4 (sim/simd), picked for the CPU
 at run time or forced with TERNION_ISA. Every level must give the same bits: for the bundled
-Fashion-MNIST BSA and SSA Transformers and the digits models, the JSON report (predictions,
+Fashion-MNIST BSA and SSA Transformers and the digits models, in float and quantised to a
+chip's integers (--arith fixed), the JSON report (predictions,
 every layer's spikes, operation counts and energies) and the trace (spikes, membranes,
 operation counts, attention scores and Shiftmax weights of the first samples) must be equal at
 every level this CPU runs, with the event and the dense engine, on 1 and 2 threads.
@@ -73,11 +74,16 @@ def main():
         print(f"skipped: this CPU runs only the {lv} kernels")
         sys.exit(77)
     digits = os.path.join(BUNDLED, "digits_test.h5")
+    # The integer models too (--arith fixed): the integer neurons' rows are vectorised per level.
     cases = [("bsa_digits.h5", digits, ["--samples", "40"]),
-             ("ssa_digits.h5", digits, ["--samples", "40", "--engine", "dense"])]
+             ("ssa_digits.h5", digits, ["--samples", "40", "--engine", "dense"]),
+             ("bsa_digits.h5", digits, ["--samples", "40", "--arith", "fixed", "--profile",
+                                        "loihi-like"])]
     if os.path.exists(FMNIST):
         cases += [("bsa_fmnist.h5", FMNIST, ["--samples", "60", "--threads", "2"]),
-                  ("ssa_fmnist.h5", FMNIST, ["--samples", "60", "--engine", "dense"])]
+                  ("ssa_fmnist.h5", FMNIST, ["--samples", "60", "--engine", "dense"]),
+                  ("ssa_fmnist.h5", FMNIST, ["--samples", "60", "--threads", "2", "--arith",
+                                             "fixed", "--profile", "horowitz45-int8"])]
     failures = []
     with tempfile.TemporaryDirectory() as tmp:
         for model, inp, extra in cases:

@@ -226,6 +226,12 @@ def bundled_bsa_keeps_its_accuracy():
     assert q["accuracy"] >= f["accuracy"] - 0.03, (f["accuracy"], q["accuracy"])
     q3 = run_json("run", path("bsa_q.h5"), "--input", data, "--threads", 3, "--engine", "dense")
     assert q3["predictions"] == q["predictions"]
+    # --arith fixed runs the same integer model without a file of its own.
+    arith = run_json("run", model, "--input", data, "--arith", "fixed", "--profile", "loihi-like")
+    q_priced = run_json("run", path("bsa_q.h5"), "--input", data, "--profile", "loihi-like")
+    assert arith["predictions"] == q["predictions"]
+    assert arith["per_inference"] == q_priced["per_inference"]
+    assert any("--arith fixed: 4 neuron populations" in n for n in arith["notes"]), arith["notes"]
     two = json.loads(run("quantize", model, "-o", path("bsa_q2.h5"), "--weight-bits", 2,
                          "--json").stdout)
     assert all(abs(n["max_weight"]) <= 1 for n in two["nodes"]), two
@@ -236,6 +242,10 @@ def bad_requests_name_the_field():
     model = os.path.join(BUNDLED, "bsa_digits.h5")
     expect_error(["quantize", model, "-o", model], "--output", "never writes over its input")
     expect_error(["quantize", model], "--output")
+    data = os.path.join(BUNDLED, "digits_test.h5")
+    expect_error(["run", model, "--input", data, "--arith", "fixed"], "horowitz45-fp32.json",
+                 "formats", "missing")
+    expect_error(["run", model, "--input", data, "--arith", "int"], "--arith", "float")
     expect_error(["quantize", model, "-o", path("x.h5"), "--weight-bits", 17], "--weight-bits")
     expect_error(["quantize", model, "-o", path("x.h5"), "--profile", "horowitz45-fp32"],
                  "horowitz45-fp32.json", "formats", "missing")

@@ -289,6 +289,11 @@ std::uint64_t cleared_row_mem(const fixed::LifDatapath& d, const fixed::LifRow& 
                               std::int32_t* v, const float* x, float* o, std::int64_t n) {
     using fixed::DecayForm;
     using fixed::Order;
+    // The int32 rows vectorise without the ternary neuron's second comparison only (GCC 12).
+    if (!Ternary && fixed::row32_fits(d, c))
+        return d.membrane.overflow == fixed::Overflow::wrap
+                   ? fixed::lif_row32_cleared<Ternary, CurP, fixed::kWrap>(d, c, v, x, o, n)
+                   : fixed::lif_row32_cleared<Ternary, CurP, fixed::kSaturate>(d, c, v, x, o, n);
     return d.membrane.overflow == fixed::Overflow::wrap
                ? fixed::lif_row<Order::decay_then_add, DecayForm::multiply, Ternary, true, true,
                                 CurP, fixed::kWrap>(d, c, u, v, x, o, n)
@@ -314,10 +319,6 @@ template <fixed::Order O, fixed::DecayForm F>
 std::uint64_t row_of_form(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
                           std::int32_t* u, std::int32_t* v, const float* x, float* o,
                           std::int64_t n) {
-    // A uniform du that clears the current: the single-compartment row.
-    if constexpr (O == fixed::Order::decay_then_add && F == fixed::DecayForm::multiply)
-        if (c.uniform && c.du[0] == (std::int64_t{1} << d.decay_shift))
-            return cleared_row(d, c, ternary, u, v, x, o, n);
     if (ternary)
         return c.uniform ? fixed::lif_row<O, F, true, true>(d, c, u, v, x, o, n)
                          : fixed::lif_row<O, F, true, false>(d, c, u, v, x, o, n);
@@ -349,6 +350,14 @@ void FixedLifNode::update_block(FixedState& st, const float* x, float* o, std::i
     std::int32_t* u = st.u.data() + b0;
     std::int32_t* v = st.v.data() + b0;
     const std::int64_t n = b1 - b0;
+    // A uniform du that clears the current: the single-compartment rows, in a copy of their own
+    // per level (one copy holding every variant's loop left some of them scalar).
+    if (d_.order == fixed::Order::decay_then_add && d_.decay == fixed::DecayForm::multiply &&
+        c.uniform && c.du[0] == (std::int64_t{1} << d_.decay_shift)) {
+        simd::at_level(
+            [&, u, v, n] { over += cleared_row(d_, c, ternary_, u, v, x + b0, o + b0, n); });
+        return;
+    }
     simd::at_level([&, u, v, n] {
         using fixed::DecayForm;
         using fixed::Order;

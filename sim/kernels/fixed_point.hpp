@@ -308,4 +308,79 @@ std::uint64_t lif_row(const LifDatapath& d, const LifRow& c, std::int32_t* __res
     return hits;
 }
 
+// The single-compartment row again, in int32 lanes (twice as many per vector, and AVX2 has no
+// 64-bit multiply): exact where every intermediate fits 31 bits, which row32_fits checks.
+// The decay's product splits |v| into its bits above and below the shift, so that neither
+// partial product passes 2^30: |v| m >> s = (|v| >> s) m + ((|v| & (2^s - 1)) m >> s).
+inline bool row32_fits(const LifDatapath& d, const LifRow& c) {
+    const int s = d.input_shift + (d.input_exp > 0 ? d.input_exp : 0);
+    const std::int64_t b = c.bias[0];
+    return c.uniform && d.decay == DecayForm::multiply && d.order == Order::decay_then_add &&
+           d.decay_shift <= 15 && d.current.bits <= 29 && d.membrane.bits <= 29 && s <= 30 &&
+           b < (std::int64_t{1} << 29) && b > -(std::int64_t{1} << 29);
+}
+
+template <bool Ternary, int CurP, int MemP>
+std::uint64_t lif_row32_cleared(const LifDatapath& d, const LifRow& c, std::int32_t* __restrict v,
+                                const float* __restrict x, float* __restrict out, std::int64_t n) {
+    static_assert(CurP != kRuntime && MemP != kRuntime);
+    const int down = d.input_exp < 0 ? -d.input_exp : 0;
+    const int sh = d.input_shift + (d.input_exp > 0 ? d.input_exp : 0), ds = d.decay_shift;
+    const auto bound = [](const IntFormat& f, bool wrap, std::int32_t& lo, std::int32_t& hi) {
+        hi = static_cast<std::int32_t>(wrap ? f.max() + 1 : f.max());
+        lo = static_cast<std::int32_t>(
+            wrap ? -f.max() : (f.overflow == Overflow::saturate ? -f.max() - 1 : -f.max()));
+    };
+    std::int32_t clo, chi, mlo, mhi;
+    bound(d.current, CurP == kWrap, clo, chi);
+    bound(d.membrane, MemP == kWrap, mlo, mhi);
+    // The input range whose shifted value stays within the current's range.
+    const std::int32_t in_hi = chi >> sh, in_lo = -((-clo) >> sh);
+    const std::uint32_t chalf = static_cast<std::uint32_t>(d.current.max()) + 1,
+                        cmask = 2 * chalf - 1,
+                        mhalf = static_cast<std::uint32_t>(d.membrane.max()) + 1,
+                        mmask = 2 * mhalf - 1;
+    const auto m = static_cast<std::int32_t>((std::int64_t{1} << ds) - c.dv[0]);
+    const std::int32_t low_bits = (std::int32_t{1} << ds) - 1;
+    const std::int32_t bias = c.bias[0], th = c.vth[0], lo_th = Ternary ? c.lo[0] : 0;
+    const std::int32_t ge = d.fire_at_equal ? 1 : 0, sub = d.subtract ? -1 : 0;
+    std::uint32_t hits = 0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const std::int32_t t = static_cast<std::int32_t>(input_int(x[k])) >> down;
+        std::int32_t un;
+        if constexpr (CurP == kWrap) {
+            const std::uint32_t a = static_cast<std::uint32_t>(t) << sh;
+            un = static_cast<std::int32_t>((a + chalf - 1) & cmask) -
+                 static_cast<std::int32_t>(chalf) + 1;
+        } else {
+            un = t > in_hi
+                     ? chi
+                     : (t < in_lo ? clo
+                                  : static_cast<std::int32_t>(static_cast<std::uint32_t>(t) << sh));
+        }
+        const bool hu = t > in_hi || t < in_lo;
+        const std::int32_t v0 = v[k];
+        const std::int32_t neg_mask = v0 >> 31;
+        const std::int32_t av = (v0 ^ neg_mask) - neg_mask;
+        const std::int32_t q = (av >> ds) * m + (((av & low_bits) * m) >> ds);
+        const std::int32_t sum = ((q ^ neg_mask) - neg_mask) + un + bias;
+        std::int32_t vn;
+        if constexpr (MemP == kWrap)
+            vn = static_cast<std::int32_t>((static_cast<std::uint32_t>(sum) + mhalf - 1) & mmask) -
+                 static_cast<std::int32_t>(mhalf) + 1;
+        else
+            vn = std::max(mlo, std::min(mhi, sum));
+        const bool hv = vn != sum;
+        hits += static_cast<std::uint32_t>(hu) + static_cast<std::uint32_t>(hv);
+        const bool pos = vn > th - ge;
+        bool neg = false;
+        if constexpr (Ternary) neg = !pos && vn < lo_th + ge;
+        const std::int32_t pm = -static_cast<std::int32_t>(pos);
+        const std::int32_t reset_to = (vn - ((th & pm) | (lo_th & ~pm))) & sub;
+        v[k] = (pos | neg) ? reset_to : vn;
+        out[k] = static_cast<float>(static_cast<int>(pos) - static_cast<int>(neg));
+    }
+    return hits;
+}
+
 }  // namespace ternion::fixed

@@ -152,3 +152,124 @@ TEST_CASE("Xylo: input added before the current decays, subtractive reset, sever
         CHECK(capped.v == V{7968});
     }
 }
+
+namespace {
+
+// Inputs that reach every corner: small sums, fractions, sums past the current's range, past
+// int32, and the sign changes between them.
+std::vector<float> corner_inputs(std::uint64_t seed, std::size_t n) {
+    std::vector<float> x(n);
+    std::uint64_t s = seed * 2654435761u + 1;
+    for (auto& v : x) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const double r = static_cast<double>(s >> 11) / 9007199254740992.0;  // [0, 1)
+        const int kind = static_cast<int>((s >> 3) % 6);
+        const double mag = kind == 0   ? 3.0
+                           : kind == 1 ? 300.0
+                           : kind == 2 ? 2e5
+                           : kind == 3 ? 5e7
+                           : kind == 4 ? 3e9
+                                       : 0.75;
+        v = static_cast<float>((2.0 * r - 1.0) * mag);
+    }
+    return x;
+}
+
+struct RowCase {
+    LifDatapath d;
+    std::int32_t du, dv, bias, vth, lo;
+};
+
+// Runs `steps` steps of the row kernel `row` and of lif_step side by side.
+template <class Row>
+void check_row_equals_rule(const RowCase& rc, bool ternary, Row row, std::uint64_t seed) {
+    const std::int64_t n = 37, steps = 12;
+    LifRow c{&rc.du, &rc.dv, &rc.bias, &rc.vth, &rc.lo, true};
+    const LifConstants k{rc.du, rc.dv, rc.bias, rc.vth, rc.lo, ternary};
+    std::vector<std::int32_t> u(n, 0), v(n, 0), u2(n, 0), v2(n, 0);
+    std::vector<float> out(n);
+    for (std::int64_t t = 0; t < steps; ++t) {
+        const auto x = corner_inputs(seed * 100 + static_cast<std::uint64_t>(t), n);
+        const std::uint64_t hits = row(rc.d, c, u.data(), v.data(), x.data(), out.data(), n);
+        std::uint64_t hits2 = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            const int s = lif_step(rc.d, k, u2[i], v2[i], input_int(x[i]), hits2);
+            REQUIRE(out[i] == static_cast<float>(s));
+            REQUIRE(v[i] == v2[i]);
+        }
+        REQUIRE(hits == hits2);
+    }
+}
+
+}  // namespace
+
+TEST_CASE(
+    "row kernels compute lif_step's integers, corners included (wraps, saturation, huge inputs)") {
+    int cases = 0;
+    for (std::uint64_t seed = 1; seed <= 40; ++seed) {
+        RowCase rc;
+        rc.d.current = {static_cast<int>(10 + seed % 19),
+                        seed % 2 ? Overflow::wrap : Overflow::saturate};
+        rc.d.membrane = {static_cast<int>(9 + seed % 20),
+                         seed % 3 == 0
+                             ? Overflow::wrap
+                             : (seed % 3 == 1 ? Overflow::saturate_symmetric : Overflow::saturate)};
+        rc.d.decay_shift = 12;
+        rc.d.input_shift = static_cast<int>(seed % 7);
+        rc.d.input_exp = static_cast<int>(seed % 5) - 2;
+        rc.d.fire_at_equal = seed % 4 == 0;
+        rc.d.subtract = seed % 5 == 0;
+        rc.du = 4096;  // the current cleared every step: the single-compartment rows
+        rc.dv = static_cast<std::int32_t>((seed * 977) % 4097);
+        rc.bias = static_cast<std::int32_t>(seed * 37) - 700;
+        rc.vth = static_cast<std::int32_t>(rc.d.membrane.max() /
+                                           static_cast<std::int64_t>(2 + seed % 9));
+        rc.lo = -rc.vth / 2;
+        const bool ternary = seed % 2 == 0;
+        const auto run32 = [&](const LifDatapath& d, const LifRow& c, std::int32_t*,
+                               std::int32_t* v, const float* x, float* o, std::int64_t n) {
+            const bool cw = d.current.overflow == Overflow::wrap,
+                       mw = d.membrane.overflow == Overflow::wrap;
+            if (ternary)
+                return cw ? (mw ? lif_row32_cleared<true, kWrap, kWrap>(d, c, v, x, o, n)
+                                : lif_row32_cleared<true, kWrap, kSaturate>(d, c, v, x, o, n))
+                          : (mw ? lif_row32_cleared<true, kSaturate, kWrap>(d, c, v, x, o, n)
+                                : lif_row32_cleared<true, kSaturate, kSaturate>(d, c, v, x, o, n));
+            return cw ? (mw ? lif_row32_cleared<false, kWrap, kWrap>(d, c, v, x, o, n)
+                            : lif_row32_cleared<false, kWrap, kSaturate>(d, c, v, x, o, n))
+                      : (mw ? lif_row32_cleared<false, kSaturate, kWrap>(d, c, v, x, o, n)
+                            : lif_row32_cleared<false, kSaturate, kSaturate>(d, c, v, x, o, n));
+        };
+        const auto run64 = [&](const LifDatapath& d, const LifRow& c, std::int32_t* u,
+                               std::int32_t* v, const float* x, float* o, std::int64_t n) {
+            return ternary ? lif_row<Order::decay_then_add, DecayForm::multiply, true, true>(
+                                 d, c, u, v, x, o, n)
+                           : lif_row<Order::decay_then_add, DecayForm::multiply, false, true>(
+                                 d, c, u, v, x, o, n);
+        };
+        const LifRow probe{&rc.du, &rc.dv, &rc.bias, &rc.vth, &rc.lo, true};
+        if (row32_fits(rc.d, probe)) {
+            check_row_equals_rule(rc, ternary, run32, seed);
+            ++cases;
+        }
+        check_row_equals_rule(rc, ternary, run64, seed);
+        // The general row with a current that decays (du < 2^12) and the Xylo order.
+        rc.du = static_cast<std::int32_t>((seed * 131) % 4096);
+        check_row_equals_rule(rc, ternary, run64, seed + 1000);
+        rc.d.order = Order::add_then_decay;
+        rc.d.decay = DecayForm::bitshift;
+        rc.du = static_cast<std::int32_t>(seed % 8);
+        rc.dv = static_cast<std::int32_t>(seed % 6);
+        check_row_equals_rule(
+            rc, ternary,
+            [&](const LifDatapath& d, const LifRow& c, std::int32_t* u, std::int32_t* v,
+                const float* x, float* o, std::int64_t n) {
+                return ternary ? lif_row<Order::add_then_decay, DecayForm::bitshift, true, true>(
+                                     d, c, u, v, x, o, n)
+                               : lif_row<Order::add_then_decay, DecayForm::bitshift, false, true>(
+                                     d, c, u, v, x, o, n);
+            },
+            seed + 2000);
+    }
+    CHECK(cases >= 15);  // the int32 rows were exercised, not only skipped
+}

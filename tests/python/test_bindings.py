@@ -527,3 +527,42 @@ def test_quantize_equals_the_cli(core, ternion_bin, tmp_path):
     with pytest.raises(core.Error, match="formats"):
         core.quantize(model, tmp_path / "x.h5", "horowitz45-fp32")
     assert not (tmp_path / "x.h5").exists()
+
+
+def test_export_quantize_equals_export_then_quantize(core, ternion_bin, tmp_path):
+    """ternion.export(..., quantize=P) writes what `ternion quantize` makes of the float export;
+    SpikingJelly LIFs with subtractive reset, a reset level of -0.2, a PLIF and an IF all map."""
+    import torch
+    import torch.nn as nn
+
+    import sj_standins as sj
+
+    gen = torch.Generator().manual_seed(3)
+    torch.manual_seed(3)
+    S = sj.SeqToANNContainer
+    net = nn.Sequential(
+        S(nn.Conv2d(2, 6, 3, padding=1)), sj.MultiStepLIFNode(tau=2.0),
+        S(nn.MaxPool2d(2)),
+        S(nn.Conv2d(6, 8, 3, padding=1)), sj.MultiStepLIFNode(tau=3.0, decay_input=False, v_reset=None),
+        S(nn.Flatten(), nn.Linear(8 * 6 * 6, 20)), sj.MultiStepParametricLIFNode(init_tau=2.5),
+        S(nn.Linear(20, 12)), sj.MultiStepLIFNode(tau=1.7, v_reset=-0.2, v_threshold=0.8),
+        S(nn.Linear(12, 10)), sj.MultiStepIFNode(v_reset=None, v_threshold=0.6),
+        S(nn.Linear(10, 4))).eval()
+    x = (torch.rand(5, 3, 2, 12, 12, generator=gen) < 0.3).float()
+    rep = ternion.export(net, x, tmp_path / "q.h5", quantize="horowitz45-int8")
+    fixed = [n["name"] for n in rep.quantized["nodes"] if n["action"] == "FixedLIF"]
+    assert len(fixed) == 5 and not [n for n in rep.quantized["nodes"] if n["action"] == "kept float"]
+    ternion.export(net, x, tmp_path / "f.h5")
+    r = subprocess.run([ternion_bin, "quantize", str(tmp_path / "f.h5"), "-o", str(tmp_path / "c.h5"),
+                        "--profile", "horowitz45-int8"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with h5py.File(tmp_path / "q.h5", "r") as a, h5py.File(tmp_path / "c.h5", "r") as b:
+        for name in a["node/nodes"]:
+            for k in a[f"node/nodes/{name}"]:
+                assert np.array_equal(a[f"node/nodes/{name}/{k}"][()], b[f"node/nodes/{name}/{k}"][()]), (name, k)
+    assert not [f for f in os.listdir(tmp_path) if f.startswith(".ternion-float-")]
+    spikes = x.transpose(0, 1).numpy().astype(np.int8)
+    with h5py.File(tmp_path / "in.h5", "w") as f:
+        f["spikes"] = spikes
+    out = core.run(core.load(tmp_path / "q.h5"), tmp_path / "in.h5")
+    assert out.samples == 3

@@ -27,6 +27,7 @@ class ExportReport:
     time_first: bool
     encoding: str
     nodes: dict = field(default_factory=dict)  # node name -> (type, module path)
+    quantized: dict = None  # export(quantize=...): ternion.quantize's report
 
 
 class Exporter:
@@ -104,7 +105,7 @@ def _multi_step(module):
 
 
 def export(module, example_input, path, *, timesteps=None, time_first=None, metadata=None,
-           fold_bn=True):
+           fold_bn=True, quantize=None):
     """Writes `module` as a ternion model file at `path` and returns an ExportReport.
 
     example_input: a tensor with the batch axis, shaped like what `module` takes:
@@ -121,7 +122,11 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
         the threshold.
       * fold_bn=False: kept unfolded (ternion.BatchNorm nodes; bn_form inside ternion.SSA) and
         computed as PyTorch's CPU kernels round it, for spike-for-spike comparisons with
-        PyTorch; the BatchNorms then cost one multiply-add per element."""
+        PyTorch; the BatchNorms then cost one multiply-add per element.
+    quantize: a hardware profile (name or file) with number formats: `path` then holds the
+      integer model a chip would hold (ternion.quantize, docs/fixed-point.md) instead of the
+      float one; the report's `quantized` says what became integer. Needs the compiled
+      extension."""
     ex = Exporter(fold_bn)
     shape = tuple(example_input.shape)
     whole = cv.is_spikformer(module) or sdt.is_sdt(module) or cv.is_digits_spikformer(module)
@@ -154,7 +159,28 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
         meta["encoding"] = ex.encoding
     meta.update(ex.meta)
     meta.update(metadata or {})
-    ex.g.write(path, meta)
-    return ExportReport(path=str(path), input_shape=in_shape, timesteps=ex.timesteps,
-                        time_first=bool(time_first), encoding=ex.encoding or "",
-                        nodes={n: (t, ex.g.origin.get(n, n)) for n, (t, _) in ex.g.nodes.items()})
+    report = ExportReport(path=str(path), input_shape=in_shape, timesteps=ex.timesteps,
+                          time_first=bool(time_first), encoding=ex.encoding or "",
+                          nodes={n: (t, ex.g.origin.get(n, n)) for n, (t, _) in ex.g.nodes.items()})
+    if quantize is None:
+        ex.g.write(path, meta)
+        return report
+    report.quantized = _write_quantized(ex.g, meta, path, quantize)
+    return report
+
+
+def _write_quantized(graph, meta, path, profile):
+    """The float model into a private temporary file beside `path`, quantised into `path`."""
+    import os
+    import tempfile
+
+    from .. import api
+
+    folder = os.path.dirname(os.path.abspath(str(path)))
+    fd, tmp = tempfile.mkstemp(prefix=".ternion-float-", suffix=".h5", dir=folder)
+    os.close(fd)
+    try:
+        graph.write(tmp, meta)
+        return api.quantize(tmp, path, profile)
+    finally:
+        os.remove(tmp)

@@ -47,21 +47,38 @@ EventCost event_cost(std::size_t n, bool ternary, Fan fan, Value value) {
 // float32 matrix reads the weight (4 bytes); a compressed column reads its 2-byte row index
 // and the value (4 bytes), a 1-byte codebook index, or nothing more when every weight of the
 // layer is the same value. Every weighted node bills its reads with this rule.
+// Integer weights (a quantised model's, `ternion quantize`) are stored at their width: 1 byte
+// each for 8-bit weights, 2 for 16-bit ones (int_bytes), as the chip would hold them.
 struct WeightStorage {
     bool compressed = false;
     enum class Values { float32, codebook, one_value } values = Values::float32;
+    int int_bytes = 0;  // 0: float32 values; 1 or 2: integers of that many bytes
 };
 inline std::uint64_t bytes_per_synapse(const WeightStorage& w) {
-    if (!w.compressed) return 4;
+    const std::uint64_t value = w.int_bytes > 0 ? static_cast<std::uint64_t>(w.int_bytes) : 4;
+    if (!w.compressed) return value;
     switch (w.values) {
         case WeightStorage::Values::float32:
-            return 2 + 4;
+            return 2 + value;
         case WeightStorage::Values::codebook:
             return 2 + 1;
         case WeightStorage::Values::one_value:
             return 2;
     }
-    return 2 + 4;
+    return 2 + value;
+}
+
+// The bytes an integer weight needs when every one of the n values is an integer of at most 16
+// bits (1 for [-128, 127], 2 for [-32768, 32767]); 0 when any is not: float32 storage.
+inline int integer_weight_bytes(const float* w, std::size_t n) {
+    float lo = 0.0f, hi = 0.0f;
+    for (std::size_t k = 0; k < n; ++k) {
+        if (w[k] != std::floor(w[k])) return 0;
+        lo = w[k] < lo ? w[k] : lo;
+        hi = w[k] > hi ? w[k] : hi;
+    }
+    if (lo >= -128.0f && hi <= 127.0f) return 1;
+    return lo >= -32768.0f && hi <= 32767.0f ? 2 : 0;
 }
 
 }  // namespace ternion

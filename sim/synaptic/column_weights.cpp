@@ -10,6 +10,7 @@ namespace ternion {
 void ColumnWeights::build(const std::vector<float>& w, std::int64_t out, std::int64_t in) {
     out_ = out;
     in_ = in;
+    int_bytes_ = integer_weight_bytes(w.data(), w.size());
     col_nnz_.assign(static_cast<std::size_t>(in), 0);
     nnz_ = 0;
     for (std::int64_t r = 0; r < out; ++r)
@@ -97,6 +98,7 @@ void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
                               const std::vector<float>& values, std::int64_t out, std::int64_t in) {
     out_ = out;
     in_ = in;
+    int_bytes_ = integer_weight_bytes(values.data(), values.size());
     col_nnz_.assign(static_cast<std::size_t>(in), 0);
     nnz_ = 0;
     for (std::size_t k = 0; k < values.size(); ++k)

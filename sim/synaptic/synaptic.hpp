@@ -119,7 +119,8 @@ class ColumnWeights {
     WeightStorage storage() const {
         using V = WeightStorage::Values;
         return {sparse_,
-                !vals_.empty() ? V::float32 : (!codes_.empty() ? V::codebook : V::one_value)};
+                !vals_.empty() ? V::float32 : (!codes_.empty() ? V::codebook : V::one_value),
+                int_bytes_};
     }
     std::size_t codebook_size() const { return codebook_.size(); }
     std::uint64_t nnz() const { return nnz_; }
@@ -182,6 +183,7 @@ class ColumnWeights {
     void deliver(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit, W weight) const;
     void deliver_run(std::uint64_t k0, std::uint64_t k1, float* yb, float x, bool unit) const;
     bool use_codebook_ = true;
+    int int_bytes_ = 0;       // integer weights: their bytes each (WeightStorage::int_bytes)
     std::int64_t block_ = 1;  // rows per storage block
     // The fewest storage blocks of at most kMaxBlock rows, of equal whole 64-row groups.
     void choose_block() {

@@ -52,6 +52,7 @@ class ConvNode final : public Node {
     ConvNode(const NodeSpec& s, int dims) : Node(s.name(), s.type()), dims_(dims) {
         Shape wd;
         w_ = s.floats("weight", &wd);
+        storage_.int_bytes = integer_weight_bytes(w_.data(), w_.size());
         if (static_cast<int>(wd.size()) != dims + 2)
             s.fail("weight",
                    "expected " + std::to_string(dims + 2) + "-d weights, got " + shape_str(wd));
@@ -232,7 +233,7 @@ class ConvNode final : public Node {
             // Both engines book the event engine's count: padding taps are not synaptic events.
             count_events(
                 in, [&](std::uint32_t i) -> std::uint64_t { return fanout_[i]; },
-                bytes_per_synapse({}), ctx);
+                bytes_per_synapse(storage_), ctx);
             if (path != Path::gather_lists) add_bias(out.values.data());  // the gather adds it
             if (ctx.list_output) {
                 out.scan();
@@ -424,6 +425,7 @@ class ConvNode final : public Node {
   private:
     int dims_;
     std::vector<float> w_, bias_;
+    WeightStorage storage_;  // dense; integer weights at their width
     std::int64_t cout_ = 0, cin_g_ = 0, cin_ = 0, kh_ = 1, kw_ = 1, groups_ = 1;
     std::int64_t sh_ = 1, sw_ = 1, dh_ = 1, dw_ = 1, ph_ = 0, pw_ = 0;
     std::int64_t H_ = 1, W_ = 1, OH_ = 1, OW_ = 1;

@@ -199,6 +199,22 @@ def token_layers_take_their_channel_constants():
 
 
 @test
+def integer_weights_are_read_at_their_width():
+    # 8-bit weights: one byte per synaptic event, against the float model's four.
+    net = float_net()
+    write_float(path("fw.h5"), net)
+    run("quantize", path("fw.h5"), "-o", path("qw.h5"))
+    spikes = (rng.random((2, 10, net["W1"].shape[1])) < 0.4).astype(np.int8)
+    spikes_file(path("w_in.h5"), spikes)
+    f = {l["name"]: l["ops"] for l in run_json("run", path("fw.h5"), "--input", path("w_in.h5"))["layers"]}
+    q = {l["name"]: l["ops"] for l in run_json("run", path("qw.h5"), "--input", path("w_in.h5"))["layers"]}
+    assert f["fc1"]["weight_read_bytes"] == 4 * f["fc1"]["ac"] > 0
+    # (weights rounded to 0 are no synapses any more: at most the float model's events)
+    assert q["fc1"]["weight_read_bytes"] == q["fc1"]["ac"] and 0 < q["fc1"]["ac"] <= f["fc1"]["ac"]
+    assert q["fc2"]["weight_read_bytes"] == q["fc2"]["ac"]
+
+
+@test
 def readout_is_the_integer_sum():
     net = float_net()
     write_float(path("fr.h5"), net)

@@ -99,8 +99,8 @@ TEST_CASE("the default profile prices AC 0.9 pJ, MAC 4.6 pJ and nothing else") {
 
 TEST_CASE("profile figures: int8 memory per byte, shift profile, Loihi, TrueNorth") {
     Profile i8 = load_profile("horowitz45-int8");
-    // weights: 100 pJ per 8-byte access of a 1 MB SRAM, float32 bytes scaled by 1/4 to int8.
-    CHECK(*i8.price(kind_index("weight_read_bytes")) == doctest::Approx(100.0 / 8 * 0.25));
+    // weights: 100 pJ per 8-byte access of a 1 MB SRAM, per byte as counted (at the stored width).
+    CHECK(*i8.price(kind_index("weight_read_bytes")) == doctest::Approx(100.0 / 8));
     CHECK(*i8.price(kind_index("state_read_bytes")) == doctest::Approx(20.0 / 8));
     CHECK(*i8.price(kind_index("spike_write_bytes")) == doctest::Approx(10.0 / 8));
     CHECK(*i8.price(kAc) == 0.03);
@@ -287,7 +287,7 @@ TEST_CASE("exact mode with memory terms (horowitz45-int8)") {
     LayerRecord fc = layer("fc", "Linear", NodeCategory::synaptic);
     fc.ops.ac = 100;
     fc.ops.mac = 10;
-    fc.ops.weight_read_bytes = 800;  // 200 float32 weights
+    fc.ops.weight_read_bytes = 200;  // 200 int8 weights
     LayerRecord lif = layer("lif", "LIF", NodeCategory::neuron);
     lif.ops.cmp = 10;
     lif.ops.neuron_update = 10;
@@ -296,7 +296,7 @@ TEST_CASE("exact mode with memory terms (horowitz45-int8)") {
     lif.ops.spike_write_bytes = 8;
     run.layers = {fc, lif};
     CostReport r = price(run, load_profile("horowitz45-int8"), {});
-    // ac 100 x 0.03 = 3; mac 10 x 0.23 = 2.3; weights 800 x 0.25 x 100/8 = 2500;
+    // ac 100 x 0.03 = 3; mac 10 x 0.23 = 2.3; weights 200 x 100/8 = 2500;
     // cmp 10 x 0.1 = 1; neuron_update 10 x 0.3 = 3; state 16 x 20/8 = 40 and 8 x 20/8 = 20;
     // spikes 8 x 10/8 = 10.  Total 2579.3 pJ.
     CHECK(r.per_inference_energy_pj[kind_index("weight_read_bytes")] == doctest::Approx(2500.0));

@@ -13,9 +13,6 @@ namespace ternion {
 
 namespace {
 
-// Neurons per parallel block: small enough that mid-sized populations use every core.
-constexpr std::int64_t kNeuronBlock = 1024;
-
 struct NeuronState : NodeState {
     std::vector<float> v, i;  // membrane and (CubaLIF) synaptic current
     std::vector<BlockIndices> block_spikes;
@@ -107,9 +104,7 @@ class NeuronBase : public Node {
         auto& st = static_cast<NeuronState&>(*state);
         st.recurrent = ctx.recurrent;
         const std::int64_t n = in_size();
-        // With a thread team, one block per member, split like the synaptic layers' rows so
-        // each member updates the inputs it just computed; otherwise fixed-size blocks.
-        const std::int64_t bs = ctx.team ? row_part_size(n, ctx.team->size()) : kNeuronBlock;
+        const std::int64_t bs = ctx.neuron_block(n);
         const std::int64_t nb = (n + bs - 1) / bs;
         const std::int64_t work = 2 * n;  // for_blocks' units: a neuron update counts two
         if (st.block != bs) {

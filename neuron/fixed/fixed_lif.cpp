@@ -15,8 +15,6 @@ using fixed::DecayForm;
 using fixed::LifDatapath;
 using fixed::Overflow;
 
-constexpr std::int64_t kNeuronBlock = 1024;
-
 LifDatapath preset(const NodeSpec& s) {
     const std::string name = s.string_opt("datapath").value_or("loihi");
     LifDatapath d;  // the defaults are Lava's bit-accurate Loihi model
@@ -379,7 +377,7 @@ void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
                         const StepContext& ctx) const {
     auto& st = static_cast<FixedState&>(*state);
     const std::int64_t n = in_size();
-    const std::int64_t bs = ctx.team ? row_part_size(n, ctx.team->size()) : kNeuronBlock;
+    const std::int64_t bs = ctx.neuron_block(n);
     const std::int64_t nb = (n + bs - 1) / bs;
     if (st.block != bs) {
         st.block_spikes.assign(static_cast<std::size_t>(nb), {});

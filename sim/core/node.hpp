@@ -148,6 +148,13 @@ struct StepContext {
     // The threshold in force (RunConfig::parallel_work): tests lower it to 0 so that even small
     // layers split and thread-count determinism is checked on them.
     std::int64_t parallel_work = kParallelWork;
+    // Neurons per block of a population of n: with a thread team one block per member, split
+    // like the synaptic layers' rows so that each member updates the inputs it just computed;
+    // otherwise blocks small enough that mid-sized populations use every core.
+    static constexpr std::int64_t kNeuronBlock = 1024;
+    std::int64_t neuron_block(std::int64_t n) const {
+        return team ? row_part_size(n, team->size()) : kNeuronBlock;
+    }
     // Default `work` of for_blocks / concat_blocks: always worth splitting.
     static constexpr std::int64_t kAlwaysSplit = std::numeric_limits<std::int64_t>::max();
 

@@ -86,6 +86,10 @@ LifDatapath read_lif_datapath(const NodeSpec& s) {
             s.fail("reset_mode", "must be \"zero\" or \"subtract\", got \"" + *r + "\"");
         d.subtract = *r == "subtract";
     }
+    if (std::max(d.input_exp, 0) + d.input_shift > 30)
+        s.fail(d.input_shift > 0 ? "input_shift" : "input_exp",
+               "input_exp + input_shift must not exceed 30 (got " +
+                   std::to_string(std::max(d.input_exp, 0) + d.input_shift) + ")");
     d.max_spikes = ranged(s, "max_spikes", d.max_spikes, 1, 255);
     if (d.max_spikes > 1 && !d.subtract)
         s.fail("max_spikes", "more than one spike per step needs reset_mode \"subtract\"");
@@ -223,21 +227,25 @@ class FixedLifNode final : public Node {
                 s.fail("bias_exp", "must lie in [-31, 31], got " + std::to_string(e));
         const std::int64_t vmax = d_.membrane.max();
         for (auto t : vth_) {
-            if (t < 0 || (t << d_.threshold_shift) > vmax)
+            if (t < 0 || t > (vmax >> d_.threshold_shift))
                 s.fail("vth", "must lie in [0, " + std::to_string(vmax >> d_.threshold_shift) +
                                   "] (the membrane holds " + std::to_string(d_.membrane.bits) +
                                   " bits), got " + std::to_string(t));
             if (d_.subtract && t == 0)
                 s.fail("vth", "must be positive with reset_mode \"subtract\"");
         }
-        for (std::size_t k = 0; k < lo_.size(); ++k) {
-            if ((lo_[k] << d_.threshold_shift) < -vmax)
-                s.fail("vth_lo", "below what the membrane holds: " + std::to_string(lo_[k]));
-            for (std::size_t j = 0; j < vth_.size(); ++j)
-                if ((lo_.size() == 1 || vth_.size() == 1 || j == k) && lo_[k] > vth_[j])
-                    s.fail("vth_lo", "must not exceed vth (" + std::to_string(lo_[k]) + " > " +
-                                         std::to_string(vth_[j]) + ")");
+        const std::size_t n = std::max(lo_.size(), vth_.size());
+        for (std::size_t k = 0; k < n && !lo_.empty(); ++k) {
+            const std::int64_t lo = at(lo_, k), hi = at(vth_, k);
+            if (lo < -(vmax >> d_.threshold_shift))
+                s.fail("vth_lo", "below what the membrane holds: " + std::to_string(lo));
+            if (lo > hi)
+                s.fail("vth_lo", "must not exceed vth (" + std::to_string(lo) + " > " +
+                                     std::to_string(hi) + ")");
         }
+        for (auto m : mant_)
+            if (m < -(std::int64_t{1} << 31) || m >= (std::int64_t{1} << 31))
+                s.fail("bias_mant", "must fit 32 bits, got " + std::to_string(m));
     }
 
     LifDatapath d_;

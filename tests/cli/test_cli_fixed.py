@@ -254,6 +254,12 @@ def bad_formats_are_named():
     expect_error(model(vth_lo=np.int64(20)), "nodes/lif/vth_lo", "must not exceed vth")
     expect_error(model(max_spikes=np.int64(4)), "nodes/lif/max_spikes", "subtract")
     expect_error(model(membrane_bit=np.int64(16)), "nodes/lif/membrane_bit")
+    # Values whose shifts would overflow 64 bits are refused before any shift.
+    expect_error(model(vth=np.int64(10**15)), "nodes/lif/vth", "131071")
+    expect_error(model(vth_lo=np.int64(-10**15)), "nodes/lif/vth_lo", "below")
+    expect_error(model(bias_mant=np.int64(10**12), bias_exp=np.int64(31)), "nodes/lif/bias_mant",
+                 "32 bits")
+    expect_error(model(input_exp=np.int64(31)), "nodes/lif/input_shift", "30")
 
 
 @test

@@ -405,9 +405,12 @@ void Quantizer::write_neuron(const std::string& name, const Shape& shape,
     }
     v["du"] = {unity - datapath_.du_offset};
     auto& out = arrays_[name];
-    for (auto& [k, vals] : v) {
+    for (auto& kv : v) {  // no structured binding: clang 14 cannot capture one in a lambda
+        const std::string& k = kv.first;
+        std::vector<std::int64_t>& vals = kv.second;
+        const std::int64_t first = vals[0];
         const bool same =
-            std::all_of(vals.begin(), vals.end(), [&](std::int64_t x) { return x == vals[0]; });
+            std::all_of(vals.begin(), vals.end(), [first](std::int64_t x) { return x == first; });
         out[k] = same ? Array{{vals[0]}, {}} : Array{std::move(vals), shape};
     }
     auto& str = strings_[name];

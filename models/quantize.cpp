@@ -254,8 +254,7 @@ double max_abs_of(const h5::Reader& f, const std::string& ds) {
     return m;
 }
 
-// Thresholds, bias and decays of one neuron in the datapath's integers; `why` set when the
-// neuron cannot be mapped.
+// Thresholds, bias and decay of one neuron in the datapath's integers.
 struct NeuronInts {
     std::int64_t dv = 0, bias_mant = 0, bias_exp = 0, vth = 0, vth_lo = 0;
 };

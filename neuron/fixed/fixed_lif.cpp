@@ -157,7 +157,8 @@ class FixedLifNode final : public Node {
     }
     bool membrane(const NodeState* s, std::vector<float>& out) const override {
         const auto& v = static_cast<const FixedState*>(s)->v;
-        out.assign(v.begin(), v.end());  // exact: the membrane holds at most 24 bits here
+        // Traces hold float32: exact for membranes of up to 25 bits (Loihi 24, Xylo 16).
+        out.assign(v.begin(), v.end());
         return true;
     }
     std::vector<std::pair<std::string, std::string>> summary() const override;

@@ -339,10 +339,15 @@ void Quantizer::quantize_population(const Population& p) {
                                       [&](int l) { return kind(l) == kind(p.layers[0]); });
     const bool per_channel =
         formats_.granularity == "channel" && one_kind && !rows.empty() && N % rows.size() == 0;
-    if (!per_channel) {
+    if (!per_channel) {  // one scale: the largest row's (the layers read again only when their
+                         // rows disagree)
         double m = 0.0;
-        for (int l : p.layers) m = std::max(m, max_abs_of(*file_, group_of(l) + "/weight"));
-        rows = {m * std::fabs(g0)};
+        if (!rows.empty())
+            m = *std::max_element(rows.begin(), rows.end());
+        else
+            for (int l : p.layers)
+                m = std::max(m, max_abs_of(*file_, group_of(l) + "/weight") * std::fabs(g0));
+        rows = {m};
     }
     // The output channel of neuron k: convolutions lay channels out first ([C, H, W]), linear
     // layers last ([tokens, features]).

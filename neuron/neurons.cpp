@@ -104,27 +104,14 @@ class NeuronBase : public Node {
         auto& st = static_cast<NeuronState&>(*state);
         st.recurrent = ctx.recurrent;
         const std::int64_t n = in_size();
-        const std::int64_t bs = ctx.neuron_block(n);
-        const std::int64_t nb = (n + bs - 1) / bs;
-        const std::int64_t work = 2 * n;  // for_blocks' units: a neuron update counts two
-        if (st.block != bs) {
-            st.block_spikes.assign(static_cast<std::size_t>(nb), {});
-            st.block = bs;
-        }
-        // Captures by value (see LinearNode::step): members on other cores read no stack here.
         const float* x = in.values.data();
         float* o = out.values.data();
-        NeuronState* sp_state = &st;
-        ctx.for_blocks(
-            nb, 1,
-            [this, sp_state, x, o, bs, n](std::int64_t b0, std::int64_t b1) {
-                for (std::int64_t b = b0; b < b1; ++b) {
-                    auto& sp = sp_state->block_spikes[static_cast<std::size_t>(b)];
-                    sp.clear();
-                    update_block(*sp_state, x, o, b * bs, std::min(n, (b + 1) * bs), sp);
-                }
-            },
-            work);
+        NeuronState* sp = &st;
+        const std::int64_t work = ctx.update_neuron_blocks(
+            n, st.block_spikes, st.block,
+            [this, sp, x, o](std::int64_t, std::int64_t b0, std::int64_t b1, BlockIndices& list) {
+                update_block(*sp, x, o, b0, b1, list);
+            });
         out.active.clear();
         OpCounts& ops = *ctx.ops;
         const auto un = static_cast<std::uint64_t>(n);

@@ -387,34 +387,23 @@ void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
     auto& st = static_cast<FixedState&>(*state);
     const std::int64_t n = in_size();
     const std::int64_t bs = ctx.neuron_block(n);
-    const std::int64_t nb = (n + bs - 1) / bs;
-    if (st.block != bs) {
-        st.block_spikes.assign(static_cast<std::size_t>(nb), {});
-        st.block_overflows.assign(static_cast<std::size_t>(nb), 0);
-        st.block = bs;
-    }
-    // Stages: integer update per block (outputs and spike lists per block), then join.
+    st.block_overflows.resize(static_cast<std::size_t>((n + bs - 1) / bs));
+    // Stages: integer update per block (outputs, spike lists, overflows per block), then join.
     const float* x = in.values.data();
     float* o = out.values.data();
     FixedState* sp = &st;
-    ctx.for_blocks(
-        nb, 1,
-        [this, sp, x, o, bs, n](std::int64_t b0, std::int64_t b1) {
-            for (std::int64_t b = b0; b < b1; ++b) {
-                auto& spikes = sp->block_spikes[static_cast<std::size_t>(b)];
-                auto& over = sp->block_overflows[static_cast<std::size_t>(b)];
-                spikes.clear();
-                over = 0;
-                const std::int64_t e = std::min(n, (b + 1) * bs);
-                update_block(*sp, x, o, b * bs, e, over);
-                spikes.resize(static_cast<std::size_t>(e - b * bs));
-                bool ternary = true;
-                spikes.resize(collect_nonzero(o, b * bs, e, spikes.data(), ternary));
-            }
-        },
-        2 * n);
+    const std::int64_t work = ctx.update_neuron_blocks(
+        n, st.block_spikes, st.block,
+        [this, sp, x, o](std::int64_t b, std::int64_t b0, std::int64_t b1, BlockIndices& spikes) {
+            auto& over = sp->block_overflows[static_cast<std::size_t>(b)];
+            over = 0;
+            update_block(*sp, x, o, b0, b1, over);
+            spikes.resize(static_cast<std::size_t>(b1 - b0));
+            bool ternary = true;
+            spikes.resize(collect_nonzero(o, b0, b1, spikes.data(), ternary));
+        });
     out.active.clear();
-    ctx.concat_blocks(st.block_spikes, out.active, 2 * n);
+    ctx.concat_blocks(st.block_spikes, out.active, work);
     out.ternary = d_.max_spikes == 1;
     out.all_ones = !ternary_ && d_.max_spikes == 1;
     OpCounts& ops = *ctx.ops;

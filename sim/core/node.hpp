@@ -155,6 +155,31 @@ struct StepContext {
     std::int64_t neuron_block(std::int64_t n) const {
         return team ? row_part_size(n, team->size()) : kNeuronBlock;
     }
+    // A neuron population's update in blocks of neuron_block(n): f(b, begin, end, list) updates
+    // block b and lists its spikes in `list` (cleared here). `lists` and `block` belong to the
+    // node's state and follow the block size. Returns the work to pass on to concat_blocks.
+    // f is copied into the blocks' closure: members on other cores read no caller's stack.
+    template <class F>
+    std::int64_t update_neuron_blocks(std::int64_t n, std::vector<BlockIndices>& lists,
+                                      std::int64_t& block, F f) const {
+        const std::int64_t bs = neuron_block(n), nb = (n + bs - 1) / bs;
+        const std::int64_t work = 2 * n;  // for_blocks' units: a neuron update counts two
+        if (block != bs) {
+            lists.assign(static_cast<std::size_t>(nb), {});
+            block = bs;
+        }
+        BlockIndices* L = lists.data();
+        for_blocks(
+            nb, 1,
+            [f, L, bs, n](std::int64_t b0, std::int64_t b1) {
+                for (std::int64_t b = b0; b < b1; ++b) {
+                    L[b].clear();
+                    f(b, b * bs, std::min(n, (b + 1) * bs), L[b]);
+                }
+            },
+            work);
+        return work;
+    }
     // Default `work` of for_blocks / concat_blocks: always worth splitting.
     static constexpr std::int64_t kAlwaysSplit = std::numeric_limits<std::int64_t>::max();
 

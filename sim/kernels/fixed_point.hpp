@@ -39,22 +39,9 @@ struct IntFormat {
     Overflow overflow = Overflow::saturate;
 
     std::int64_t max() const { return (std::int64_t{1} << (bits - 1)) - 1; }
-    // The value the register holds for x; `hit` is set when x was outside the range.
-    std::int64_t fit(std::int64_t x, bool& hit) const {
-        const std::int64_t hi = max(), lo = overflow == Overflow::saturate ? -hi - 1 : -hi;
-        if (x >= lo && x <= hi) return x;
-        if (overflow != Overflow::wrap) {
-            hit = true;
-            return x > hi ? hi : lo;
-        }
-        // Wrap: +2^(b-1) is kept (Lava keeps it), -2^(b-1) becomes +2^(b-1).
-        const std::int64_t period = std::int64_t{1} << bits, half = period / 2;
-        if (x == half) return x;
-        hit = true;
-        std::int64_t r = (x + half - 1) % period;  // into [0, period) after the shift below
-        if (r < 0) r += period;
-        return r - half + 1;
-    }
+    // The value the register holds for x; `hit` is set when x was outside the range. Wrap:
+    // +2^(b-1) is kept (Lava keeps it), -2^(b-1) becomes +2^(b-1). Defined with FitSelect below.
+    std::int64_t fit(std::int64_t x, bool& hit) const;
 };
 
 // x / 2^s rounded toward zero: the magnitude is shifted (Lava's decays).
@@ -68,31 +55,21 @@ inline std::int64_t shift_floor(std::int64_t x, int e) {
 }
 
 // Decay of a state by a multiplier: x (2^s - d) / 2^s, rounded toward zero (Loihi's 12-bit
-// du/dv with s = 12). d = 0 keeps x; d = 2^s clears it.
+// du/dv with s = 12). d = 0 keeps x; d = 2^s clears it. Branch-free (the row loops vectorise it):
+// the product's magnitude is shifted, its sign restored.
 inline std::int64_t decay_multiply(std::int64_t x, std::int64_t d, int s) {
-    return shift_toward_zero(x * ((std::int64_t{1} << s) - d), s);
+    const std::int64_t p = x * ((std::int64_t{1} << s) - d);
+    const std::int64_t m = p >> 63;  // 0 or -1
+    return ((((p ^ m) - m) >> s) ^ m) - m;
 }
 
 // Decay by a bit shift: x - (x >> dash), the shift arithmetic; where the shift gives 0 the state
 // still moves one step toward zero (Xylo's "dash" decays: -17 >> 4 gives -15, 5 >> 4 gives 4).
-inline std::int64_t decay_bitshift(std::int64_t x, int dash) {
-    const std::int64_t d = x >> dash;
-    return x - (d != 0 ? d : (x > 0) - (x < 0));
+inline std::int64_t decay_bitshift(std::int64_t x, std::int64_t dash) {
+    const std::int64_t q = x >> dash;
+    const std::int64_t sign = (x > 0) - (x < 0);
+    return x - (q != 0 ? q : sign);
 }
-
-// Exact conversion of an integral float (a sum of integer weights) to an integer; fractions are
-// dropped toward minus infinity, as a fixed-point register that holds no fraction bits would.
-inline std::int64_t to_int(float x) {
-    constexpr float lim = 4.0e18f;  // inside int64; beyond it no register holds the value anyway
-    if (!(x > -lim)) return x != x ? 0 : static_cast<std::int64_t>(-lim);
-    if (x > lim) return static_cast<std::int64_t>(lim);
-    const auto i = static_cast<std::int64_t>(x);
-    return static_cast<float>(i) > x ? i - 1 : i;
-}
-
-}  // namespace ternion::fixed
-
-namespace ternion::fixed {
 
 // How a datapath decays its states.
 enum class DecayForm {
@@ -134,79 +111,9 @@ struct LifConstants {
     bool ternary = false;
 };
 
-inline std::int64_t decay(const LifDatapath& d, std::int64_t x, std::int64_t k) {
-    return d.decay == DecayForm::multiply ? decay_multiply(x, k, d.decay_shift)
-                                          : decay_bitshift(x, static_cast<int>(k));
-}
-
-// One time step of one neuron: charge the current, then the membrane (with the new current),
-// fire, reset. Returns the output (spike count, negative for a ternary -1); `overflows` counts
-// each state that had to saturate or wrap.
-inline int lif_step(const LifDatapath& d, const LifConstants& c, std::int32_t& u, std::int32_t& v,
-                    std::int64_t in, std::uint64_t& overflows) {
-    bool hit_u = false, hit_v = false;
-    const std::int64_t a = shift_floor(in, d.input_exp) * (std::int64_t{1} << d.input_shift);
-    std::int64_t un, vn;
-    if (d.order == Order::decay_then_add) {
-        un = d.current.fit(decay(d, u, c.du) + a, hit_u);
-        vn = d.membrane.fit(decay(d, v, c.dv) + un + c.bias, hit_v);
-    } else {
-        un = decay(d, d.current.fit(u + a, hit_u), c.du);
-        const std::int64_t dv = d.membrane.fit(un - (v - decay(d, v, c.dv)), hit_v);
-        vn = d.membrane.fit(v + d.membrane.fit(dv + c.bias, hit_v), hit_v);
-    }
-    overflows += static_cast<std::uint64_t>(hit_u) + static_cast<std::uint64_t>(hit_v);
-    int s = 0;
-    const bool up = d.fire_at_equal ? vn >= c.vth : vn > c.vth;
-    if (up) {
-        if (!d.subtract) {
-            s = 1;
-            vn = 0;
-        } else {
-            // Subtract the threshold once per spike, at most max_spikes times.
-            std::int64_t n = c.vth > 0 ? (vn - c.vth) / c.vth + 1 : d.max_spikes;
-            if (!d.fire_at_equal && c.vth > 0 && (vn % c.vth) == 0) --n;  // v = n th fires n-1
-            n = n < 1 ? 1 : (n > d.max_spikes ? d.max_spikes : n);
-            s = static_cast<int>(n);
-            vn -= n * c.vth;
-        }
-    } else if (c.ternary && (d.fire_at_equal ? vn <= c.vth_lo : vn < c.vth_lo)) {
-        s = -1;
-        vn = d.subtract ? vn - c.vth_lo : 0;
-    }
-    u = static_cast<std::int32_t>(un);
-    v = static_cast<std::int32_t>(vn);
-    return s;
-}
-
-}  // namespace ternion::fixed
-
-namespace ternion::fixed {
-
-// The neurons of a row, constants as int32 arrays (one value each, or a single value for all
-// when `uniform`): what lif_row reads. Thresholds and bias are aligned already (LifConstants).
-struct LifRow {
-    const std::int32_t *du = nullptr, *dv = nullptr, *bias = nullptr, *vth = nullptr, *lo = nullptr;
-    bool uniform = false;
-};
-
-// A float input (the sum of integer weights) as the integer the register receives: dropped
-// toward minus infinity and clamped to int32 (no datapath holds more). Branch-free.
-inline std::int64_t input_int(float x) {
-    // Written with integer selects only, so that loops over it vectorise: |x| >= 2^31 (and
-    // NaN) is recognised from the exponent bits and clamped after the conversion.
-    const auto b = std::bit_cast<std::uint32_t>(x);
-    const std::int32_t big = -static_cast<std::int32_t>(((b >> 23) & 0xffu) >= 158u);
-    const float safe = std::bit_cast<float>(b & ~static_cast<std::uint32_t>(big));
-    const auto t = static_cast<std::int32_t>(safe);  // toward zero
-    const std::int32_t fl = t - static_cast<std::int32_t>(static_cast<float>(t) > safe);
-    const std::int32_t edge = (b >> 31) ? std::int32_t{-2147483647 - 1} : std::int32_t{2147483520};
-    return (fl & ~big) | (edge & big);
-}
-
-// fit() without branches, for the row loops: the format's bounds held by value (a loop that
-// read them through a reference would reload them after every store), both policies computed
-// and one kept.
+// The overflow rule of a format, without branches (the row loops vectorise it): the bounds held
+// by value (a loop that read them through a reference would reload them after every store),
+// both policies computed and one kept.
 struct FitSelect {
     std::int64_t hi, lo, half, mask;
     std::int64_t wrap;  // all ones when the format wraps: selects by masks, not branches
@@ -234,18 +141,101 @@ struct FitSelect {
     std::int64_t operator()(std::int64_t x, bool& hit) const { return fit(x, hit); }
 };
 
-// x (2^s - d) / 2^s toward zero, or x - (x >> d) at least one step toward zero; branch-free.
+inline std::int64_t IntFormat::fit(std::int64_t x, bool& hit) const {
+    return FitSelect(*this).fit(x, hit);
+}
+
 template <DecayForm F>
-inline std::int64_t decay_select(std::int64_t x, std::int64_t d, int s) {
-    if constexpr (F == DecayForm::multiply) {
-        const std::int64_t p = x * ((std::int64_t{1} << s) - d);
-        const std::int64_t m = p >> 63;  // 0 or -1
-        return ((((p ^ m) - m) >> s) ^ m) - m;
+inline std::int64_t decay_of(std::int64_t x, std::int64_t d, int s) {
+    return F == DecayForm::multiply ? decay_multiply(x, d, s) : decay_bitshift(x, d);
+}
+
+// The charge of one step, the one definition of both update orders: the new current and
+// membrane from the old ones and the aligned input a, and whether each overflowed.
+struct Charged {
+    std::int64_t u = 0, v = 0;
+    bool hit_u = false, hit_v = false;
+};
+template <Order O, DecayForm F>
+inline Charged charge(const FitSelect& cur, const FitSelect& mem, int ds, std::int64_t u0,
+                      std::int64_t v0, std::int64_t a, std::int64_t du, std::int64_t dv,
+                      std::int64_t bias) {
+    Charged q;
+    if constexpr (O == Order::decay_then_add) {
+        q.u = cur(decay_of<F>(u0, du, ds) + a, q.hit_u);
+        q.v = mem(decay_of<F>(v0, dv, ds) + q.u + bias, q.hit_v);
     } else {
-        const std::int64_t q = x >> d;
-        const std::int64_t sign = (x > 0) - (x < 0);
-        return x - (q != 0 ? q : sign);
+        q.u = decay_of<F>(cur(u0 + a, q.hit_u), du, ds);
+        const std::int64_t dm = mem(q.u - (v0 - decay_of<F>(v0, dv, ds)), q.hit_v);
+        q.v = mem(v0 + mem(dm + bias, q.hit_v), q.hit_v);
     }
+    return q;
+}
+
+// One time step of one neuron: charge the current, then the membrane (with the new current),
+// fire, reset. Returns the output (spike count, negative for a ternary -1); `overflows` counts
+// each state that had to saturate or wrap. The rows (lif_row) compute the same charge.
+inline int lif_step(const LifDatapath& d, const LifConstants& c, std::int32_t& u, std::int32_t& v,
+                    std::int64_t in, std::uint64_t& overflows) {
+    const FitSelect cur(d.current), mem(d.membrane);
+    const std::int64_t a = shift_floor(in, d.input_exp) * (std::int64_t{1} << d.input_shift);
+    const bool mul = d.decay == DecayForm::multiply;
+    Charged q;
+    if (d.order == Order::decay_then_add)
+        q = mul ? charge<Order::decay_then_add, DecayForm::multiply>(cur, mem, d.decay_shift, u, v,
+                                                                     a, c.du, c.dv, c.bias)
+                : charge<Order::decay_then_add, DecayForm::bitshift>(cur, mem, d.decay_shift, u, v,
+                                                                     a, c.du, c.dv, c.bias);
+    else
+        q = mul ? charge<Order::add_then_decay, DecayForm::multiply>(cur, mem, d.decay_shift, u, v,
+                                                                     a, c.du, c.dv, c.bias)
+                : charge<Order::add_then_decay, DecayForm::bitshift>(cur, mem, d.decay_shift, u, v,
+                                                                     a, c.du, c.dv, c.bias);
+    const std::int64_t un = q.u;
+    std::int64_t vn = q.v;
+    overflows += static_cast<std::uint64_t>(q.hit_u) + static_cast<std::uint64_t>(q.hit_v);
+    int s = 0;
+    const bool up = d.fire_at_equal ? vn >= c.vth : vn > c.vth;
+    if (up) {
+        if (!d.subtract) {
+            s = 1;
+            vn = 0;
+        } else {
+            // Subtract the threshold once per spike, at most max_spikes times.
+            std::int64_t n = c.vth > 0 ? (vn - c.vth) / c.vth + 1 : d.max_spikes;
+            if (!d.fire_at_equal && c.vth > 0 && (vn % c.vth) == 0) --n;  // v = n th fires n-1
+            n = n < 1 ? 1 : (n > d.max_spikes ? d.max_spikes : n);
+            s = static_cast<int>(n);
+            vn -= n * c.vth;
+        }
+    } else if (c.ternary && (d.fire_at_equal ? vn <= c.vth_lo : vn < c.vth_lo)) {
+        s = -1;
+        vn = d.subtract ? vn - c.vth_lo : 0;
+    }
+    u = static_cast<std::int32_t>(un);
+    v = static_cast<std::int32_t>(vn);
+    return s;
+}
+
+// The neurons of a row, constants as int32 arrays (one value each, or a single value for all
+// when `uniform`): what lif_row reads. Thresholds and bias are aligned already (LifConstants).
+struct LifRow {
+    const std::int32_t *du = nullptr, *dv = nullptr, *bias = nullptr, *vth = nullptr, *lo = nullptr;
+    bool uniform = false;
+};
+
+// A float input (the sum of integer weights) as the integer the register receives: dropped
+// toward minus infinity and clamped to int32 (no datapath holds more). Branch-free.
+inline std::int64_t input_int(float x) {
+    // Written with integer selects only, so that loops over it vectorise: |x| >= 2^31 (and
+    // NaN) is recognised from the exponent bits and clamped after the conversion.
+    const auto b = std::bit_cast<std::uint32_t>(x);
+    const std::int32_t big = -static_cast<std::int32_t>(((b >> 23) & 0xffu) >= 158u);
+    const float safe = std::bit_cast<float>(b & ~static_cast<std::uint32_t>(big));
+    const auto t = static_cast<std::int32_t>(safe);  // toward zero
+    const std::int32_t fl = t - static_cast<std::int32_t>(static_cast<float>(t) > safe);
+    const std::int32_t edge = (b >> 31) ? std::int32_t{-2147483647 - 1} : std::int32_t{2147483520};
+    return (fl & ~big) | (edge & big);
 }
 
 // One step of n neurons that fire at most once a step (max_spikes 1): the same integers as
@@ -279,14 +269,14 @@ std::uint64_t lif_row(const LifDatapath& d, const LifRow& c, std::int32_t* __res
         bool hu = false, hv = false;
         if constexpr (Cleared) {
             un = cur.fit<CurP>(a, hu);
-            vn = mem.fit<MemP>(decay_select<F>(v0, at(cdv, k), ds) + un + at(cb, k), hv);
-        } else if constexpr (O == Order::decay_then_add) {
-            un = cur(decay_select<F>(u[k], at(cdu, k), ds) + a, hu);
-            vn = mem(decay_select<F>(v0, at(cdv, k), ds) + un + at(cb, k), hv);
+            vn = mem.fit<MemP>(decay_of<F>(v0, at(cdv, k), ds) + un + at(cb, k), hv);
         } else {
-            un = decay_select<F>(cur(u[k] + a, hu), at(cdu, k), ds);
-            const std::int64_t dm = mem(un - (v0 - decay_select<F>(v0, at(cdv, k), ds)), hv);
-            vn = mem(v0 + mem(dm + at(cb, k), hv), hv);
+            const Charged q =
+                charge<O, F>(cur, mem, ds, u[k], v0, a, at(cdu, k), at(cdv, k), at(cb, k));
+            un = q.u;
+            vn = q.v;
+            hu = q.hit_u;
+            hv = q.hit_v;
         }
         hits += static_cast<std::uint64_t>(hu) + static_cast<std::uint64_t>(hv);
         const std::int64_t th = at(cth, k);

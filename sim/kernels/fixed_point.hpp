@@ -326,6 +326,9 @@ std::uint64_t lif_row32_cleared(const LifDatapath& d, const LifRow& c, std::int3
     bound(d.membrane, MemP == kWrap, mlo, mhi);
     // The input range whose shifted value stays within the current's range.
     const std::int32_t in_hi = chi >> sh, in_lo = -((-clo) >> sh);
+    // t outside [in_lo, in_hi] as one unsigned comparison: fewer live constants, so the loop
+    // keeps its invariants in registers at AVX2's 16.
+    const auto in_span = static_cast<std::uint32_t>(in_hi) - static_cast<std::uint32_t>(in_lo);
     const std::uint32_t chalf = static_cast<std::uint32_t>(d.current.max()) + 1,
                         cmask = 2 * chalf - 1,
                         mhalf = static_cast<std::uint32_t>(d.membrane.max()) + 1,
@@ -334,6 +337,7 @@ std::uint64_t lif_row32_cleared(const LifDatapath& d, const LifRow& c, std::int3
     const std::int32_t low_bits = (std::int32_t{1} << ds) - 1;
     const std::int32_t bias = c.bias[0], th = c.vth[0], lo_th = Ternary ? c.lo[0] : 0;
     const std::int32_t ge = d.fire_at_equal ? 1 : 0, sub = d.subtract ? -1 : 0;
+    const std::int32_t th_gt = th - ge, lo_lt = lo_th + ge;  // v > th_gt fires, v < lo_lt fires -1
     std::uint32_t hits = 0;
     for (std::int64_t k = 0; k < n; ++k) {
         const std::int32_t t = static_cast<std::int32_t>(input_int(x[k])) >> down;
@@ -348,7 +352,7 @@ std::uint64_t lif_row32_cleared(const LifDatapath& d, const LifRow& c, std::int3
                      : (t < in_lo ? clo
                                   : static_cast<std::int32_t>(static_cast<std::uint32_t>(t) << sh));
         }
-        const bool hu = t > in_hi || t < in_lo;
+        const bool hu = static_cast<std::uint32_t>(t) - static_cast<std::uint32_t>(in_lo) > in_span;
         const std::int32_t v0 = v[k];
         const std::int32_t neg_mask = v0 >> 31;
         const std::int32_t av = (v0 ^ neg_mask) - neg_mask;
@@ -362,9 +366,9 @@ std::uint64_t lif_row32_cleared(const LifDatapath& d, const LifRow& c, std::int3
             vn = std::max(mlo, std::min(mhi, sum));
         const bool hv = vn != sum;
         hits += static_cast<std::uint32_t>(hu) + static_cast<std::uint32_t>(hv);
-        const bool pos = vn > th - ge;
+        const bool pos = vn > th_gt;
         bool neg = false;
-        if constexpr (Ternary) neg = !pos && vn < lo_th + ge;
+        if constexpr (Ternary) neg = !pos && vn < lo_lt;
         const std::int32_t pm = -static_cast<std::int32_t>(pos);
         const std::int32_t reset_to = (vn - ((th & pm) | (lo_th & ~pm))) & sub;
         v[k] = (pos | neg) ? reset_to : vn;

@@ -61,7 +61,30 @@ PriceContext price_context(const RunRecord& run, const Profile& p) {
         x.priced[k] = v.has_value();
         x.unit[k] = v.value_or(0.0);
     }
+    if (const auto mac = p.ops.find("mac"); mac != p.ops.end() && mac->second.bits > 0)
+        x.ann_activation_bytes = mac->second.bits / 8.0;
     return x;
+}
+
+const int kWeightBytes = kind_index("weight_read_bytes");
+const int kSpikeBytes = kind_index("spike_write_bytes");
+
+// The ANN equivalent's memory traffic in one pass, priced by the rule the spiking run's is:
+// one weight read per MAC at the layer's stored width (attention projections: float32), and
+// one activation written per output of a node that spikes in the SNN (attention: Q, K and V
+// too), where the SNN writes its spike events. Unpriced kinds price to 0, as for the SNN.
+double ann_memory_pj_per_pass(const LayerRecord& l, const PriceContext& x) {
+    double weight_bytes = 0.0, activations = 0.0;
+    if (l.traits.connection)
+        weight_bytes = static_cast<double>(l.dense_macs_per_step) * l.traits.weight_value_bytes;
+    if (l.attention_shape) {
+        const auto& a = *l.attention_shape;
+        weight_bytes = 4.0 * static_cast<double>(a.proj_dense_macs_per_step);
+        activations += 3.0 * static_cast<double>(a.tokens * a.dim);
+    }
+    if (l.spiking) activations += static_cast<double>(l.neurons);
+    return x.unit[kWeightBytes] * weight_bytes +
+           x.unit[kSpikeBytes] * activations * x.ann_activation_bytes;
 }
 
 // One layer's counts in the report's convention, priced, with its ANN equivalent.
@@ -70,6 +93,7 @@ LayerCost price_layer(const LayerRecord& l, CostReport& r, PriceContext& x,
     LayerCost c;
     c.name = l.name;
     c.type = l.type;
+    c.attention = l.attention_shape.has_value();
     int k = 0;
     l.ops.for_each(
         [&](std::string_view, std::uint64_t v) { c.count[k++] = static_cast<double>(v); });
@@ -80,7 +104,13 @@ LayerCost price_layer(const LayerRecord& l, CostReport& r, PriceContext& x,
     }
     // The same graph run as an ANN for the same T steps: every synaptic op a dense MAC.
     c.ann_macs = static_cast<double>(l.dense_macs_per_step) * x.Td;
-    c.ann_pj = x.unit[kMac] * c.ann_macs;
+    c.ann_memory_pj = ann_memory_pj_per_pass(l, x) * x.Td;
+    c.ann_pj = x.unit[kMac] * c.ann_macs + c.ann_memory_pj;
+    // What the exact count costs, for reports under another convention.
+    int k2 = 0;
+    l.ops.for_each([&](std::string_view, std::uint64_t v) {
+        r.exact_pj_per_inference += x.unit[k2++] * static_cast<double>(v) * x.invS;
+    });
     return c;
 }
 
@@ -90,6 +120,7 @@ void add_totals(CostReport& r, const Profile& p, const PriceContext& x) {
         for (int i = 0; i < kKinds; ++i) r.total_count[i] += c.count[i];
         r.ann_macs_per_inference += c.ann_macs;
         r.ann_pj_per_inference += c.ann_pj;
+        r.ann_memory_pj_per_inference += c.ann_memory_pj;
     }
     for (int i = 0; i < kKinds; ++i) {
         r.total_energy_pj[i] = x.unit[i] * r.total_count[i];
@@ -106,17 +137,20 @@ void add_totals(CostReport& r, const Profile& p, const PriceContext& x) {
     }
 }
 
-void add_notes(CostReport& r, const Profile& p, const Convention& conv) {
+void add_notes(CostReport& r, const Profile& p, const Convention& conv, const PriceContext& x) {
     if (!r.unpriced.empty()) {
         std::string list;
         for (const auto& u : r.unpriced) list += (list.empty() ? "" : ", ") + u;
         r.notes.push_back("counted but not priced by profile '" + p.name + "': " + list);
     }
     conv.finish(r);  // the convention's own notes
-    if (!p.traffic.empty())
+    if (r.ann_memory_pj_per_inference > 0.0)
         r.notes.push_back(
-            "the ANN-equivalent prices MACs only; memory traffic is priced for the "
-            "spiking run alone, so the SNN/ANN ratio is pessimistic for the SNN");
+            "the ANN equivalent's memory is priced by the spiking run's rule: one weight read "
+            "per MAC at the layer's stored width, one " +
+            fmt(x.ann_activation_bytes) +
+            "-byte activation written per output where the SNN writes spikes; an ANN has no "
+            "membrane state to read or write");
     if (!r.profile_verified)
         r.notes.push_back("some figures of profile '" + p.name + "' are marked unverified");
 }
@@ -153,7 +187,7 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
     conv.begin(run, r);
     for (const LayerRecord& l : run.layers) r.layers.push_back(price_layer(l, r, x, conv));
     add_totals(r, p, x);
-    add_notes(r, p, conv);
+    add_notes(r, p, conv, x);
     add_timing(r, p, x);
     return r;
 }
@@ -185,6 +219,28 @@ json ops_json(const OpCounts& o, double divisor) {
     });
     return j;
 }
+
+namespace {
+
+json ratio(double snn, double ann) {
+    return ann > 0 ? json(snn / ann) : json(nullptr);
+}
+
+// T passes (one per step; the keys kept from the first report format) and one pass, labelled.
+void add_ann_json(const CostReport& r, json& ann) {
+    const double T = std::max<double>(1.0, static_cast<double>(r.timesteps));
+    ann["passes"] = r.timesteps;
+    ann["macs_priced"] = r.ann_macs_per_inference;
+    ann["energy_pj"] = r.ann_pj_per_inference;
+    ann["memory_pj"] = r.ann_memory_pj_per_inference;
+    ann["energy_ratio"] = ratio(r.per_inference_pj, r.ann_pj_per_inference);
+    ann["one_pass"] = {{"macs_priced", r.ann_macs_per_inference / T},
+                       {"energy_pj", r.ann_pj_per_pass()},
+                       {"memory_pj", r.ann_memory_pj_per_inference / T},
+                       {"energy_ratio", ratio(r.per_inference_pj, r.ann_pj_per_pass())}};
+}
+
+}  // namespace
 
 void add_to_json(const CostReport& r, json& doc) {
     const Convention& conv = convention(r.mode);
@@ -229,54 +285,165 @@ void add_to_json(const CostReport& r, json& doc) {
     if (r.average_power_w) pi["average_power_w"] = *r.average_power_w;
     doc["energy_total_pj"] = r.total_pj;
 
-    json& ann = doc["ann_equivalent"];
-    ann["macs_priced"] = r.ann_macs_per_inference;
-    ann["energy_pj"] = r.ann_pj_per_inference;
-    if (r.ann_pj_per_inference > 0)
-        ann["energy_ratio"] = r.per_inference_pj / r.ann_pj_per_inference;
-    else
-        ann["energy_ratio"] = nullptr;
-
+    add_ann_json(r, doc["ann_equivalent"]);
+    const Headline h = headline(r);
+    doc["headline"] = {{"energy_pj", h.energy_pj},  {"count_mode", count_mode_name(r.mode)},
+                       {"profile", r.profile_name}, {"included", h.included},
+                       {"excluded", h.excluded},    {"text", h.text},
+                       {"which_number", h.which},   {"exact_energy_pj", r.exact_pj_per_inference}};
     conv.report_json(r, doc);
     doc["energy_notes"] = r.notes;
 }
 
-std::string format_table(const CostReport& r) {
-    std::ostringstream os;
+namespace {
+
+// The groups a headline names, each with its kinds (OpCounts names).
+struct KindGroup {
+    const char* label;
+    std::vector<std::string_view> kinds;
+};
+const std::vector<KindGroup>& kind_groups() {
+    static const std::vector<KindGroup> g = {
+        {"synaptic ops (AC, MAC)", {"ac", "mac"}},
+        {"shifts", {"shift"}},
+        {"comparisons", {"cmp"}},
+        {"exponentials", {"exp"}},
+        {"divisions", {"div"}},
+        {"neuron updates", {"neuron_update"}},
+        {"spike events", {"spikes_out"}},
+        {"memory traffic",
+         {"weight_read_bytes", "state_read_bytes", "state_write_bytes", "spike_write_bytes"}}};
+    return g;
+}
+
+std::string joined(const std::vector<std::string>& v, const char* sep) {
+    std::string o;
+    for (const auto& e : v) o += (o.empty() ? "" : sep) + e;
+    return o;
+}
+
+std::string which_number(const CostReport& r) {
+    if (r.mode == CountMode::exact)
+        return "quote the exact count: every operation the event-driven run performed. The "
+               "neurobench, syops and paper counts re-count AC/MAC by those tools' and papers' "
+               "rules; quote them only beside tables made with them (docs/cost-model.md, "
+               "\"Which number to report\")";
+    return std::string("this count follows ") + count_mode_name(r.mode) +
+           "'s rules, for comparison with tables made with them; the model's own cost is the "
+           "exact count, " +
+           energy_words(r.exact_pj_per_inference) +
+           " under this profile (docs/cost-model.md, \"Which number to report\")";
+}
+
+}  // namespace
+
+std::string energy_words(double pj) {
+    static const std::pair<double, const char*> units[] = {
+        {1e12, "J"}, {1e9, "mJ"}, {1e6, "µJ"}, {1e3, "nJ"}, {1.0, "pJ"}};
+    for (const auto& [scale, unit] : units)
+        if (std::fabs(pj) >= scale || scale == 1.0) {
+            char buf[64];
+            std::snprintf(buf, sizeof buf, "%.3g %s", pj / scale, unit);
+            return buf;
+        }
+    return {};
+}
+
+Headline headline(const CostReport& r) {
+    Headline h;
+    h.energy_pj = r.per_inference_pj;
+    for (const KindGroup& g : kind_groups()) {
+        bool counted = false, priced = false;
+        for (auto k : g.kinds) {
+            const int i = kind_index(k);
+            counted = counted || r.per_inference_count[i] > 0;
+            priced = priced || r.per_inference_energy_pj[i] > 0;
+        }
+        if (priced)
+            h.included.emplace_back(g.label);
+        else if (counted)
+            h.excluded.emplace_back(g.label);
+    }
+    double attention_pj = 0.0;
+    for (const LayerCost& c : r.layers)
+        if (c.attention) attention_pj += c.energy_total_pj;
+    if (attention_pj > 0) h.included.emplace_back("attention");
+    h.text = "energy per inference: " + energy_words(h.energy_pj) + " (count " +
+             count_mode_name(r.mode) + ", profile " + r.profile_name +
+             "; priced: " + (h.included.empty() ? "nothing" : joined(h.included, ", "));
+    if (!h.excluded.empty()) h.text += "; counted, not priced: " + joined(h.excluded, ", ");
+    h.text += ")";
+    h.which = which_number(r);
+    return h;
+}
+
+namespace {
+
+// Width of the widest name (layer or type), at least `least`: names are never cut.
+int name_width(const CostReport& r, bool type, std::size_t least) {
+    std::size_t w = least;
+    for (const auto& c : r.layers) w = std::max(w, (type ? c.type : c.name).size());
+    return static_cast<int>(w);
+}
+
+void layer_rows(const CostReport& r, std::ostringstream& os) {
     const double inv = r.samples > 0 ? 1.0 / static_cast<double>(r.samples) : 0.0;
-    os << "energy: profile " << r.profile_name << ", count " << count_mode_name(r.mode) << ", "
-       << r.samples << " samples x T=" << r.timesteps << "; per inference\n";
-    char line[256];
-    std::snprintf(line, sizeof line, "%-20s %-14s %12s %12s %12s %12s %12s\n", "layer", "type",
-                  "AC", "MAC", "energy pJ", "ANN pJ", "share");
+    const int wn = name_width(r, false, 5), wt = name_width(r, true, 4);
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-*s %-*s %12s %12s %12s %12s %12s\n", wn, "layer", wt,
+                  "type", "AC", "MAC", "energy pJ", "ANN xT pJ", "share");
     os << line;
     for (const auto& c : r.layers) {
         if (c.energy_total_pj == 0.0 && c.ann_pj == 0.0) continue;
         const double e = c.energy_total_pj * inv;
         const double share = r.per_inference_pj > 0 ? e / r.per_inference_pj * 100.0 : 0.0;
-        std::snprintf(line, sizeof line, "%-20.20s %-14.14s %12.5g %12.5g %12.5g %12.5g %11.1f%%\n",
-                      c.name.c_str(), c.type.c_str(), c.count[kAc] * inv, c.count[kMac] * inv, e,
-                      c.ann_pj, share);
+        std::snprintf(line, sizeof line, "%-*s %-*s %12.5g %12.5g %12.5g %12.5g %11.1f%%\n", wn,
+                      c.name.c_str(), wt, c.type.c_str(), c.count[kAc] * inv, c.count[kMac] * inv,
+                      e, c.ann_pj, share);
         os << line;
     }
-    std::snprintf(line, sizeof line, "%-20s %-14s %12.5g %12.5g %12.5g %12.5g\n", "total", "",
+    std::snprintf(line, sizeof line, "%-*s %-*s %12.5g %12.5g %12.5g %12.5g\n", wn, "total", wt, "",
                   r.per_inference_count[kAc], r.per_inference_count[kMac], r.per_inference_pj,
                   r.ann_pj_per_inference);
     os << line;
+}
+
+void ann_lines(const CostReport& r, std::ostringstream& os) {
+    const bool memory = r.ann_memory_pj_per_inference > 0;
+    os << "ANN equivalent (the same graph with every synaptic op a MAC"
+       << (memory ? ", memory by the same rule" : "") << "):\n";
+    auto row = [&](const std::string& label, double pj) {
+        char head[64];
+        std::snprintf(head, sizeof head, "  %-26s", label.c_str());
+        os << head << fmt(pj) << " pJ";
+        if (pj > 0) os << "; SNN/ANN energy = " << fmt(r.per_inference_pj / pj);
+        os << "\n";
+    };
+    row("one pass:", r.ann_pj_per_pass());
+    row("T=" + std::to_string(r.timesteps) + " passes (one a step):", r.ann_pj_per_inference);
+}
+
+}  // namespace
+
+std::string format_table(const CostReport& r) {
+    std::ostringstream os;
+    const Headline h = headline(r);
+    os << h.text << "\n\n";
+    os << "energy: profile " << r.profile_name << ", count " << count_mode_name(r.mode) << ", "
+       << r.samples << " samples x T=" << r.timesteps << "; per inference\n";
+    layer_rows(r, os);
     os << "by kind (pJ per inference):";
     for (int k = 0; k < kKinds; ++k)
         if (r.per_inference_energy_pj[k] != 0.0)
             os << " " << kind_names()[k] << " " << fmt(r.per_inference_energy_pj[k]);
     os << "\n";
-    os << "ANN-equivalent (all MACs, T steps): " << fmt(r.ann_pj_per_inference) << " pJ";
-    if (r.ann_pj_per_inference > 0)
-        os << "; SNN/ANN energy = " << fmt(r.per_inference_pj / r.ann_pj_per_inference);
-    os << "\n";
+    ann_lines(r, os);
     convention(r.mode).report_text(r, os);
     if (r.latency_s) os << "latency: " << fmt(*r.latency_s) << " s per inference\n";
     if (r.static_energy_pj)
         os << "static energy: " << fmt(*r.static_energy_pj) << " pJ per inference\n";
     if (r.average_power_w) os << "average power: " << fmt(*r.average_power_w) << " W\n";
+    os << "which number: " << h.which << "\n";
     for (const auto& n : r.notes) os << "note: " << n << "\n";
     return os.str();
 }

@@ -93,6 +93,8 @@ struct Profile {
     std::optional<ScalarFigure> static_power_w;
     std::optional<ScalarFigure> clock_hz;  // time steps per second (one step per tick)
     std::vector<std::string> notes;
+    // BibTeX entries for the sources, by key (the profile file's "references").
+    std::vector<std::pair<std::string, std::string>> references;
 
     // pJ per counted unit of kind k (per op, or per counted byte), or nullopt when not priced.
     std::optional<double> price(int k) const;
@@ -116,8 +118,12 @@ std::string profile_dir();
 inline constexpr const char* kDefaultProfile = "horowitz45-fp32";
 // (name, one-line description) of every *.json in the profile dir, sorted by name.
 std::vector<std::pair<std::string, std::string>> list_profiles();
-// Multi-line human description of a profile with every figure and its source.
+// Multi-line human description of a profile with every figure and its source, ending with
+// a sentence to cite it by and its BibTeX entries.
 std::string describe_profile(const Profile& p);
+// One sentence for a paper's methods section: the profile's priced figures (assumed ones
+// said to be) and \cite{} of its references.
+std::string citation_sentence(const Profile& p);
 
 // --- counting conventions -------------------------------------------------------------------
 
@@ -150,8 +156,12 @@ struct LayerCost {
     KindArray count{};      // ops as counted under the mode, totals over all samples
     KindArray energy_pj{};  // count x price, totals over all samples
     double energy_total_pj = 0.0;
-    double ann_macs = 0.0;          // dense_macs_per_step (one ANN pass per inference)
-    double ann_pj = 0.0;            // E_MAC x ann_macs, per inference
+    bool attention = false;  // an attention node (the headline says attention is priced)
+    // The ANN equivalent, per inference of T passes (one pass per step, as the SNN runs T
+    // steps): its MACs, and their price plus its memory traffic's under the same rule.
+    double ann_macs = 0.0;          // dense_macs_per_step x T
+    double ann_pj = 0.0;            // E_MAC x ann_macs + ann_memory_pj
+    double ann_memory_pj = 0.0;     // weights read and activations written, T passes
     std::string basis;              // how this layer was counted under the mode
     double sop = 0.0;               // paper mode: SOP (or encoding FLOPs) per inference
     double input_rate = 0.0;        // paper mode: fr_in
@@ -176,6 +186,9 @@ struct NeuroBenchFigures {
 // pJ under the default profile).
 struct SyopsFigures {
     double ac = 0.0, mac = 0.0;
+    // Layers syops bills as MACs though the exact count has none there: inputs of ternary
+    // spikes (-1 fails its {0,1} test) and of other integer values (residual sums of spikes).
+    std::vector<std::string> ternary_as_mac, sums_as_mac;
 };
 
 // The paper convention's figures, per inference.
@@ -200,7 +213,16 @@ struct CostReport {
     // 0.9 x AC + 4.6 x MAC per inference.
     KindArray per_inference_count{}, per_inference_energy_pj{};
     double per_inference_pj = 0.0;
+    // The ANN equivalent for T passes (one per step), and for one pass (= / T): the figure a
+    // reader comparing with a conventional network usually means.
     double ann_macs_per_inference = 0.0, ann_pj_per_inference = 0.0;
+    double ann_memory_pj_per_inference = 0.0;
+    double ann_pj_per_pass() const {
+        return timesteps > 0 ? ann_pj_per_inference / static_cast<double>(timesteps) : 0.0;
+    }
+    // The exact count's energy per inference under the same profile, whatever `mode` is (the
+    // figure a non-exact report points to).
+    double exact_pj_per_inference = 0.0;
     std::vector<std::string> unpriced;  // kinds counted (non-zero) that the profile does not price
     std::vector<std::string> notes;     // assumptions and fallbacks used in this report
     std::optional<NeuroBenchFigures> neurobench;
@@ -229,5 +251,17 @@ void add_to_json(const CostReport& r, nlohmann::json& doc);
 // Counts as a JSON object {kind: count}, or {kind: count / divisor} (per inference).
 nlohmann::json ops_json(const OpCounts& o, double divisor = 1.0);
 std::string format_table(const CostReport& r);
+
+// The one line to quote: energy per inference with its convention, profile and what it
+// includes (synaptic ops, attention, neuron updates, memory) and leaves out.
+struct Headline {
+    double energy_pj = 0.0;
+    std::vector<std::string> included, excluded;  // groups of kinds, in report order
+    std::string text;                             // "energy per inference: 7.89 µJ (...)"
+    std::string which;  // which number to publish, and why the conventions differ
+};
+Headline headline(const CostReport& r);
+// pJ in the unit that keeps 3 significant digits readable: "7.89 µJ", "512 pJ".
+std::string energy_words(double pj);
 
 }  // namespace ternion::hw

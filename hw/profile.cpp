@@ -213,12 +213,25 @@ ScalarFigure read_scalar(const Reader& r, bool positive) {
     return f;
 }
 
+// {"key": "@kind{key, ...}"}: each a BibTeX entry whose key is the name it is listed under.
+void read_references(const Reader& r, Profile& p) {
+    for (auto it = r.raw().begin(); it != r.raw().end(); ++it) {
+        const std::string& key = it.key();
+        const std::string entry = r.str(key);
+        const auto brace = entry.find('{');
+        if (entry.empty() || entry[0] != '@' || brace == std::string::npos ||
+            entry.compare(brace + 1, key.size() + 1, key + ",") != 0)
+            r.fail(key, "expected a BibTeX entry \"@kind{" + key + ", ...}\"");
+        p.references.emplace_back(key, entry);
+    }
+}
+
 }  // namespace
 
 Profile parse_profile(const json& doc, const std::string& file) {
     Reader top(doc, file, "");
     top.allow({"name", "description", "technology", "ops", "memory", "static_power_w", "clock_hz",
-               "formats", "notes"});
+               "formats", "notes", "references"});
     Profile p;
     p.path = file;
     p.name = top.str("name");
@@ -306,6 +319,7 @@ Profile parse_profile(const json& doc, const std::string& file) {
             p.notes.push_back(s.get<std::string>());
         }
     }
+    if (top.has("references")) read_references(top.child("references"), p);
     return p;
 }
 
@@ -471,7 +485,58 @@ std::string describe_profile(const Profile& p) {
         os << "\n    source: " << f.source << "\n";
     }
     for (const auto& n : p.notes) os << "note: " << n << "\n";
+    os << "\nto cite:\n  " << citation_sentence(p) << "\n";
+    for (const auto& [key, entry] : p.references) os << "\n" << entry << "\n";
     return os.str();
+}
+
+namespace {
+
+// A counted kind as a methods section words it.
+std::string kind_words(std::string_view kind) {
+    static const std::map<std::string_view, const char*> words = {
+        {"ac", "accumulate (AC)"},
+        {"mac", "multiply-accumulate (MAC)"},
+        {"cmp", "comparison"},
+        {"exp", "exponential"},
+        {"div", "division"},
+        {"neuron_update", "neuron update"},
+        {"spikes_out", "spike sent"},
+        {"weight_read_bytes", "byte of weights read"},
+        {"state_read_bytes", "byte of neuron state read"},
+        {"state_write_bytes", "byte of neuron state written"},
+        {"spike_write_bytes", "byte of spike events written"}};
+    const auto it = words.find(kind);
+    return it == words.end() ? std::string(kind) : it->second;
+}
+
+}  // namespace
+
+std::string citation_sentence(const Profile& p) {
+    std::vector<std::string> priced, assumed;
+    for (int k = 0; k < kKinds; ++k) {
+        const auto price = p.price(k);
+        if (!price) continue;
+        const std::string words = kind_words(kind_names()[k]);
+        priced.push_back(fmt(*price) + " pJ per " + words);
+        if (!p.price_verified(k)) assumed.push_back(words);
+    }
+    std::string s = "Energy was estimated with ternion's " + p.name + " profile";
+    if (!p.technology.empty()) s += " (" + p.technology + ")";
+    s += ": ";
+    for (std::size_t i = 0; i < priced.size(); ++i) s += (i ? ", " : "") + priced[i];
+    if (!assumed.empty()) {
+        s += "; the figures per ";
+        for (std::size_t i = 0; i < assumed.size(); ++i) s += (i ? ", " : "") + assumed[i];
+        s += " are the profile's assumptions";
+    }
+    if (!p.references.empty()) {
+        s += " \\cite{";
+        for (std::size_t i = 0; i < p.references.size(); ++i)
+            s += (i ? "," : "") + p.references[i].first;
+        s += "}";
+    }
+    return s + ".";
 }
 
 }  // namespace ternion::hw

@@ -65,19 +65,26 @@ nlohmann::json timing_json(const RunReport& r) {
     return t;
 }
 
+// The widest layer name and type, at least `least`: names are never cut.
+int name_width(const RunRecord& rec, bool type, std::size_t least) {
+    std::size_t w = least;
+    for (const auto& l : rec.layers) w = std::max(w, (type ? l.type : l.name).size());
+    return static_cast<int>(w);
+}
+
 void print_layers(std::string& out, const RunReport& r) {
-    char line[256];
-    std::snprintf(line, sizeof line, "\n%-22s %-18s %9s %12s %7s %14s %14s %12s\n", "layer", "type",
-                  "neurons", "spikes", "rate", "AC", "MAC", "updates");
+    const int wn = name_width(r.record, false, 5), wt = name_width(r.record, true, 4);
+    char line[1024];
+    std::snprintf(line, sizeof line, "\n%-*s %-*s %9s %12s %7s %14s %14s %12s\n", wn, "layer", wt,
+                  "type", "neurons", "spikes", "rate", "AC", "MAC", "updates");
     out += line;
     for (const auto& l : r.record.layers) {
         if (l.category == NodeCategory::input) continue;
         char rate[16] = "-";
         if (l.spiking)
             std::snprintf(rate, sizeof rate, "%.4f", l.firing_rate(r.result.samples, r.timesteps));
-        std::snprintf(line, sizeof line, "%-22s %-18s %9lld %12s %7s %14s %14s %12s\n",
-                      l.name.substr(0, 22).c_str(), l.type.substr(0, 18).c_str(),
-                      static_cast<long long>(l.neurons),
+        std::snprintf(line, sizeof line, "%-*s %-*s %9lld %12s %7s %14s %14s %12s\n", wn,
+                      l.name.c_str(), wt, l.type.c_str(), static_cast<long long>(l.neurons),
                       l.spiking ? group_digits(l.nonzero_out).c_str() : "-", rate,
                       group_digits(l.ops.ac).c_str(), group_digits(l.ops.mac).c_str(),
                       group_digits(l.ops.neuron_update).c_str());
@@ -122,7 +129,9 @@ nlohmann::json report_json(const RunReport& r) {
     j["layers"] = layers;
     j["totals"] = {{"ops", hw::ops_json(r.total)}};
     j["per_inference"] = {{"ops", hw::ops_json(r.total, S)}};
-    j["ann_equivalent"] = {{"mac", static_cast<double>(r.ann_mac)}};
+    j["ann_equivalent"] = {
+        {"mac", static_cast<double>(r.ann_mac)},
+        {"mac_one_pass", static_cast<double>(r.ann_mac) / std::max<double>(1.0, r.timesteps)}};
     j["timing"] = timing_json(r);
     if (!r.trace_path.empty())
         j["trace"] = {{"file", r.trace_path}, {"bytes_in_memory", r.trace_bytes}};
@@ -139,11 +148,12 @@ void print_node_times(std::string& out, const RunReport& r) {
         [](const LayerRecord* a, const LayerRecord* b) { return a->seconds > b->seconds; });
     const double total = node_seconds_total(r.record);
     const double S = std::max(1.0, static_cast<double>(r.result.samples));
-    out += printf_string("\n%-22s %-18s %12s %12s %7s\n", "node (by time)", "type", "thread s",
-                         "us/sample", "share");
+    const int wn = name_width(r.record, false, 14), wt = name_width(r.record, true, 4);
+    out += printf_string("\n%-*s %-*s %12s %12s %7s\n", wn, "node (by time)", wt, "type",
+                         "thread s", "us/sample", "share");
     for (const LayerRecord* l : by_time)
-        out += printf_string("%-22s %-18s %12.4f %12.2f %6.1f%%\n", l->name.substr(0, 22).c_str(),
-                             l->type.substr(0, 18).c_str(), l->seconds, 1e6 * l->seconds / S,
+        out += printf_string("%-*s %-*s %12.4f %12.2f %6.1f%%\n", wn, l->name.c_str(), wt,
+                             l->type.c_str(), l->seconds, 1e6 * l->seconds / S,
                              total > 0 ? 100.0 * l->seconds / total : 0.0);
 }
 
@@ -164,8 +174,9 @@ std::string report_text(const RunReport& r) {
                          static_cast<double>(r.total.ac) / S, static_cast<double>(r.total.mac) / S,
                          static_cast<double>(r.total.neuron_update) / S,
                          static_cast<double>(r.total.spikes_out) / S);
-    out +=
-        printf_string("ANN equivalent: %.1f MAC per inference\n\n", static_cast<double>(r.ann_mac));
+    out += printf_string("ANN equivalent: %.1f MAC per pass, %.1f for T=%lld passes\n\n",
+                         static_cast<double>(r.ann_mac) / std::max<double>(1.0, r.timesteps),
+                         static_cast<double>(r.ann_mac), static_cast<long long>(r.timesteps));
     out += hw::format_table(r.cost) + "\n";
     if (r.accuracy)
         out += printf_string("accuracy: %.2f%% (%lld/%lld)\n", 100.0 * *r.accuracy,

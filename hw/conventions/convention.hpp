@@ -25,7 +25,9 @@ struct PriceContext {
     std::array<bool, kKinds> priced{};
     PriceOptions options;
     const RunRecord* run = nullptr;  // the record being priced
-    bool encoding_seen = false;      // paper convention: the first connection layer was handled
+    // Bytes of one ANN activation: the profile's MAC operand width (4 when it states none).
+    double ann_activation_bytes = 4.0;
+    bool encoding_seen = false;  // paper convention: the first connection layer was handled
 };
 
 class Convention {

@@ -113,6 +113,22 @@ class Syops final : public Convention {
         c.count[kMac] = smac;
         r.syops->ac += sac * x.invS;
         r.syops->mac += smac * x.invS;
+        if (smac > 0 && l.ops.mac == 0 && (l.traits.connection || l.attention_shape))
+            (l.input_ternary ? r.syops->ternary_as_mac : r.syops->sums_as_mac).push_back(l.name);
+    }
+    void finish(CostReport& r) const override {
+        auto note = [&](const std::vector<std::string>& v, const char* why) {
+            if (v.empty()) return;
+            std::string list;
+            for (const auto& n : v) list += (list.empty() ? "" : ", ") + n;
+            r.notes.push_back("syops bills " + list + " as MACs on the steps whose input holds " +
+                              why +
+                              ": they fail syops-counter's {0,1} spike test, so these layers "
+                              "cost more than under exact counting (which counts them as ACs), "
+                              "up to their ANN equivalent");
+        };
+        note(r.syops->ternary_as_mac, "-1 spikes (ternary)");
+        note(r.syops->sums_as_mac, "integers above 1 (e.g. residual sums of spikes)");
     }
     void layer_json(const CostReport&, const LayerCost& c, json& jl) const override {
         jl["syops_rate"] = c.syops_rate;

@@ -115,10 +115,17 @@ py::dict energy_of(const Output& o) {
     e["per_inference_pj"] = c.per_inference_pj;
     e["by_kind_pj"] = by_kind;
     e["layers"] = layers;
-    e["ann_pj"] = c.ann_pj_per_inference;
-    e["ann_ratio"] = c.ann_pj_per_inference > 0
-                         ? py::object(py::float_(c.per_inference_pj / c.ann_pj_per_inference))
-                         : py::none();
+    auto ratio = [&](double ann) {
+        return ann > 0 ? py::object(py::float_(c.per_inference_pj / ann)) : py::none();
+    };
+    e["ann_pj"] = c.ann_pj_per_inference;  // T passes, one a step
+    e["ann_ratio"] = ratio(c.ann_pj_per_inference);
+    e["ann_pj_one_pass"] = c.ann_pj_per_pass();
+    e["ann_ratio_one_pass"] = ratio(c.ann_pj_per_pass());
+    e["exact_pj"] = c.exact_pj_per_inference;
+    const hw::Headline h = hw::headline(c);
+    e["headline"] = h.text;
+    e["which_number"] = h.which;
     return e;
 }
 

@@ -97,7 +97,9 @@ class Result:
     outputs         float32 [samples, classes]: the output summed over time
     accuracy        fraction correct (None without labels)
     counts          {"layers": {name: {kind: count}}, "totals": ..., "per_inference": ...}
-    energy          {"per_inference_pj", "layers": {name: pJ}, "by_kind_pj", "ann_pj", ...}
+    energy          {"per_inference_pj", "headline" (the line to quote), "which_number",
+                    "layers": {name: pJ}, "by_kind_pj", "exact_pj", "ann_pj" (T passes, one a
+                    step), "ann_pj_one_pass", "ann_ratio", "ann_ratio_one_pass", ...}
     node_seconds    {node: thread seconds of its steps} (with node_times=True, else None)
     report          the document `ternion run --json` prints, as a dict
     text            the report `ternion run` prints

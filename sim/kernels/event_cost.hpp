@@ -54,8 +54,12 @@ struct WeightStorage {
     enum class Values { float32, codebook, one_value } values = Values::float32;
     int int_bytes = 0;  // 0: float32 values; 1 or 2: integers of that many bytes
 };
+// Bytes of one stored weight value, index aside.
+inline int value_bytes(const WeightStorage& w) {
+    return w.int_bytes > 0 ? w.int_bytes : 4;
+}
 inline std::uint64_t bytes_per_synapse(const WeightStorage& w) {
-    const std::uint64_t value = w.int_bytes > 0 ? static_cast<std::uint64_t>(w.int_bytes) : 4;
+    const auto value = static_cast<std::uint64_t>(value_bytes(w));
     if (!w.compressed) return value;
     switch (w.values) {
         case WeightStorage::Values::float32:

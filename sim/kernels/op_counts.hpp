@@ -22,7 +22,7 @@ namespace ternion {
     X(weight_read_bytes) /* bytes of weights read */                                           \
     X(state_read_bytes)  /* bytes of neuron/attention state read */                            \
     X(state_write_bytes) /* bytes of state written */                                          \
-    X(spike_write_bytes) /* bytes of spike events written (routing) */                     \
+    X(spike_write_bytes) /* bytes of spike events written (routing) */                         \
     X(overflow)          /* fixed-point states that saturated or wrapped (not an operation) */
 
 struct OpCounts {
@@ -150,6 +150,9 @@ struct CountTraits {
     bool connection = false;
     bool pooling = false;    // a pooling layer (syops-counter's pool hook)
     bool batchnorm = false;  // a BatchNorm kept as its own layer (syops-counter's BatchNorm hook)
+    // Connection layers: bytes of one stored weight value (4 for float32, 1 or 2 for a quantised
+    // model's integers). The ANN equivalent reads one weight per MAC at this width.
+    int weight_value_bytes = 0;
 };
 
 #define TERNION_OP_COUNT1(name) +1

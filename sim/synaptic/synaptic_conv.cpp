@@ -48,7 +48,9 @@ void axpy_row(float* __restrict acc, float x, const float* __restrict w, std::in
 
 class ConvNode final : public Node {
   public:
-    CountTraits count_traits() const override { return {.connection = true}; }
+    CountTraits count_traits() const override {
+        return {.connection = true, .weight_value_bytes = value_bytes(storage_)};
+    }
     ConvNode(const NodeSpec& s, int dims) : Node(s.name(), s.type()), dims_(dims) {
         Shape wd;
         w_ = s.floats("weight", &wd);

@@ -38,7 +38,9 @@ struct OneTokenJob {
 
 class LinearNode final : public Node {
   public:
-    CountTraits count_traits() const override { return {.connection = true}; }
+    CountTraits count_traits() const override {
+        return {.connection = true, .weight_value_bytes = value_bytes(weights_.storage())};
+    }
     LinearNode(const NodeSpec& s, bool affine) : Node(s.name(), s.type()) {
         if (!s.has("weight") && s.has("weight_csr_data")) {
             load_csr(s, affine);

@@ -60,7 +60,12 @@ def test_result_fields_equal_the_cli_document(core, ternion_bin, count):
                         "per_inference_pj": pi["energy_pj"], "by_kind_pj": pi["energy_by_kind_pj"],
                         "layers": {l["name"]: l.get("energy_pj", 0.0) for l in layers},
                         "ann_pj": cli["ann_equivalent"]["energy_pj"],
-                        "ann_ratio": cli["ann_equivalent"]["energy_ratio"]}
+                        "ann_ratio": cli["ann_equivalent"]["energy_ratio"],
+                        "ann_pj_one_pass": cli["ann_equivalent"]["one_pass"]["energy_pj"],
+                        "ann_ratio_one_pass": cli["ann_equivalent"]["one_pass"]["energy_ratio"],
+                        "exact_pj": cli["headline"]["exact_energy_pj"],
+                        "headline": cli["headline"]["text"],
+                        "which_number": cli["headline"]["which_number"]}
     assert set(r.node_seconds) == {n["name"] for n in cli["timing"]["nodes"]}
     assert list(r.predictions) == cli["predictions"] and r.accuracy == cli["accuracy"]
 

@@ -16,7 +16,9 @@ struct Comparison {
     std::int64_t samples = 0;
     std::optional<double> accuracy;
     double spikes_per_inference = 0.0;
-    double energy_pj = 0.0, ann_pj = 0.0;  // per inference
+    double energy_pj = 0.0, ann_pj = 0.0;  // per inference (the ANN: T passes, one a step)
+    double ann_pj_one_pass = 0.0;
+    std::int64_t timesteps = 0;
     double simulate_s = 0.0;
 };
 

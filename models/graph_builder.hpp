@@ -6,6 +6,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "models/nir_loader.hpp"
 
@@ -19,7 +20,9 @@ class GraphBuilder {
     // `params` is read during the call only: nodes keep copies of what they need.
     GraphBuilder& node(const std::string& name, const std::string& type,
                        const ParamSource& params) {
-        graph_->add_node(factory_.build(NodeSpec(params, name, type, opts_)));
+        const NodeSpec spec(params, name, type, opts_);
+        graph_->add_node(factory_.build(spec));
+        for (auto& p : ignored_params(spec)) ignored_.push_back(std::move(p));
         if (graph_->origin().empty()) graph_->set_origin(params.origin());
         return *this;
     }
@@ -27,6 +30,8 @@ class GraphBuilder {
         graph_->add_edge(src, dst);
         return *this;
     }
+    // Parameters ignored under LoadOptions::ignore_unknown_params, as nodes/<node>/<param>.
+    const std::vector<std::string>& ignored() const { return ignored_; }
     // Finalizes and hands over the graph; the builder is empty afterwards.
     std::unique_ptr<Graph> finish() {
         graph_->finalize();
@@ -37,6 +42,7 @@ class GraphBuilder {
     LoadOptions opts_;
     const NodeFactory& factory_;
     std::unique_ptr<Graph> graph_;
+    std::vector<std::string> ignored_;
 };
 
 }  // namespace ternion

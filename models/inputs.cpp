@@ -594,6 +594,9 @@ std::unique_ptr<AnalogInput> open_analog(const h5::Reader& r, const InputOptions
     r.check_storage(ds);
     const Shard held = held_samples(o, inf.dims[0]);
     auto data = std::make_shared<std::vector<float>>(r.read_float_rows(ds, held.first, held.count));
+    // uint8 data are 8-bit images, read as value / 255 as IDX files are (one rule everywhere).
+    if (inf.kind == h5::Kind::integer && inf.type_size == 1 && !inf.is_signed)
+        for (float& v : *data) v /= 255.0f;
     return std::make_unique<AnalogInput>(r.path(), ds, inf.dims, data->data(), data, o, held);
 }
 

@@ -147,7 +147,8 @@ struct GraphIO {
 // Adds the nodes and edges of the NIRGraph at `group` to g, names prefixed by `prefix`.
 // Nested graphs are flattened: their Input/Output nodes become pass-through nodes.
 GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::string& prefix,
-                   bool top, Graph& g, const LoadOptions& opts, int depth) {
+                   bool top, Graph& g, const LoadOptions& opts, int depth,
+                   std::vector<std::string>& ignored) {
     if (depth > 16) r.fail(group, "subgraphs nested too deeply");
     const std::string nodes = group + "/nodes";
     if (!r.is_group(nodes)) r.fail(nodes, "missing group (not a NIR graph?)");
@@ -159,7 +160,7 @@ GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::str
         if (!r.is_dataset(ng + "/type")) r.fail(ng + "/type", "missing node type");
         std::string type = r.read_string(ng + "/type");
         if (type == "NIRGraph") {
-            sub[name] = load_graph(r, ng, prefix + name + ".", false, g, opts, depth + 1);
+            sub[name] = load_graph(r, ng, prefix + name + ".", false, g, opts, depth + 1, ignored);
             continue;
         }
         std::string full = prefix + name;
@@ -167,6 +168,7 @@ GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::str
         if (!top && (type == "Input" || type == "Output")) built_type = "ternion.Identity";
         const NodeSpec spec = h5_node_spec(r, ng, full, built_type, opts);
         auto node = default_factory().build(spec);
+        for (auto& p : ignored_params(spec)) ignored.push_back(std::move(p));
         g.add_node(std::move(node));
         if (type == "Input") io.inputs.push_back(full);
         if (type == "Output") io.outputs.push_back(full);
@@ -194,6 +196,12 @@ GraphIO load_graph(const h5::Reader& r, const std::string& group, const std::str
 
 }  // namespace
 
+std::string ignored_note(const std::vector<std::string>& ignored) {
+    std::string list;
+    for (const auto& n : ignored) list += (list.empty() ? "" : ", ") + n;
+    return "ignored parameters no node type reads (--ignore-unknown-params): " + list;
+}
+
 LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConventions& file,
                                  const std::string& origin, LoadReport& rep) {
     LoadOptions o;
@@ -220,6 +228,7 @@ LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConvent
     o.unit_li_gain = dia.unit_li_gain;
     o.recurrent_last = dia.recurrent_last;
     o.allow_unstable = user.allow_unstable;
+    o.ignore_unknown_params = user.ignore_unknown;
     if (dia.name != "nir")
         rep.notes.push_back("conventions of " + dia.name + " (" + rep.dialect_source +
                             "): " + dia.summary);
@@ -291,8 +300,10 @@ std::unique_ptr<Graph> load_model(const std::string& path, const UserLoadOptions
     LoadOptions o = resolve_load_options(user, file, path, rep);
     auto g = std::make_unique<Graph>();
     g->set_origin(path);
-    load_graph(r, "/node", "", true, *g, o, 0);
+    std::vector<std::string> ignored;
+    load_graph(r, "/node", "", true, *g, o, 0, ignored);
     g->finalize();
+    if (!ignored.empty()) rep.notes.push_back(ignored_note(ignored));
     if (o.dialect == "nir" && rep.dialect_source == "default") {
         const std::string w = guess_writer(r, "/node", 0);
         if (w == "snntorch")

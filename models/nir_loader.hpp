@@ -18,8 +18,12 @@ struct UserLoadOptions {
     std::optional<std::string> reset;           // zero | subtract
     std::optional<std::string> from;  // the framework that wrote the file (--from), see dialects()
     bool allow_unstable = false;      // --allow-unstable: accept Euler decays outside [0, 1)
+    bool ignore_unknown = false;  // --ignore-unknown-params: extra fields are noted, not refused
     bool weight_codebook = true;
 };
+
+// The load note listing parameters ignored under --ignore-unknown-params.
+std::string ignored_note(const std::vector<std::string>& ignored);
 
 struct LoadReport {
     LoadOptions used;

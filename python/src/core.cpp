@@ -144,7 +144,7 @@ int all_cores() {
 
 UserLoadOptions load_options(std::optional<double> dt, std::optional<std::string> disc,
                              std::optional<std::string> reset, std::optional<std::string> from,
-                             bool allow_unstable) {
+                             bool allow_unstable, bool ignore_unknown = false) {
     UserLoadOptions o;
     if (dt && (!(*dt > 0) || *dt > 1e3))
         throw OptionError("dt", "must be positive and sensible (got " + std::to_string(*dt) + ")");
@@ -153,12 +153,15 @@ UserLoadOptions load_options(std::optional<double> dt, std::optional<std::string
     o.reset = std::move(reset);
     o.from = std::move(from);
     o.allow_unstable = allow_unstable;
+    o.ignore_unknown = ignore_unknown;
     return o;
 }
 
 Model load(const std::string& path, std::optional<double> dt, std::optional<std::string> disc,
-           std::optional<std::string> reset, std::optional<std::string> from, bool allow_unstable) {
-    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable);
+           std::optional<std::string> reset, std::optional<std::string> from, bool allow_unstable,
+           bool ignore_unknown) {
+    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable,
+                           ignore_unknown);
     py::gil_scoped_release nogil;
     return Model{load_model_file(path, lo), ""};
 }
@@ -175,7 +178,7 @@ Model load_bundled(const std::string& name) {
         throw OptionError("name", "unknown bundled model '" + name +
                                       "' (bsa_digits, ssa_digits, bsa_fmnist, ssa_fmnist)");
     Model m = load(bundled_path(it->second.first), std::nullopt, std::nullopt, std::nullopt,
-                   std::nullopt, false);
+                   std::nullopt, false, false);
     m.default_input =
         it->second.second.empty() ? fashion_mnist_test_images() : bundled_path(it->second.second);
     return m;
@@ -205,8 +208,10 @@ Model build(const std::vector<std::tuple<std::string, std::string, py::dict>>& n
             const std::vector<std::pair<std::string, std::string>>& edges, const std::string& name,
             std::optional<double> dt, std::optional<std::string> disc,
             std::optional<std::string> reset, std::optional<std::string> from, bool allow_unstable,
-            std::optional<std::int64_t> timesteps, std::optional<std::string> encoding) {
-    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable);
+            std::optional<std::int64_t> timesteps, std::optional<std::string> encoding,
+            bool ignore_unknown) {
+    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable,
+                           ignore_unknown);
     LoadReport rep;
     const LoadOptions used = resolve_load_options(lo, {}, name, rep);
     GraphBuilder b(used);
@@ -216,6 +221,7 @@ Model build(const std::vector<std::tuple<std::string, std::string, py::dict>>& n
         b.node(node, type, p);
     }
     for (const auto& [src, dst] : edges) b.edge(src, dst);
+    if (!b.ignored().empty()) rep.notes.push_back(ignored_note(b.ignored()));
     return Model{adopt_model(b.finish(), name, rep, timesteps.value_or(0), encoding.value_or("")),
                  ""};
 }
@@ -499,11 +505,12 @@ PYBIND11_MODULE(_core, m) {
         });
     m.def("load", &load, py::arg("path"), py::arg("dt") = py::none(),
           py::arg("discretization") = py::none(), py::arg("reset") = py::none(),
-          py::arg("from_") = py::none(), py::arg("allow_unstable") = false);
+          py::arg("from_") = py::none(), py::arg("allow_unstable") = false,
+          py::arg("ignore_unknown") = false);
     m.def("load_bundled", &load_bundled, py::arg("name") = "bsa_digits");
     m.def("build", &build, py::arg("nodes"), py::arg("edges"), py::arg("name"), py::arg("dt"),
           py::arg("discretization"), py::arg("reset"), py::arg("from_"), py::arg("allow_unstable"),
-          py::arg("timesteps"), py::arg("encoding"));
+          py::arg("timesteps"), py::arg("encoding"), py::arg("ignore_unknown") = false);
     m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
           py::arg("options"));
     m.def("kernels", [] {

@@ -16,14 +16,18 @@ Error = _core.Error
 Model = _core.Model
 
 
-def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unstable=False):
+def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unstable=False,
+         ignore_unknown=False):
     """Loads a model file (NIR HDF5 with ternion's Transformer nodes). `dt`,
     `discretization` ("euler" | "exact"), `reset` ("zero" | "subtract"), `from_` (the framework
     that wrote a NIR file: "snntorch", "norse", "sinabs", "spikingjelly", "nir"; see
-    docs/bringing-a-model.md) and `allow_unstable` mean what the command-line options
-    --dt, --discretization, --reset, --from and --allow-unstable mean. A model is stored alike
-    for any thread count: `run(threads=...)` chooses them."""
-    return _core.load(str(path), dt, discretization, reset, from_, allow_unstable)
+    docs/bringing-a-model.md), `allow_unstable` and `ignore_unknown` mean what the command-line
+    options --dt, --discretization, --reset, --from, --allow-unstable and
+    --ignore-unknown-params mean (a parameter name no node type reads is an error naming
+    nodes/<node>/<param>, with the nearest known name; `ignore_unknown=True` accepts it and
+    lists it in the model's notes). A model is stored alike for any thread count:
+    `run(threads=...)` chooses them."""
+    return _core.load(str(path), dt, discretization, reset, from_, allow_unstable, ignore_unknown)
 
 
 def load_bundled(name="bsa_digits"):
@@ -34,7 +38,7 @@ def load_bundled(name="bsa_digits"):
 
 
 def build(nodes, edges, *, name="<python>", dt=None, discretization=None, reset=None,
-          from_=None, allow_unstable=False, timesteps=None, encoding=None):
+          from_=None, allow_unstable=False, timesteps=None, encoding=None, ignore_unknown=False):
     """A model described in Python instead of a file: `nodes` maps each node's name to a dict
     with its "type" (a NIR or ternion type, as in a model file; `ternion info --types`) and its
     parameters (numpy arrays, numbers or strings, as the file's datasets would hold them), in
@@ -50,32 +54,51 @@ def build(nodes, edges, *, name="<python>", dt=None, discretization=None, reset=
         spec.append((str(node), str(kind), params))
     pairs = [(str(a), str(b)) for a, b in edges]
     return _core.build(spec, pairs, name, dt, discretization, reset, from_, allow_unstable,
-                       timesteps, encoding)
+                       timesteps, encoding, ignore_unknown)
 
 
-def _as_input(x, layout, kind, node=None):
+def _layout_of(x, layout, model_T, spikes):
+    """"ST" or "TS"; None (not given) reads samples first, unless the model's suggested T
+    makes the shape read both ways, which is refused as the command line refuses it."""
+    if layout is None:
+        if model_T and x.shape[0] == model_T and x.shape[1] != model_T:
+            raise Error(f"<array>: {spikes}: shape {tuple(x.shape)} is ambiguous: samples-first "
+                        f"reads {x.shape[0]} samples of {x.shape[1]} steps, time-first reads "
+                        f"{x.shape[1]} samples of {x.shape[0]} steps (the model's timesteps is "
+                        f"{model_T}); pass layout='ST' or layout='TS'")
+        return "ST"
+    return layout
+
+
+def _as_input(x, layout, kind, node=None, model_T=None):
     """The caller's array as C-contiguous int8 spikes [samples, T, ...] or float32 data
     [samples, ...]; `layout` "TS" (time first, as snnTorch, SpikingJelly and Norse produce)
     is transposed to samples first. `node`: the Input node it feeds, when x was a dict; errors
-    then name /inputs/<node>/spikes or /data, as in an input file."""
+    then name /inputs/<node>/spikes or /data, as in an input file. uint8 analog data are 8-bit
+    images, read as value / 255 as IDX files and uint8 /data datasets are."""
     spikes = "/spikes" if node is None else f"/inputs/{node}/spikes"
     data = "x" if node is None else f"/inputs/{node}/data"
     x = np.asarray(x)
     if kind == "auto":
         kind = "spikes" if (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.integer)) else "analog"
+        if x.dtype == np.uint8 and x.size and x.max() > 1:
+            raise Error(f"<array>: {spikes}: uint8 values above 1 are not spikes: pass "
+                        "kind='analog' for 8-bit images (read as value / 255)")
     if kind not in ("spikes", "analog"):
         raise Error(f"option --kind: must be auto, spikes or analog (got {kind!r})")
-    if layout not in ("ST", "TS"):
+    if layout not in (None, "ST", "TS"):
         raise Error(f"option --layout: must be ST (samples first) or TS (time first), got {layout!r}")
     if kind == "analog":
-        if layout != "ST" and node is None:  # in a dict, layout is the spike arrays'
+        if layout == "TS" and node is None:  # in a dict, layout is the spike arrays'
             raise Error("option --layout: analog data has no time axis; use layout='ST'")
         if not np.issubdtype(x.dtype, np.number) or np.iscomplexobj(x):
             raise Error(f"<array>: {data}: expected real numbers, got {x.dtype}")
+        if x.dtype == np.uint8:
+            return np.ascontiguousarray(x, dtype=np.float32) / np.float32(255)
         return np.ascontiguousarray(x, dtype=np.float32)
     if x.ndim < 3:
         raise Error(f"<array>: {spikes}: expected [samples, T, ...shape], got {x.ndim} dimensions")
-    if layout == "TS":
+    if _layout_of(x, layout, model_T, spikes) == "TS":
         x = np.swapaxes(x, 0, 1)
     if x.dtype != np.int8:
         if not (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.number)):
@@ -139,7 +162,7 @@ class Result:
                 f"{self.energy['per_inference_pj']:.6g} pJ per inference>")
 
 
-def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
+def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
         engine="event", threads=None, profile=None, count="exact", encoding=None, seed=0,
         first=0, samples=None, record=("spikes",), record_nodes=None, trace=None,
         spike_format="events", max_record_bytes=2 << 30, paper_encoding_once=False,
@@ -147,7 +170,9 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
     """Runs `model` (from `load`, `load_bundled`, or a path) on `x` and prices it.
 
     x: None (a bundled model's test set), an input file path, or an array: int8/bool spikes
-       [samples, T, ...] (layout="TS" for time-first tensors) or float data [samples, ...]
+       [samples, T, ...] (layout="TS" for time-first tensors; not given: samples first,
+       and a shape that reads both ways under the model's suggested T is refused, as the
+       command line refuses it) or float data [samples, ...] (uint8: images, value / 255)
        encoded per step (`encoding`: direct | poisson | latency). A model with several Input
        nodes takes a dict {Input node name: array}, every array with the same samples; `kind`
        may then be a dict too, and `layout` applies to the spike arrays.
@@ -171,14 +196,15 @@ def run(model, x=None, labels=None, *, layout="ST", kind="auto", timesteps=None,
     samples = _int_option("samples", samples, -(2 ** 63), 2 ** 63 - 1)
     max_record_bytes = _int_option("max_record_bytes", max_record_bytes, 0, 2 ** 64 - 1)
     arr, path = None, ""
+    model_T = model.info().get("timesteps")
     if x is not None and isinstance(x, (str, bytes)) or hasattr(x, "__fspath__"):
         path = str(x)
     elif isinstance(x, dict):
         kinds = kind if isinstance(kind, dict) else {}
-        arr = {str(k): _as_input(v, layout, kinds.get(k, "auto" if kinds else kind), str(k))
-               for k, v in x.items()}
+        arr = {str(k): _as_input(v, layout, kinds.get(k, "auto" if kinds else kind), str(k),
+                                 model_T) for k, v in x.items()}
     elif x is not None:
-        arr = _as_input(x, layout, kind)
+        arr = _as_input(x, layout, kind, None, model_T)
     lab = [] if labels is None else _labels(labels)
     if isinstance(encoding, dict):
         encoding = [str(v) if k is None else f"{k}={v}" for k, v in encoding.items()]

@@ -1,5 +1,6 @@
 #include "sim/core/node_spec.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -173,20 +174,75 @@ void NodeFactory::add(const std::string& type, NodeBuilder b, std::string descri
     builders_[type] = {std::move(b), std::move(description), std::move(example)};
 }
 
+namespace {
+
+// Edit distance with transpositions (optimal string alignment): "tua" is 1 from "tau".
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+    const std::size_t n = a.size(), m = b.size();
+    std::vector<std::vector<std::size_t>> d(n + 1, std::vector<std::size_t>(m + 1));
+    for (std::size_t i = 0; i <= n; ++i) d[i][0] = i;
+    for (std::size_t j = 0; j <= m; ++j) d[0][j] = j;
+    for (std::size_t i = 1; i <= n; ++i)
+        for (std::size_t j = 1; j <= m; ++j) {
+            const std::size_t sub = d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+            d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, sub});
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1])
+                d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+        }
+    return d[n][m];
+}
+
+// The candidate nearest to `name` when it is near enough to be a typo of it, else "".
+std::string nearest(const std::string& name, const auto& candidates) {
+    std::string best;
+    std::size_t best_d = std::max<std::size_t>(1, name.size() / 4) + 1;
+    for (const std::string& c : candidates) {
+        const std::size_t d = edit_distance(name, c);
+        if (d < best_d) best_d = d, best = c;
+    }
+    return best;
+}
+
+}  // namespace
+
 std::unique_ptr<Node> NodeFactory::build(const NodeSpec& spec) const {
     auto it = builders_.find(spec.type());
     if (it == builders_.end())
         spec.fail("type", "unknown node type '" + spec.type() +
                               "' (see `ternion info --types` for the supported ones)");
-    auto node = it->second.build(spec);
+    std::unique_ptr<Node> node;
+    try {
+        node = it->second.build(spec);
+    } catch (const InputError& e) {
+        // A required name missing beside a near one the file holds: name the typo.
+        const auto slash = e.field().rfind('/');
+        const std::string param = slash == std::string::npos ? "" : e.field().substr(slash + 1);
+        const std::string near =
+            e.detail() == "missing parameter" ? nearest(param, spec.unknown()) : "";
+        if (near.empty()) throw;
+        throw InputError(e.file(), e.field(),
+                         "missing parameter (the node has '" + near + "': misspelt?)");
+    }
     // Unknown names are errors, not ignored: a misspelt optional parameter would otherwise
     // silently fall back to its default.
-    if (const auto unknown = spec.unknown(); !unknown.empty())
-        spec.fail(unknown.front(), "is not a parameter of " + spec.type() +
-                                       " (misspelt? `ternion info --types` lists the types; "
-                                       "docs/model-format.md their parameters)");
+    if (const auto unknown = spec.unknown();
+        !unknown.empty() && !spec.options().ignore_unknown_params) {
+        const std::string near = nearest(unknown.front(), spec.known());
+        spec.fail(unknown.front(),
+                  "is not a parameter of " + spec.type() +
+                      (near.empty() ? ", misspelt?" : ": did you mean '" + near + "'?") +
+                      " (`ternion info --types` lists the types, docs/model-format.md their "
+                      "parameters; --ignore-unknown-params accepts extra fields)");
+    }
     node->set_origin(spec.origin());
     return node;
+}
+
+std::vector<std::string> ignored_params(const NodeSpec& spec) {
+    std::vector<std::string> r;
+    if (spec.options().ignore_unknown_params)
+        for (const auto& u : spec.unknown()) r.push_back("nodes/" + spec.name() + "/" + u);
+    return r;
 }
 
 std::vector<std::pair<std::string, std::string>> NodeFactory::types() const {

@@ -35,6 +35,9 @@ struct LoadOptions {
     // state after the other inputs, not summed with them first (snnTorch's RLeaky/RSynaptic).
     bool recurrent_last = false;
     bool allow_unstable = false;  // accept an Euler decay 1 - dt/tau outside [0, 1)
+    // Parameter names no node type reads are ignored instead of refused (files that carry
+    // extra fields of another tool); the loader lists them in its notes.
+    bool ignore_unknown_params = false;
 };
 
 // Where a node's parameters come from: a model file's node group (sim/io/h5_params.hpp), memory
@@ -119,6 +122,8 @@ class NodeSpec {
     // ("biass"), refused by NodeFactory::build. "type" and NIR's bookkeeping entries
     // (input_type, output_type, metadata) are not parameters.
     std::vector<std::string> unknown() const;
+    // The names the builder asked for so far (for "did you mean" suggestions).
+    const std::set<std::string>& known() const { return *consulted_; }
     // Declared shape of a present parameter, without reading its values.
     Shape dims(const std::string& param) const;
     // Float array; every value finite. `dims` receives the stored shape.
@@ -148,6 +153,10 @@ class NodeSpec {
     std::string name_, type_;
     LoadOptions opts_;
 };
+
+// With LoadOptions::ignore_unknown_params: the spec's names no builder read, as
+// "nodes/<node>/<param>" (for the loader's notes); empty otherwise.
+std::vector<std::string> ignored_params(const NodeSpec& spec);
 
 using NodeBuilder = std::function<std::unique_ptr<Node>(const NodeSpec&)>;
 

@@ -571,3 +571,47 @@ def test_export_quantize_equals_export_then_quantize(core, ternion_bin, tmp_path
         f["spikes"] = spikes
     out = core.run(core.load(tmp_path / "q.h5"), tmp_path / "in.h5")
     assert out.samples == 3
+
+
+def test_strict_schemas_layouts_and_uint8(core, ternion_bin, lif_net, tmp_path):
+    """Typos are refused with the nearest name; extra fields pass only when asked for; an
+    ambiguous spike layout is refused as the CLI refuses it; uint8 analog data are /255."""
+    with h5py.File(lif_net["model"]) as f:
+        nodes = {n: {k: (g[k][()].decode() if k == "type" else g[k][()]) for k in g}
+                 for n, g in f["node/nodes"].items()}
+    edges = [("input", "fc"), ("fc", "lif"), ("lif", "output")]
+    sj = {"type": "ternion.SJLIF", "tua": 2.0}
+    with pytest.raises(core.Error, match=r"nodes/lif/tua: is not a parameter of ternion.SJLIF: "
+                                         r"did you mean 'tau'\?"):
+        core.build(dict(nodes, lif=sj), edges)
+    typo = dict(nodes["lif"])
+    typo["v_treshold"] = typo.pop("v_threshold")
+    with pytest.raises(core.Error, match=r"nodes/lif/v_threshold: missing parameter \(the node "
+                                         r"has 'v_treshold': misspelt\?\)"):
+        core.build(dict(nodes, lif=typo), edges)
+    extra = dict(nodes, lif=dict(nodes["lif"], nir_extra=np.float32(1)))
+    with pytest.raises(core.Error, match=r"nodes/lif/nir_extra: is not a parameter of LIF, "
+                                         r"misspelt\?"):
+        core.build(extra, edges)
+    m = core.build(extra, edges, dt=lif_net["dt"], discretization="euler", ignore_unknown=True)
+    assert any("nodes/lif/nir_extra" in n for n in m.info()["notes"])
+    assert np.array_equal(core.run(m, lif_net["x"]).spikes["lif"], lif_net["ref"])
+    # Ambiguous layout: the model suggests T = 6 and x is [6, 20, 12].
+    m6 = core.build(nodes, edges, dt=lif_net["dt"], discretization="euler", timesteps=6)
+    x = lif_net["x"]  # [6 samples, 20 steps, 12]
+    with pytest.raises(core.Error, match=r"shape \(6, 20, 12\) is ambiguous: .* pass "
+                                         r"layout='ST' or layout='TS'"):
+        core.run(m6, x)
+    assert np.array_equal(core.run(m6, x, layout="ST").spikes["lif"], lif_net["ref"])
+    # uint8 analog data: value / 255, the same as the float array scaled by hand.
+    img = (np.arange(6 * 12) * 7 % 256).astype(np.uint8).reshape(6, 12)
+    a = core.run(m, img, kind="analog", timesteps=4)
+    b = core.run(m, img.astype(np.float32) / np.float32(255), timesteps=4)
+    assert np.array_equal(a.spikes["lif"], b.spikes["lif"]) and a.spikes["lif"].any()
+    with pytest.raises(core.Error, match=r"uint8 values above 1 are not spikes: pass "
+                                         r"kind='analog'"):
+        core.run(m, img[:, None, :].repeat(4, axis=1))
+    with h5py.File(tmp_path / "u8.h5", "w") as f:
+        f["data"] = img
+    c = core.run(m, str(tmp_path / "u8.h5"), timesteps=4)
+    assert np.array_equal(c.spikes["lif"], b.spikes["lif"])

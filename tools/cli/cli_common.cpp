@@ -28,6 +28,9 @@ void add_model_options(po::options_description& d) {
         "nir | snntorch | norse | sinabs | spikingjelly: the framework that wrote the file; sets "
         "its conventions (default: file metadata/from, else nir)")(
         "allow-unstable", "accept an Euler decay factor 1 - dt/tau outside [0, 1)")(
+        "ignore-unknown-params",
+        "accept parameter names no node type reads (extra fields of another tool); they are "
+        "listed in the report's notes (default: refused as typos)")(
         "no-weight-codebook", "store every sparse weight as a float (no shared-value codebook)");
 }
 
@@ -47,6 +50,7 @@ UserLoadOptions model_options(const po::variables_map& vm) {
         find_dialect(*o.from);  // refuses an unknown name before any file is read
     }
     o.allow_unstable = vm.count("allow-unstable") > 0;
+    o.ignore_unknown = vm.count("ignore-unknown-params") > 0;
     o.weight_codebook = !vm.count("no-weight-codebook");
     return o;
 }

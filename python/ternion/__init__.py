@@ -10,11 +10,14 @@ See docs/python.md.
 Export a PyTorch spiking network as a ternion model file (pure Python, needs torch):
     ternion.export(module, example_input, path)  # see docs/bringing-a-model.md
 
+Draw a trace's figures (pure Python, needs matplotlib and h5py):
+    ternion.plot("run.h5", "figs")  # raster, rates, membrane, energy, attention; see docs/traces.md
+
 Importing the package loads neither torch nor h5py; the simulator is loaded on first use.
 """
 
 __all__ = ["load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
-           "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError"]
+           "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError", "plot"]
 
 _API = {"load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
         "describe_profile", "attention", "attention_kinds", "kernels"}
@@ -26,6 +29,16 @@ def export(module, example_input, path, **options):
     from .exporter import export as _export
 
     return _export(module, example_input, path, **options)
+
+
+def plot(trace, out=".", **options):
+    """Draws the figures of the trace file `trace` (raster, rates, membrane, energy,
+    attention_<node>) as PNG files in `out` (None: none written) and returns them as
+    {name: matplotlib Figure}. Options: sample, nodes, neurons, figures, time ("steps" or
+    "ms"), dpi. See ternion.plotting.plot and docs/traces.md."""
+    from .plotting import plot as _plot
+
+    return _plot(trace, out, **options)
 
 
 def __getattr__(name):

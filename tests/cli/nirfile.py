@@ -57,3 +57,32 @@ def trace_spikes(fname, node):
             m = idx[k] >= 0
             g[k, np.floor(t[k][m] / dt).astype(int), idx[k][m]] = val[k][m]
         return g
+
+
+def layered_lif(model, inputs, n_big, T, S=1, seed=0):
+    """A three-layer LIF network, input(64) -> sensory(n_big) -> assoc(200) -> motor(10), and
+    S samples of T steps of Poisson input whose rate swings slowly, for figures of long, wide
+    traces. Node names are chosen so that alphabetical order differs from graph order. The
+    sensory biases spread from silent to busy, so firing rates cover a wide range."""
+    rng = np.random.default_rng(seed)
+    n_in, dt = 64, 1e-3
+
+    def lif(n, tau=0.02):
+        f = np.float32
+        return dict(tau=np.full(n, tau, f), r=np.ones(n, f), v_leak=np.zeros(n, f),
+                    v_threshold=np.ones(n, f), v_reset=np.zeros(n, f))
+
+    w1 = (rng.standard_normal((200, n_big)) * (rng.random((200, n_big)) < 0.05) * 0.4).astype(np.float32)
+    (Nir().node("input", "Input", shape=np.array([n_in]))
+     .node("w_in", "Affine", weight=(rng.standard_normal((n_big, n_in)) * 0.5).astype(np.float32),
+           bias=np.linspace(0.2, 2.0, n_big, dtype=np.float32))
+     .node("sensory", "LIF", **lif(n_big)).node("w1", "Linear", weight=w1)
+     .node("assoc", "LIF", **lif(200, 0.01))
+     .node("w2", "Linear", weight=(rng.standard_normal((10, 200)) * 0.8).astype(np.float32))
+     .node("motor", "LIF", **lif(10, 0.01)).node("output", "Output", shape=np.array([10]))
+     .edge("input", "w_in").edge("w_in", "sensory").edge("sensory", "w1").edge("w1", "assoc")
+     .edge("assoc", "w2").edge("w2", "motor").edge("motor", "output")
+     .write(model))
+    rate = 0.15 * (1 + np.sin(2 * np.pi * np.arange(T) / min(T, 1000)))[None, :, None]
+    spikes_file(inputs, rng.random((S, T, n_in)) < rate)
+    return dt

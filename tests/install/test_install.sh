@@ -90,6 +90,16 @@ else
     echo '{}' >"$tmp/python.json"
 fi
 
+# The installed plot script draws from the installed package (share/ternion -> lib/python3*),
+# run from elsewhere without PYTHONPATH; matplotlib is only suggested, so skipped without it.
+if /usr/bin/python3 -c 'import matplotlib, h5py' 2>/dev/null; then
+    "$p/bin/ternion" run "$p/share/ternion/bundled/bsa_digits.h5" --samples 2 --no-progress \
+        --input "$p/share/ternion/bundled/digits_test.h5" --trace "$tmp/trace.h5" >/dev/null
+    (cd "$tmp" && env -u PYTHONPATH /usr/bin/python3 "$p/share/ternion/plot_trace.py" trace.h5 \
+        --out figs --figures raster,rates >/dev/null) || fail "installed plot_trace.py"
+    [[ -s $tmp/figs/raster.png && -s $tmp/figs/rates.png ]] || fail "installed plot_trace.py wrote no figures"
+fi
+
 /usr/bin/python3 - "$p" "$tmp/installed.json" "$tmp/intree.json" "$tmp/consumer.txt" \
     "$tmp/python.json" "$tmp/installed_default.json" "$tmp/intree_default.json" <<'PY'
 import json, sys

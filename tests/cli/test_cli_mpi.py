@@ -44,6 +44,8 @@ def report_text(stdout):
 def report_json(stdout):
     j = json.loads(stdout)
     j.pop("timing", None)
+    if "compare" in j:
+        j["compare"].pop("simulate_s")
     return j
 
 
@@ -103,6 +105,20 @@ def bundled_digits_run():
     same_runs([bundled("bsa_digits.h5"), "--input", bundled("digits_test.h5"), "--threads", "1",
                "--trace", tr, "--record", "spikes,ops,energy",
                "--record-samples", "0-5,170-190,355-359"], trace=tr)
+
+
+@test
+def compare_and_the_default_twin_run_split_too():
+    # --compare, and the default run's bundled SSA twin, as one process reports them
+    same_runs([bundled("bsa_digits.h5"), "--input", bundled("digits_test.h5"), "--threads", "1",
+               "--compare", bundled("ssa_digits.h5")], ranks=(2, 3))
+    p = mpirun(2, "--samples", "30", "--threads", "1", "--no-progress", "--json")
+    assert p.returncode == 0, p.stderr
+    j = json.loads(p.stdout)
+    assert j["compare"]["model"].endswith("ssa_fmnist.h5") and j["compare"]["samples"] == 30
+    serial = json.loads(run("run", "--samples", "30", "--threads", "1", "--no-progress",
+                            "--json").stdout)
+    assert report_json(p.stdout)["compare"] == report_json(json.dumps(serial))["compare"]
 
 
 @test

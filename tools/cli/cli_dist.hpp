@@ -15,8 +15,9 @@ struct RunRequest;
 
 namespace ternion::cli {
 
-// `ternion run` as one of several processes (run_split.cpp); rank 0 prints the report.
-int run_split(RunRequest q, bool json);
+// `ternion run` as one of several processes (run_split.cpp), with the model `compare` (if any)
+// run on the same samples, split alike; rank 0 prints the report and the comparison.
+int run_split(RunRequest q, std::optional<RunRequest> compare, bool json);
 // --threads' default under mpirun: the CPUs this rank may use, shared among the ranks of its
 // machine, at least 1.
 int threads_per_rank();

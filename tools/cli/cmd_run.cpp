@@ -175,15 +175,11 @@ int cmd_run(const Args& args) {
     }
     RunRequest q = phase([&] { return make_request(vm, args); });
     if (dist::active() && vm["threads"].defaulted()) q.threads = threads_per_rank();
-    if (dist::ranks() > 1) {
-        // A split run reports one model; the twin is run serially (docs/scaling.md).
-        if (vm.count("compare"))
-            throw OptionError("compare", "runs in one process: run the second model separately");
-        return run_split(std::move(q), vm.count("json") > 0);
-    }
     std::optional<RunRequest> cq = compare_request(vm, q);
     // The compared model is read too: the trace must not replace it.
-    if (cq && !q.trace_path.empty()) check_output("trace", q.trace_path, {{"compare", cq->model}});
+    if (cq && !q.trace_path.empty())
+        phase([&] { check_output("trace", q.trace_path, {{"compare", cq->model}}); });
+    if (dist::ranks() > 1) return run_split(std::move(q), std::move(cq), vm.count("json") > 0);
     Pipeline pipeline(std::move(q));
     // Both pipelines are checked before either simulates.
     std::optional<Pipeline> twin;

@@ -13,6 +13,7 @@
 
 #include "models/pipeline.hpp"
 #include "tools/cli/cli_dist.hpp"
+#include "tools/cli/run_compare.hpp"
 
 namespace ternion::cli {
 
@@ -43,9 +44,11 @@ RunResult simulate_shard(const Pipeline& p, bool progress) {
     });
 }
 
-void print(const RunReport& r, bool json, const SplitTiming& t) {
+void print(const RunReport& r, const std::optional<Comparison>& compared, bool json,
+           const SplitTiming& t) {
     if (json) {
         nlohmann::json j = report_json(r);
+        if (compared) j["compare"] = comparison_json(*compared);
         j["timing"]["ranks"] = dist::ranks();
         j["timing"]["wait_s"] = t.wait_s;
         j["timing"]["communicate_s"] = t.communicate_s;
@@ -57,6 +60,31 @@ void print(const RunReport& r, bool json, const SplitTiming& t) {
         "processes: %d x %d thread%s; rank 0 waited %.3f s for the slowest, %.3f s "
         "gathering\n",
         dist::ranks(), r.threads, r.threads == 1 ? "" : "s", t.wait_s, t.communicate_s);
+    if (compared) std::cout << comparison_text(*compared, r);
+}
+
+// This rank's pipeline for its part of the run; rank 0 alone writes (and checks) the trace.
+std::unique_ptr<Pipeline> split_pipeline(RunRequest q) {
+    q.progress = false;
+    q.part = dist::rank();
+    q.parts = dist::ranks();
+    if (q.part != 0) q.trace_path.clear();
+    return phase([&] { return std::make_unique<Pipeline>(std::move(q)); });
+}
+
+// Simulates this rank's shard, gathers on rank 0 and finishes the report there.
+std::optional<RunReport> split_simulate(Pipeline& pipeline, bool progress, SplitTiming& t) {
+    RunResult mine = simulate_shard(pipeline, progress);
+    const double own_s = mine.simulate_s;
+    const auto t0 = std::chrono::steady_clock::now();
+    RunResult all = dist::reduce(std::move(mine));
+    if (pipeline.recorder()) dist::gather_trace(*pipeline.recorder());
+    t.communicate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    t.wait_s = std::max(0.0, all.simulate_s - own_s);
+    return phase([&] {
+        return dist::rank() == 0 ? std::optional<RunReport>(pipeline.finish(std::move(all)))
+                                 : std::nullopt;
+    });
 }
 
 }  // namespace
@@ -69,26 +97,20 @@ int threads_per_rank() {
     return std::max(1, std::min(allowed, machine / std::max(1, dist::local_ranks())));
 }
 
-int run_split(RunRequest q, bool json) {
+int run_split(RunRequest q, std::optional<RunRequest> compare, bool json) {
     const bool progress = q.progress;
-    q.progress = false;
-    q.part = dist::rank();
-    q.parts = dist::ranks();
-    if (q.part != 0) q.trace_path.clear();  // rank 0 alone writes (and checks) the trace path
-    auto pipeline = phase([&] { return std::make_unique<Pipeline>(std::move(q)); });
-    RunResult mine = simulate_shard(*pipeline, progress);
-    const double own_s = mine.simulate_s;
-    const auto t0 = std::chrono::steady_clock::now();
-    RunResult all = dist::reduce(std::move(mine));
-    if (pipeline->recorder()) dist::gather_trace(*pipeline->recorder());
-    SplitTiming t;
-    t.communicate_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    t.wait_s = std::max(0.0, all.simulate_s - own_s);
-    auto report = phase([&] {
-        return dist::rank() == 0 ? std::optional<RunReport>(pipeline->finish(std::move(all)))
-                                 : std::nullopt;
-    });
-    if (report) print(*report, json, t);
+    // Both models are loaded and checked on every rank before either simulates.
+    auto pipeline = split_pipeline(std::move(q));
+    std::unique_ptr<Pipeline> twin;
+    if (compare) twin = split_pipeline(std::move(*compare));
+    SplitTiming t, t_twin;
+    auto report = split_simulate(*pipeline, progress, t);
+    std::optional<Comparison> compared;
+    if (twin) {
+        auto r = split_simulate(*twin, progress, t_twin);
+        if (r) compared = compare_report(*r);
+    }
+    if (report) print(*report, compared, json, t);
     return 0;
 }
 

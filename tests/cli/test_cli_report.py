@@ -9,6 +9,8 @@ states: one weight read per ANN MAC at the layer's stored width, one activation 
 output of a spiking node at the profile's MAC operand width, every pass; T passes an inference.
 """
 import json
+import os
+import re
 
 import h5py
 import numpy as np
@@ -210,6 +212,27 @@ def profiles_show_gives_a_sentence_to_cite_and_its_bibtex():
         json.dump(bad, f)
     expect_error(["profiles", "show", path("bad_profile.json")], "bad_profile.json",
                  "references.horowitz", "BibTeX entry")
+
+
+@test
+def which_number_table_in_the_docs_is_the_reports():
+    """docs/cost-model.md quotes the bundled model's four figures: each equals the report."""
+    images = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
+    if not os.path.exists(images):
+        print("     skipped: dataset-fashion-mnist is not installed")
+        return
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    doc = open(os.path.join(root, "docs", "cost-model.md"), encoding="utf-8").read()
+    rows = dict(re.findall(r"^\| `(exact|neurobench|paper|syops)` \| ([0-9.]+) \|", doc, re.M))
+    assert set(rows) == {"exact", "neurobench", "paper", "syops"}, rows
+    model = os.path.join(root, "models", "bundled", "bsa_fmnist.h5")
+    for mode, quoted in rows.items():
+        j = run_json("run", model, "--input", images, "--count", mode)
+        assert j["samples"] == 10000
+        got = j["per_inference"]["energy_pj"] / 1e6
+        assert f"{got:.2f}" == quoted, (mode, got, quoted)
+        if mode == "exact":
+            assert f"energy per inference: {float(quoted):.3g} µJ (count exact" in doc
 
 
 finish()

@@ -27,7 +27,7 @@ endif()
 
 install(TARGETS ternion_options ternion_simd ternion_kernels ternion_core ternion_io ternion_synaptic
                 ternion_sim ternion_neuron ternion_neuron_fixed ternion_attention_spiking ternion_attention_ann
-                ternion_analysis ternion_attention ternion_hw
+                ternion_analysis ternion_attention ternion_hw ternion_chip
                 ternion_models ternion_all
         EXPORT ternionTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -37,9 +37,11 @@ foreach(_dir sim neuron attention hw models)
     install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_dir}/
             DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/ternion/${_dir}
             FILES_MATCHING PATTERN "*.hpp"
-            PATTERN "profiles" EXCLUDE PATTERN "bundled" EXCLUDE)
+            PATTERN "profiles" EXCLUDE PATTERN "chips" EXCLUDE PATTERN "bundled" EXCLUDE)
 endforeach()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/hw/profiles/ DESTINATION ${TERNION_INSTALL_DATADIR}/profiles
+        FILES_MATCHING PATTERN "*.json")
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/hw/chips/ DESTINATION ${TERNION_INSTALL_DATADIR}/chips
         FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/bundled/ DESTINATION ${TERNION_INSTALL_DATADIR}/bundled)
 install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot_trace.py DESTINATION ${TERNION_INSTALL_DATADIR})

@@ -21,8 +21,9 @@ BELOW = {
     "attention/analysis": ["sim/simd", "sim/kernels", "sim/core", "sim/io"],
     "attention": ["sim/simd", "sim/kernels", "sim/core", "attention/spiking", "attention/ann"],
     "hw": ["sim/simd", "sim/kernels", "sim/core"],
+    "hw/chip": ["sim/simd", "sim/kernels", "sim/core"],
     "models": ["sim/simd", "sim/kernels", "sim/core", "sim/io", "sim/synaptic", "neuron",
-               "neuron/fixed", "attention", "attention/spiking", "attention/ann", "hw"],
+               "neuron/fixed", "attention", "attention/spiking", "attention/ann", "hw", "hw/chip"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 

@@ -11,6 +11,7 @@
 
 #include "attention/ann/ann_attention.hpp"
 #include "attention/ann/run_batch.hpp"
+#include "hw/chip/chip.hpp"
 #include "hw/conventions/convention.hpp"
 #include "hw/cost_model.hpp"
 #include "models/graph_builder.hpp"
@@ -520,6 +521,11 @@ PYBIND11_MODULE(_core, m) {
     m.def("quantize", &quantize_file, py::arg("model"), py::arg("output"), py::arg("profile"),
           py::arg("weight_bits"), py::arg("membrane_bits"), py::arg("dt"), py::arg("from_"));
     m.def("profiles", &hw::list_profiles);
+    m.def("map", [](const Model& model, const std::string& name) {
+        const chip::Chip c = chip::load_chip(name);
+        return to_py(chip::placement_json(chip::map_model(*model.loaded->graph, c), c));
+    });
+    m.def("chips", [] { return chip::list_chips(); });
     m.def("describe_profile",
           [](const std::string& name) { return hw::describe_profile(hw::load_profile(name)); });
     m.def("attention_kinds", &ann::kinds);

@@ -17,10 +17,11 @@ Importing the package loads neither torch nor h5py; the simulator is loaded on f
 """
 
 __all__ = ["load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
-           "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError", "plot"]
+           "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError", "plot",
+           "map", "chips"]
 
 _API = {"load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
-        "describe_profile", "attention", "attention_kinds", "kernels"}
+        "describe_profile", "attention", "attention_kinds", "kernels", "map", "chips"}
 
 
 def export(module, example_input, path, **options):

@@ -258,6 +258,22 @@ def quantize(model, output, profile="loihi-like", *, weight_bits=None, membrane_
                           from_)
 
 
+def map(model, chip):
+    """Places `model` (from `load`, or a path) on the cores of `chip` (a name, `chips()`, or a
+    JSON file) as `ternion map --chip` does and returns the placement: {"chip", "layers": [{
+    "nodes", "connection", "core", "fits_cores", "kernel_memory", "neuron_memory",
+    "bias_memory", ...}], "notes", "sources"}. A layer that does not fit raises ternion.Error
+    naming the node, the limit, the need and the capacity. See docs/chips.md."""
+    if isinstance(model, str):
+        model = load(model)
+    return _core.map(model, str(chip))
+
+
+def chips():
+    """{name: one-line description} of every chip description."""
+    return dict(_core.chips())
+
+
 def profiles():
     """{name: one-line description} of every hardware profile."""
     return dict(_core.profiles())

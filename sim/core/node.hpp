@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "sim/core/error.hpp"
+#include "sim/core/layer_geometry.hpp"
 #include "sim/core/shape.hpp"
 #include "sim/core/thread_team.hpp"
 #include "sim/kernels/index_kernels.hpp"
@@ -327,6 +328,8 @@ class Node {
     virtual std::vector<std::pair<std::string, double>> attributes() const { return {}; }
     // What kind of layer the counting conventions see (connection, pooling, BatchNorm).
     virtual CountTraits count_traits() const { return {}; }
+    // Structure facts for chip mappers (hw/chip); `other` unless the node says more.
+    virtual LayerGeometry geometry() const { return {}; }
     // The source modules as per-module conventions count them (folded BatchNorm, biases).
     virtual ModuleShape module_shape() const { return {}; }
     // Attention nodes: the structure the counting conventions' closed forms need.

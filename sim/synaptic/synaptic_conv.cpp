@@ -401,6 +401,18 @@ class ConvNode final : public Node {
         return static_cast<std::uint64_t>(cout_ * OH_ * OW_ * cin_g_ * kh_ * kw_);
     }
     std::uint64_t dense_synops_per_step() const override { return dense_taps_; }
+    LayerGeometry geometry() const override {
+        LayerGeometry g;
+        g.kind = LayerGeometry::Kind::connection;
+        g.spatial = dims_ == 2;
+        g.kernel_h = dims_ == 2 ? kh_ : 1;
+        g.kernel_w = kw_;
+        g.stride_h = sh_, g.stride_w = sw_, g.pad_h = ph_, g.pad_w = pw_;
+        g.dilation_h = dh_, g.dilation_w = dw_;
+        g.in_channels = cin_g_ * groups_, g.out_channels = cout_, g.groups = groups_;
+        g.bias = !bias_.empty();
+        return g;
+    }
     ModuleShape module_shape() const override {
         const auto outputs = static_cast<std::uint64_t>(cout_ * OH_ * OW_);
         ModuleShape m;

@@ -372,6 +372,13 @@ class LinearNode final : public Node {
     }
     std::uint64_t dense_synops_per_step() const override { return dense_macs_per_step(); }
     // syops counts a Linear's bias once per call (out_features), not per token.
+    LayerGeometry geometry() const override {
+        LayerGeometry g;
+        g.kind = LayerGeometry::Kind::connection;
+        g.in_channels = in_, g.out_channels = out_;
+        g.bias = !bias_.empty();
+        return g;
+    }
     ModuleShape module_shape() const override {
         ModuleShape m;
         m.bias_ops_per_step = source_bias_ ? static_cast<std::uint64_t>(out_) : 0;

@@ -202,6 +202,18 @@ class PoolNode final : public Node {
         if constexpr (M == Mode::avg) acc = acc / static_cast<float>(kh_ * kw_);
         return acc;
     }
+    LayerGeometry geometry() const override {
+        LayerGeometry g;
+        g.kind = LayerGeometry::Kind::pooling;
+        g.spatial = true;
+        g.kernel_h = kh_, g.kernel_w = kw_, g.stride_h = sh_, g.stride_w = sw_;
+        g.pad_h = ph_, g.pad_w = pw_;
+        g.in_channels = g.out_channels = C_;
+        g.pool = mode_ == Mode::sum   ? LayerGeometry::Pool::sum
+                 : mode_ == Mode::avg ? LayerGeometry::Pool::average
+                                      : LayerGeometry::Pool::max;
+        return g;
+    }
     std::vector<std::pair<std::string, std::string>> summary() const override {
         return {{"kernel", std::to_string(kh_) + "x" + std::to_string(kw_)},
                 {"stride", std::to_string(sh_) + "x" + std::to_string(sw_)},

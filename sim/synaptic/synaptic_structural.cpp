@@ -52,6 +52,7 @@ class PassNode final : public Node {
 
 class FlattenNode final : public Node {
   public:
+    LayerGeometry geometry() const override { return {.kind = LayerGeometry::Kind::reshape}; }
     explicit FlattenNode(const NodeSpec& s) : Node(s.name(), s.type()) {
         start_ = s.integer_or("start_dim", 0);
         end_ = s.integer_or("end_dim", -1);

@@ -615,3 +615,31 @@ def test_strict_schemas_layouts_and_uint8(core, ternion_bin, lif_net, tmp_path):
         f["data"] = img
     c = core.run(m, str(tmp_path / "u8.h5"), timesteps=4)
     assert np.array_equal(c.spikes["lif"], b.spikes["lif"])
+
+
+def test_map_equals_the_cli(core, ternion_bin, tmp_path):
+    """ternion.map gives `ternion map --json`'s placement; a misfit raises the CLI's message."""
+    lif = dict(tau=np.float32(2.0), v_threshold=np.float32(1.0))
+    conv = dict(stride=np.array([1, 1]), padding=np.array([1, 1]), dilation=np.array([1, 1]),
+                groups=1, input_shape=np.array([16, 16]))
+    rng = np.random.default_rng(2)
+
+    def write(fname, cin, cout):
+        (Nir().node("input", "Input", shape=np.array([cin, 16, 16]))
+         .node("conv", "Conv2d", weight=rng.normal(0, .1, (cout, cin, 3, 3)).astype(np.float32),
+               bias=np.zeros(cout, np.float32), **conv)
+         .node("lif", "ternion.SJLIF", **lif).node("output", "Output")
+         .edge("input", "conv").edge("conv", "lif").edge("lif", "output").write(str(tmp_path / fname)))
+    write("ok.h5", 4, 8)
+    r = subprocess.run([ternion_bin, "map", str(tmp_path / "ok.h5"), "--chip", "dynapcnn", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    cli.pop("model")
+    assert core.map(str(tmp_path / "ok.h5"), "dynapcnn") == cli
+    assert cli["layers"][0]["kernel_memory"] == 4 * 2 ** (4 + 3) and cli["layers"][0]["core"] == 0
+    assert "dynapcnn" in core.chips()
+    write("big.h5", 4, 2048)
+    with pytest.raises(core.Error, match=r"nodes/conv: 2048 output channels: the chip holds at "
+                                         r"most 1024"):
+        core.map(core.load(str(tmp_path / "big.h5")), "dynapcnn")

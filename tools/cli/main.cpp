@@ -32,6 +32,7 @@ void usage() {
         "  encode --input F --output F  turn analog data into a spike file\n"
         "  profiles                   list the hardware profiles\n"
         "  quantize MODEL -o FILE     the integer model a chip would hold (--profile)\n"
+        "  map MODEL --chip CHIP      place the model's layers on a chip's cores\n"
         "  attention --kind K ...     run an ANN reference attention on HDF5 data\n"
         "  bench attention ...        time an attention forward pass\n"
         "  trace info FILE            summarise a trace file\n"
@@ -56,6 +57,7 @@ int dispatch(const std::string& cmd, const ternion::cli::Args& args) {
         if (cmd == "trace") return cmd_trace(args);
         if (cmd == "analyze") return cmd_analyze(args);
         if (cmd == "quantize") return cmd_quantize(args);
+        if (cmd == "map") return cmd_map(args);
         if (cmd == "version" || cmd == "--version") {
             std::printf("ternion %s (%s)%s\n", TERNION_VERSION, TERNION_GIT_REV,
                         ternion::dist::built_with_mpi() ? ", with MPI" : "");

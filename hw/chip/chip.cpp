@@ -1,0 +1,182 @@
+// Loading and validating chip descriptions (hw/chips/*.json). Strict, as profiles are: a typo
+// in a key or a limit without a source stops the run rather than mapping against a default.
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "hw/chip/chip.hpp"
+#include "sim/core/data_path.hpp"
+#include "sim/core/error.hpp"
+
+namespace ternion::chip {
+
+using nlohmann::json;
+
+namespace {
+
+// One JSON object of a chip file: unknown keys refused, errors named by dotted key path.
+class Obj {
+  public:
+    Obj(const json& j, std::string file, std::string path)
+        : j_(j), file_(std::move(file)), path_(std::move(path)) {
+        if (!j_.is_object()) fail("", "expected an object");
+    }
+    [[noreturn]] void fail(const std::string& key, const std::string& what) const {
+        throw InputError(file_, path_.empty() ? key : (key.empty() ? path_ : path_ + "." + key),
+                         what);
+    }
+    void allow(std::initializer_list<const char*> keys) const {
+        for (auto it = j_.begin(); it != j_.end(); ++it)
+            if (std::none_of(keys.begin(), keys.end(),
+                             [&](const char* k) { return it.key() == k; }))
+                fail(it.key(), "unknown key");
+    }
+    const json& at(const std::string& key) const {
+        if (!j_.contains(key)) fail(key, "missing");
+        return j_.at(key);
+    }
+    Obj child(const std::string& key) const {
+        return Obj(at(key), file_, path_.empty() ? key : path_ + "." + key);
+    }
+    std::string str(const std::string& key) const {
+        const json& v = at(key);
+        if (!v.is_string() || v.get<std::string>().empty())
+            fail(key, "expected a non-empty string");
+        return v.get<std::string>();
+    }
+    std::int64_t count(const std::string& key, std::int64_t lo = 1) const {
+        const json& v = at(key);
+        if (!v.is_number_integer() || v.get<std::int64_t>() < lo)
+            fail(key, "expected an integer >= " + std::to_string(lo));
+        return v.get<std::int64_t>();
+    }
+    std::vector<std::int64_t> counts(const std::string& key, std::int64_t lo = 0) const {
+        const json& v = at(key);
+        if (!v.is_array() || v.empty()) fail(key, "expected a non-empty list of integers");
+        std::vector<std::int64_t> r;
+        for (const auto& e : v) {
+            if (!e.is_number_integer() || e.get<std::int64_t>() < lo)
+                fail(key, "expected integers >= " + std::to_string(lo));
+            r.push_back(e.get<std::int64_t>());
+        }
+        return r;
+    }
+
+  private:
+    const json& j_;
+    std::string file_, path_;
+};
+
+void read_cores(const Obj& o, Chip& c) {
+    o.allow({"kernel_memory", "neuron_memory", "bias_memory", "source"});
+    const auto k = o.counts("kernel_memory"), n = o.counts("neuron_memory"),
+               b = o.counts("bias_memory");
+    if (n.size() != k.size() || b.size() != k.size())
+        o.fail("", "kernel_memory, neuron_memory and bias_memory must list the same cores");
+    for (std::size_t i = 0; i < k.size(); ++i) c.cores.push_back({k[i], n[i], b[i]});
+    c.cores_source = o.str("source");
+}
+
+void read_limits(const Obj& o, Chip& c) {
+    o.allow({"max_kernel", "max_out_channels", "max_input", "strides", "max_padding", "pools",
+             "weight_bits", "state_bits", "source"});
+    Limits& l = c.limits;
+    l.max_kernel = o.count("max_kernel");
+    l.max_out_channels = o.count("max_out_channels");
+    const auto in = o.counts("max_input", 1);
+    if (in.size() != 2) o.fail("max_input", "expected [height, width]");
+    l.max_input_h = in[0], l.max_input_w = in[1];
+    l.strides = o.counts("strides", 1);
+    l.pools = o.counts("pools", 1);
+    l.max_padding = o.count("max_padding", 0);
+    l.weight_bits = static_cast<int>(o.count("weight_bits"));
+    l.state_bits = static_cast<int>(o.count("state_bits"));
+    c.limits_source = o.str("source");
+}
+
+}  // namespace
+
+Chip parse_chip(const json& doc, const std::string& file) {
+    Obj top(doc, file, "");
+    top.allow({"name", "description", "family", "technology", "cores", "limits", "memory_rule",
+               "assignment"});
+    Chip c;
+    c.path = file;
+    c.name = top.str("name");
+    c.description = top.str("description");
+    c.family = top.str("family");
+    if (c.family != "dynapcnn")
+        top.fail("family", "unknown chip family '" + c.family + "' (known: dynapcnn)");
+    c.technology = top.str("technology");
+    read_cores(top.child("cores"), c);
+    read_limits(top.child("limits"), c);
+    Obj mem = top.child("memory_rule");
+    mem.allow({"kernel", "neuron", "bias", "source"});
+    c.memory_source = mem.str("source");
+    Obj as = top.child("assignment");
+    as.allow({"rule", "source"});
+    c.assignment_source = as.str("source");
+    return c;
+}
+
+std::vector<std::string> chip_search_dirs() {
+    return data_search_dirs("TERNION_CHIP_DIR", "chips", TERNION_CHIP_DIR);
+}
+
+namespace {
+
+Chip load_file(const std::string& path) {
+    std::ifstream in(path);
+    if (!in) throw InputError(path, "", "cannot open the chip file");
+    json doc;
+    try {
+        doc = json::parse(in);
+    } catch (const json::exception& e) {
+        throw InputError(path, "", std::string("not valid JSON (") + e.what() + ")");
+    }
+    return parse_chip(doc, path);
+}
+
+std::vector<std::string> chip_names() {
+    std::vector<std::string> names;
+    std::error_code ec;
+    const std::string dir = find_data_dir(chip_search_dirs());
+    if (dir.empty()) return names;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.is_regular_file() && e.path().extension() == ".json")
+            names.push_back(e.path().stem().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+}  // namespace
+
+Chip load_chip(const std::string& s) {
+    const bool is_path = s.find('/') != std::string::npos ||
+                         (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+    if (is_path) return load_file(s);
+    const std::string dir = find_data_dir(chip_search_dirs());
+    const std::string path = dir + "/" + s + ".json";
+    std::error_code ec;
+    if (dir.empty() || !std::filesystem::exists(path, ec)) {
+        std::string list;
+        for (const auto& n : chip_names()) {
+            if (!list.empty()) list += ", ";
+            list += n;
+        }
+        throw OptionError(
+            "chip", "unknown chip '" + s + "' (available: " +
+                        (list.empty() ? "none; searched " + join_dirs(chip_search_dirs()) : list) +
+                        "; or give a path to a .json file)");
+    }
+    return load_file(path);
+}
+
+std::vector<std::pair<std::string, std::string>> list_chips() {
+    std::vector<std::pair<std::string, std::string>> r;
+    for (const auto& n : chip_names()) r.emplace_back(n, load_chip(n).description);
+    return r;
+}
+
+}  // namespace ternion::chip

@@ -149,10 +149,12 @@ class H5Rows final : public RowSource {
     Shape dims_;
 };
 
-// The caller's int8 array [samples, T, ...] (make_spike_input).
+// The caller's int8 spikes or float32 frames [samples, T, ...] (make_spike_input,
+// make_frame_input).
+template <typename V>
 class ArrayRows final : public RowSource {
   public:
-    ArrayRows(const std::int8_t* data, Shape dims, std::string name, std::string field)
+    ArrayRows(const V* data, Shape dims, std::string name, std::string field)
         : data_(data), dims_(std::move(dims)), name_(std::move(name)), field_(std::move(field)) {}
     Shape dims() const override { return dims_; }
     std::vector<double> block(std::int64_t start, std::int64_t count, std::int64_t start1,
@@ -161,7 +163,7 @@ class ArrayRows final : public RowSource {
         std::vector<double> v;
         v.reserve(static_cast<std::size_t>(count * count1 * inner));
         for (std::int64_t r = start; r < start + count; ++r) {
-            const std::int8_t* p = data_ + r * row + start1 * inner;
+            const V* p = data_ + r * row + start1 * inner;
             v.insert(v.end(), p, p + count1 * inner);
         }
         return v;
@@ -172,7 +174,7 @@ class ArrayRows final : public RowSource {
     std::string dataset() const override { return field_; }
 
   private:
-    const std::int8_t* data_;
+    const V* data_;
     Shape dims_;
     std::string name_, field_;
 };
@@ -337,11 +339,14 @@ void check_held(const Shard& held, std::int64_t s) {
 }
 
 // Spike tensors, kept as per-(sample, step) event lists so replay costs O(events). Only the
-// held samples (held_samples) are read and checked.
+// held samples (held_samples) are read and checked. With `frames`, the tensor holds analog
+// frames (/frames: event-camera counts, any finite value) replayed the same way, a step being
+// ternary when all its values are -1, 0 or 1 (so the first layer counts ACs), else analog.
 class SpikeInput final : public InputSource {
   public:
-    SpikeInput(const RowSource& src, const std::string& path, const InputOptions& o)
-        : path_(path), dataset_(src.dataset()) {
+    SpikeInput(const RowSource& src, const std::string& path, const InputOptions& o,
+               bool frames = false)
+        : path_(path), dataset_(src.dataset()), frames_(frames) {
         const Shape dims = src.dims();
         check_shape(src, dims);
         time_first_ = choose_layout(src, dims, o) == Layout::time_first;
@@ -355,6 +360,7 @@ class SpikeInput final : public InputSource {
     }
     void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
     bool time_first() const { return time_first_; }
+    bool frames() const { return frames_; }
     std::int64_t num_samples() const override { return samples_; }
     Shape sample_shape() const override { return shape_; }
     std::int64_t fixed_timesteps() const override { return T_; }
@@ -363,10 +369,10 @@ class SpikeInput final : public InputSource {
         check_held(held_, s);
         const auto k = static_cast<std::size_t>((s - held_.first) * T_ + t);
         for (auto e = offsets_[k]; e < offsets_[k + 1]; ++e) {
-            out.values[idx_[e]] = static_cast<float>(val_[e]);
+            out.values[idx_[e]] = frames_ ? fval_[e] : static_cast<float>(val_[e]);
             out.active.push_back(idx_[e]);
         }
-        out.ternary = true;
+        out.ternary = !frames_ || !analog_[k];
     }
     const std::vector<std::int64_t>& labels() const override { return labels_; }
     std::string describe() const override { return path_; }
@@ -378,6 +384,8 @@ class SpikeInput final : public InputSource {
         std::vector<std::uint64_t> count, key;
         std::vector<std::uint32_t> idx;
         std::vector<std::int8_t> val;
+        std::vector<float> fval;           // frames: the values
+        std::vector<std::uint8_t> analog;  // frames: per (sample, step), a value not in {-1, 1}
     };
     // The first value that is not a spike, by (sample, step, element): the same one whichever
     // order the file is read in and however the samples are split across processes.
@@ -416,6 +424,7 @@ class SpikeInput final : public InputSource {
     Events read_events(const RowSource& src) const {
         Events ev;
         ev.count.assign(static_cast<std::size_t>(held_.count * T_ + 1), 0);
+        if (frames_) ev.analog.assign(static_cast<std::size_t>(held_.count * T_), 0);
         if (held_.count == 0) return ev;
         const std::int64_t r_first = time_first_ ? 0 : held_.first;
         const std::int64_t r_count = time_first_ ? T_ : held_.count;
@@ -433,7 +442,7 @@ class SpikeInput final : public InputSource {
                 add_row(ev, bad, raw.data() + k * n_, s, t);
             }
         }
-        if (bad.s >= 0) fail_value(src, bad);
+        if (bad.s >= 0) fail_value(src, bad, frames_);
         return ev;
     }
     void add_row(Events& ev, BadValue& bad, const double* row, std::int64_t s,
@@ -442,13 +451,19 @@ class SpikeInput final : public InputSource {
         for (std::int64_t i = 0; i < n_; ++i) {
             const double v = row[i];
             if (v == 0.0) continue;
-            if (v != 1.0 && v != -1.0) {
+            const bool spike = v == 1.0 || v == -1.0;
+            if (frames_ ? !std::isfinite(static_cast<float>(v)) : !spike) {
                 if (bad.before(s, t, i)) bad = {s, t, i, v};
                 continue;
             }
             ev.key.push_back(kk);
             ev.idx.push_back(static_cast<std::uint32_t>(i));
-            ev.val.push_back(static_cast<std::int8_t>(v));
+            if (frames_) {
+                ev.fval.push_back(static_cast<float>(v));
+                ev.analog[kk] |= !spike;
+            } else {
+                ev.val.push_back(static_cast<std::int8_t>(v));
+            }
             ++ev.count[kk + 1];
         }
     }
@@ -456,9 +471,13 @@ class SpikeInput final : public InputSource {
     static std::string analog_of(const std::string& ds) {
         return ds.empty() || ds == "/spikes" ? "/data" : ds.substr(0, ds.rfind('/')) + "/data";
     }
-    static void fail_value(const RowSource& src, const BadValue& b) {
+    static void fail_value(const RowSource& src, const BadValue& b, bool frames) {
         char buf[64];
         std::snprintf(buf, sizeof buf, "%g", b.v);
+        if (frames)
+            src.fail(std::string("value ") + buf + " at sample " + std::to_string(b.s) + ", step " +
+                     std::to_string(b.t) + ", element " + std::to_string(b.i) +
+                     " is not a finite float32");
         src.fail(std::string("value ") + buf + " at sample " + std::to_string(b.s) + ", step " +
                  std::to_string(b.t) + ", element " + std::to_string(b.i) +
                  " is not -1, 0 or 1 (spikes; analog data goes in " + analog_of(src.dataset()) +
@@ -471,15 +490,21 @@ class SpikeInput final : public InputSource {
             offsets_[k] = offsets_[k - 1] + ev.count[k];
         idx_.resize(ev.idx.size());
         val_.resize(ev.val.size());
+        fval_.resize(ev.fval.size());
+        analog_ = ev.analog;
         std::vector<std::uint64_t> pos(offsets_.begin(), offsets_.end() - 1);
         for (std::size_t e = 0; e < ev.key.size(); ++e) {
             const auto p = pos[ev.key[e]]++;
             idx_[p] = ev.idx[e];
-            val_[p] = ev.val[e];
+            if (frames_)
+                fval_[p] = ev.fval[e];
+            else
+                val_[p] = ev.val[e];
         }
     }
 
     std::string path_, dataset_;
+    bool frames_ = false;
     bool time_first_ = false;
     Shard held_;
     std::int64_t samples_ = 0, T_ = 0, n_ = 0;
@@ -487,6 +512,8 @@ class SpikeInput final : public InputSource {
     std::vector<std::uint64_t> offsets_;
     std::vector<std::uint32_t> idx_;
     std::vector<std::int8_t> val_;
+    std::vector<float> fval_;
+    std::vector<std::uint8_t> analog_;
     std::vector<std::int64_t> labels_;
 };
 
@@ -575,9 +602,9 @@ class AnalogInput final : public InputSource {
 };
 
 std::unique_ptr<SpikeInput> open_spikes(const h5::Reader& r, const InputOptions& o,
-                                        const std::string& ds) {
+                                        const std::string& ds, bool frames = false) {
     H5Rows rows(r, ds);
-    return std::make_unique<SpikeInput>(rows, r.path(), o);
+    return std::make_unique<SpikeInput>(rows, r.path(), o, frames);
 }
 
 bool ends_with(const std::string& s, const std::string& e) {
@@ -605,16 +632,18 @@ std::unique_ptr<AnalogInput> open_analog(const h5::Reader& r, const InputOptions
 std::unique_ptr<InputSource> open_h5_input(const h5::Reader& r, const InputOptions& o,
                                            const std::string& group,
                                            const std::vector<std::int64_t>* labels = nullptr) {
-    const std::string sp = group + "/spikes", an = group + "/data";
-    const bool has_sp = r.exists(sp), has_an = r.exists(an);
-    if (has_sp && has_an) r.fail(group, "has both " + sp + " and " + an + ": keep one");
+    const std::string sp = group + "/spikes", an = group + "/data", fr = group + "/frames";
+    const bool has_sp = r.exists(sp), has_an = r.exists(an), has_fr = r.exists(fr);
+    if (has_sp + has_an + has_fr > 1)
+        r.fail(group, "has more than one of " + sp + ", " + an + " and " + fr + ": keep one");
     auto labelled = [&](auto src) -> std::unique_ptr<InputSource> {
         src->set_labels(labels ? *labels : read_labels(r, src->num_samples()));
         return src;
     };
     if (has_sp) return labelled(open_spikes(r, o, sp));
     if (has_an) return labelled(open_analog(r, o, an));
-    if (group.empty()) r.fail("", "no /spikes or /data dataset");
+    if (has_fr) return labelled(open_spikes(r, o, fr, true));
+    if (group.empty()) r.fail("", "no /spikes or /data dataset (nor /frames)");
     const bool flat = r.exists("/spikes") || r.exists("/data");
     r.fail(sp, "missing: a model with several Input nodes reads " + sp + " or " + an +
                    " for its Input node '" + group.substr(group.rfind('/') + 1) + "'" +
@@ -805,14 +834,15 @@ Layout parse_layout(const std::string& s) {
 
 std::string input_label(const InputSource& src) {
     if (const auto* sp = dynamic_cast<const SpikeInput*>(&src))
-        return std::string("replayed spikes (") +
+        return std::string(sp->frames() ? "replayed frames (" : "replayed spikes (") +
                (sp->time_first() ? "time-first" : "samples-first") + ")";
     const auto* an = dynamic_cast<const AnalogInput*>(&src);
     return std::string(encoding_name(an ? an->encoding() : Encoding::direct)) + " encoding";
 }
 
 std::string input_encoding(const InputSource& src) {
-    if (dynamic_cast<const SpikeInput*>(&src)) return "spikes";
+    if (const auto* sp = dynamic_cast<const SpikeInput*>(&src))
+        return sp->frames() ? "frames" : "spikes";
     const auto* an = dynamic_cast<const AnalogInput*>(&src);
     return encoding_name(an ? an->encoding() : Encoding::direct);
 }
@@ -923,8 +953,8 @@ std::unique_ptr<InputSource> open_input(const std::string& path, const InputOpti
     if (!o.labels.empty())
         throw OptionError("labels", "applies to IDX images; an HDF5 input carries /labels");
     h5::Reader r(path);
-    const bool sp = r.exists("/spikes"), an = r.exists("/data");
-    if (sp && an) r.fail("", "has both /spikes and /data: keep one");
+    if (r.exists("/spikes") + r.exists("/data") + r.exists("/frames") > 1)
+        r.fail("", "has more than one of /spikes, /data and /frames: keep one");
     return open_h5_input(r, o, "");
 }
 
@@ -932,7 +962,8 @@ namespace {
 
 // A file of several Input nodes' inputs: /inputs/<node>/... and neither /spikes nor /data.
 bool holds_node_groups(const h5::Reader& r) {
-    return !r.exists("/spikes") && !r.exists("/data") && r.exists("/inputs");
+    return !r.exists("/spikes") && !r.exists("/data") && !r.exists("/frames") &&
+           r.exists("/inputs");
 }
 
 }  // namespace
@@ -977,10 +1008,24 @@ std::vector<std::unique_ptr<InputSource>> open_inputs(const std::string& path,
 std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Shape& dims,
                                               std::vector<std::int64_t> labels,
                                               const std::string& name, const std::string& field) {
-    ArrayRows rows(data, dims, name, field);
+    ArrayRows<std::int8_t> rows(data, dims, name, field);
     InputOptions o;
     o.layout = Layout::samples_first;
     auto src = std::make_unique<SpikeInput>(rows, name, o);
+    if (!labels.empty())
+        check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
+    src->set_labels(std::move(labels));
+    return src;
+}
+
+std::unique_ptr<InputSource> make_frame_input(const float* data, const Shape& dims,
+                                              std::vector<std::int64_t> labels,
+                                              const InputOptions& io, const std::string& name,
+                                              const std::string& field) {
+    ArrayRows<float> rows(data, dims, name, field);
+    InputOptions o = io;  // its shard of samples: only those are copied
+    o.layout = Layout::samples_first;
+    auto src = std::make_unique<SpikeInput>(rows, name, o, true);
     if (!labels.empty())
         check_labels(name, {static_cast<std::int64_t>(labels.size())}, labels, src->num_samples());
     src->set_labels(std::move(labels));
@@ -1085,7 +1130,8 @@ std::uint64_t encode_file(const std::string& in_path, const std::string& out_pat
                                               " holds one input (/data), not /inputs/<node>/data");
         srcs.push_back(open_input(in_path, o));
         if (srcs[0]->fixed_timesteps() > 0)
-            throw InputError(in_path, "/spikes", "is already a spike file");
+            throw InputError(in_path, srcs[0]->dataset(),
+                             "already holds steps (spikes or frames): encode reads analog /data");
         check_spiking_encoding(o.encoding, "");
     }
     std::int64_t bytes = 0;

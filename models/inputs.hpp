@@ -4,7 +4,9 @@
 // Poisson (Bernoulli per step) or latency spikes, with optional `/labels` int64 [samples]. IDX
 // files (MNIST, Fashion-MNIST; gzip-compressed or raw) are analog data too: unsigned bytes / 255,
 // with labels from an explicit IDX labels file or the sibling `...-labels-idx1-ubyte[.gz]`.
-// Layout and encodings are documented in docs/inputs.md.
+// Frames (`/frames` float32 [samples, T, ...], e.g. event-camera counts from `ternion frames`)
+// are replayed one frame per step as analog values. Layout and encodings are documented in
+// docs/inputs.md.
 #pragma once
 #include <memory>
 #include <optional>
@@ -110,6 +112,12 @@ std::unique_ptr<InputSource> make_spike_input(const std::int8_t* data, const Sha
                                               std::vector<std::int64_t> labels,
                                               const std::string& name,
                                               const std::string& field = "/spikes");
+// Frames: float32 [samples, T, ...shape] (event-camera counts, any finite values), replayed
+// one step at a time as /frames is; only the samples of `opts`' range and shard are copied.
+std::unique_ptr<InputSource> make_frame_input(const float* data, const Shape& dims,
+                                              std::vector<std::int64_t> labels,
+                                              const InputOptions& opts, const std::string& name,
+                                              const std::string& field = "/frames");
 std::unique_ptr<InputSource> make_analog_input(const float* data, const Shape& dims,
                                                std::shared_ptr<const void> owner,
                                                std::vector<std::int64_t> labels,

@@ -108,6 +108,7 @@ std::unique_ptr<InputSource> open_array(const ArrayInput& a, const InputOptions&
                                         const std::vector<std::int64_t>& labels) {
     if (a.spikes) return make_spike_input(a.spikes, a.dims, labels, a.name, group + "/spikes");
     if (!a.data) throw InputError(a.name, group, "no spikes or data array");
+    if (a.frames) return make_frame_input(a.data, a.dims, labels, io, a.name, group + "/frames");
     return make_analog_input(a.data, a.dims, a.owner, labels, io, a.name, group + "/data");
 }
 

@@ -40,12 +40,14 @@ std::shared_ptr<const LoadedModel> adopt_model(std::unique_ptr<Graph> graph, std
                                                LoadReport report, std::int64_t timesteps,
                                                std::string encoding);
 
-// The caller's arrays as the input: spikes int8 [samples, T, ...] in {-1, 0, 1}, or analog
-// float32 [samples, ...] encoded per step. Read in place while `owner` lives.
+// The caller's arrays as the input: spikes int8 [samples, T, ...] in {-1, 0, 1}, analog
+// float32 [samples, ...] encoded per step, or float32 frames [samples, T, ...] (`frames`).
+// Read in place while `owner` lives (frames: the run's samples are copied).
 struct ArrayInput {
     Shape dims;
     const std::int8_t* spikes = nullptr;
     const float* data = nullptr;
+    bool frames = false;  // `data` is float32 frames [samples, T, ...], replayed per step
     std::shared_ptr<const void> owner;
     std::vector<std::int64_t> labels;  // empty, or one class per sample
     std::string name = "<arrays>";     // what errors call the input

@@ -14,6 +14,7 @@
 #include "hw/chip/chip.hpp"
 #include "hw/conventions/convention.hpp"
 #include "hw/cost_model.hpp"
+#include "models/events.hpp"
 #include "models/graph_builder.hpp"
 #include "models/pipeline.hpp"
 #include "models/quantize.hpp"
@@ -265,9 +266,13 @@ std::shared_ptr<const void> keep_alive(py::array a) {
     });
 }
 
-// The caller's C-contiguous [samples, T, ...] int8 spikes or [samples, ...] float32 data.
-ArrayInput array_input(py::array x, std::vector<std::int64_t> labels) {
+// The caller's C-contiguous [samples, T, ...] int8 spikes or [samples, ...] float32 data; a
+// tuple ("frames", float32 [samples, T, ...]) holds frames (api.py's kind="frames").
+ArrayInput array_input(const py::object& o, std::vector<std::int64_t> labels) {
+    const bool frames = py::isinstance<py::tuple>(o);
+    py::array x = frames ? o.cast<py::tuple>()[1].cast<py::array>() : o.cast<py::array>();
     ArrayInput a;
+    a.frames = frames;
     a.dims.assign(x.shape(), x.shape() + x.ndim());
     if (x.dtype().is(py::dtype::of<std::int8_t>()))
         a.spikes = static_cast<const std::int8_t*>(x.data());
@@ -287,19 +292,39 @@ void set_input(RunRequest& q, const Model& m, const std::string& input, const py
                const std::vector<std::int64_t>& labels) {
     if (py::isinstance<py::dict>(x)) {
         for (auto [k, v] : x.cast<py::dict>()) {
-            ArrayInput a = array_input(v.cast<py::array>(), labels);
+            ArrayInput a = array_input(py::reinterpret_borrow<py::object>(v), labels);
             a.node = k.cast<std::string>();
             q.node_arrays.push_back(std::move(a));
         }
         if (q.node_arrays.empty()) throw OptionError("x", "is an empty dict");
     } else if (!x.is_none()) {
-        q.arrays = array_input(x.cast<py::array>(), labels);
+        q.arrays = array_input(x, labels);
     } else {
         q.input = input.empty() ? m.default_input : input;
         if (q.input.empty())
             throw OptionError("x",
                               "is required (an array or an input file) for a model not bundled");
     }
+}
+
+// ternion.frames: one stream's events (int64 arrays, api.py converts) as float32
+// [T, 2, H, W], framed by `ternion frames`' rule.
+py::array_t<float> frame_stream(std::vector<std::int64_t> t, std::vector<std::int64_t> x,
+                                std::vector<std::int64_t> y, std::vector<std::int64_t> p,
+                                std::int64_t frames, const std::string& split_by,
+                                std::int64_t duration, std::int64_t height, std::int64_t width) {
+    FrameRule r{frames, parse_split_by(split_by), duration, height, width};
+    EventStream ev{std::move(x), std::move(y), std::move(t), std::move(p), "<events>", "", ""};
+    std::int64_t T = 0;
+    std::vector<float> f;
+    {
+        py::gil_scoped_release nogil;
+        f = frame_events(ev, r, T);
+    }
+    py::array_t<float> a({static_cast<py::ssize_t>(T), py::ssize_t{2},
+                          static_cast<py::ssize_t>(height), static_cast<py::ssize_t>(width)});
+    std::copy(f.begin(), f.end(), a.mutable_data());
+    return a;
 }
 
 Output run_pipeline(const Model& m, const std::string& input, py::object x,
@@ -514,6 +539,9 @@ PYBIND11_MODULE(_core, m) {
           py::arg("timesteps"), py::arg("encoding"), py::arg("ignore_unknown") = false);
     m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
           py::arg("options"));
+    m.def("frames", &frame_stream, py::arg("t"), py::arg("x"), py::arg("y"), py::arg("p"),
+          py::arg("frames"), py::arg("split_by"), py::arg("duration"), py::arg("height"),
+          py::arg("width"));
     m.def("kernels", [] {
         return py::dict(py::arg("kernels") = simd::level_name(simd::level()),
                         py::arg("cpu_best") = simd::level_name(simd::detect()));

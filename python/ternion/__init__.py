@@ -3,6 +3,7 @@
 Run and price models (the C++ simulator, through the extension module `ternion._core`):
     model = ternion.load("model.h5")            # or ternion.load_bundled(), ternion.build(...)
     r = ternion.run(model, x, labels)           # spikes, counts, energy, accuracy as numpy/dicts
+    f = ternion.frames(events, frames=8, size=(H, W))   # event-camera streams as frames
     ternion.profiles(); ternion.attention(kind, weights, x)
     ternion.quantize(model_path, output_path, profile)  # the integer model a chip holds
 See docs/python.md.
@@ -16,11 +17,11 @@ Draw a trace's figures (pure Python, needs matplotlib and h5py):
 Importing the package loads neither torch nor h5py; the simulator is loaded on first use.
 """
 
-__all__ = ["load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
+__all__ = ["load", "load_bundled", "build", "run", "quantize", "frames", "Result", "Model", "Error", "profiles",
            "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError", "plot",
            "map", "chips"]
 
-_API = {"load", "load_bundled", "build", "run", "quantize", "Result", "Model", "Error", "profiles",
+_API = {"load", "load_bundled", "build", "run", "quantize", "frames", "Result", "Model", "Error", "profiles",
         "describe_profile", "attention", "attention_kinds", "kernels", "map", "chips"}
 
 

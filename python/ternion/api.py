@@ -84,8 +84,8 @@ def _as_input(x, layout, kind, node=None, model_T=None):
         if x.dtype == np.uint8 and x.size and x.max() > 1:
             raise Error(f"<array>: {spikes}: uint8 values above 1 are not spikes: pass "
                         "kind='analog' for 8-bit images (read as value / 255)")
-    if kind not in ("spikes", "analog"):
-        raise Error(f"option --kind: must be auto, spikes or analog (got {kind!r})")
+    if kind not in ("spikes", "analog", "frames"):
+        raise Error(f"option --kind: must be auto, spikes, analog or frames (got {kind!r})")
     if layout not in (None, "ST", "TS"):
         raise Error(f"option --layout: must be ST (samples first) or TS (time first), got {layout!r}")
     if kind == "analog":
@@ -96,10 +96,18 @@ def _as_input(x, layout, kind, node=None, model_T=None):
         if x.dtype == np.uint8:
             return np.ascontiguousarray(x, dtype=np.float32) / np.float32(255)
         return np.ascontiguousarray(x, dtype=np.float32)
+    if kind == "frames":
+        spikes = "/frames" if node is None else f"/inputs/{node}/frames"
     if x.ndim < 3:
         raise Error(f"<array>: {spikes}: expected [samples, T, ...shape], got {x.ndim} dimensions")
     if _layout_of(x, layout, model_T, spikes) == "TS":
         x = np.swapaxes(x, 0, 1)
+    if kind == "frames":
+        # Frames (event-camera counts, ternion.frames) replay one per step as analog values;
+        # the tuple tells the extension so.
+        if not (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.number)) or np.iscomplexobj(x):
+            raise Error(f"<array>: {spikes}: expected real numbers, got {x.dtype}")
+        return ("frames", np.ascontiguousarray(x, dtype=np.float32))
     if x.dtype != np.int8:
         if not (x.dtype == np.bool_ or np.issubdtype(x.dtype, np.number)):
             raise Error(f"<array>: {spikes}: expected spikes, got {x.dtype}")
@@ -173,7 +181,9 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
        [samples, T, ...] (layout="TS" for time-first tensors; not given: samples first,
        and a shape that reads both ways under the model's suggested T is refused, as the
        command line refuses it) or float data [samples, ...] (uint8: images, value / 255)
-       encoded per step (`encoding`: direct | poisson | latency). A model with several Input
+       encoded per step (`encoding`: direct | poisson | latency), or with kind="frames" float
+       frames [samples, T, ...] (event-camera counts from `frames`) replayed one per step as
+       analog values (layout as for spikes). A model with several Input
        nodes takes a dict {Input node name: array}, every array with the same samples; `kind`
        may then be a dict too, and `layout` applies to the spike arrays.
     encoding: one kind for every analog input, or a dict {Input node name: kind} (the key
@@ -218,6 +228,38 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
                 trace=None if trace is None else str(trace), spike_format=spike_format,
                 max_record_bytes=int(max_record_bytes), node_times=bool(node_times))
     return Result(_core.run(model, path, arr, lab, opts))
+
+
+def frames(events, frames=None, split_by="number", duration=None, size=None):
+    """One event stream framed as `ternion frames` frames it: float32 [T, 2, H, W] counts,
+    channel 0 for polarity 0 and 1 for any other, equal to SpikingJelly's
+    integrate_events_by_fixed_frames_number(events, split_by, frames, H, W) or, with
+    `duration`, integrate_events_by_fixed_duration(events, duration, H, W).
+    events: a dict with arrays t, x, y, p (SpikingJelly's .npz) or a structured array with
+    fields x, y, t, p (Tonic). size: (H, W). See docs/inputs.md, "Event cameras"."""
+    if size is None or len(size) != 2:
+        raise Error("option --size: give size=(H, W)")
+    cols = []
+    for k in ("t", "x", "y", "p"):
+        try:
+            a = np.asarray(events[k]).reshape(-1)
+        except (KeyError, ValueError, IndexError) as e:
+            raise Error(f"<events>: {k}: missing: events need t, x, y, p") from e
+        if a.dtype.kind == "f":
+            if not np.all(np.isfinite(a) & (a == np.round(a))):
+                raise Error(f"<events>: {k}: values must be integers")
+        elif a.dtype.kind not in "biu":
+            raise Error(f"<events>: {k}: expected integers, got {a.dtype}")
+        cols.append(a.astype(np.int64))
+    M = _int_option("frames", frames if frames is not None else 0, 0, 100000)
+    D = _int_option("duration", duration if duration is not None else 0, 0, 2 ** 63 - 1)
+    H = _int_option("size", size[0], 1, 65536)
+    W = _int_option("size", size[1], 1, 65536)
+    if frames is not None and M < 1:
+        raise Error("option --frames: must be at least 1")
+    if duration is not None and D < 1:
+        raise Error("option --duration: must be at least 1")
+    return _core.frames(*cols, M, str(split_by), D, H, W)
 
 
 def _int_option(name, value, lo, hi):

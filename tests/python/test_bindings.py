@@ -617,6 +617,50 @@ def test_strict_schemas_layouts_and_uint8(core, ternion_bin, lif_net, tmp_path):
     assert np.array_equal(c.spikes["lif"], b.spikes["lif"])
 
 
+def test_frames_equal_the_cli_and_run_as_frames(core, ternion_bin, lif_net, tmp_path):
+    # ternion.frames equals `ternion frames` on the same streams (SpikingJelly's dict and
+    # Tonic's structured array), and run(kind="frames") equals `ternion run` on the /frames file.
+    rng = np.random.default_rng(40)
+    H, W = 2, 3  # 2 x 2 x 3 = 12 inputs: lif_net's Input
+    for n, rule in enumerate([dict(frames=5), dict(frames=4, split_by="time"), dict(duration=9)]):
+        ev = dict(t=np.sort(rng.integers(0, 60, 80)), x=rng.integers(0, W, 80),
+                  y=rng.integers(0, H, 80), p=rng.integers(0, 2, 80))
+        if n % 2:
+            ev["p"] = ev["p"] * 2 - 1  # -1/1 polarities: channel 1 takes every non-zero one
+        np.savez(tmp_path / f"e{n}.npz", **ev)
+        opts = (["--duration", str(rule["duration"])] if "duration" in rule else
+                ["--frames", str(rule["frames"]), "--split-by", rule.get("split_by", "number")])
+        r = subprocess.run([ternion_bin, "frames", str(tmp_path / f"e{n}.npz"), "-o",
+                            str(tmp_path / f"f{n}.h5"), "--size", f"{H},{W}", *opts],
+                           capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        with h5py.File(tmp_path / f"f{n}.h5", "r") as f:
+            cli = f["frames"][0]
+        got = core.frames(ev, size=(H, W), **rule)
+        assert got.dtype == np.float32 and np.array_equal(got, cli), rule
+        tonic = np.zeros(80, dtype=[("x", np.int16), ("y", np.int16), ("p", bool), ("t", np.int64)])
+        for k in "xytp":
+            tonic[k] = ev[k] if k != "p" else ev["p"] != 0
+        assert np.array_equal(core.frames(tonic, size=(H, W), **rule), cli)
+    x = np.stack([core.frames(dict(t=np.sort(rng.integers(0, 90, 40)), x=rng.integers(0, W, 40),
+                                   y=rng.integers(0, H, 40), p=rng.integers(0, 2, 40)),
+                              frames=6, size=(H, W)) for _ in range(3)])
+    with h5py.File(tmp_path / "frames.h5", "w") as f:
+        f["frames"] = x
+    cli = cli_json(ternion_bin, lif_net["model"], "--input", str(tmp_path / "frames.h5"),
+                   "--dt", str(lif_net["dt"]))
+    m = core.load(lif_net["model"], dt=lif_net["dt"])
+    py = core.run(m, x, kind="frames")
+    assert py.report["layers"] == cli["layers"]
+    assert py.report["input_encodings"] == {"input": "frames"}
+    ts = core.run(m, np.swapaxes(x, 0, 1), kind="frames", layout="TS")
+    assert np.array_equal(ts.spikes["lif"], py.spikes["lif"])
+    with pytest.raises(core.Error, match=r"<events>: x: x = 3 at event"):
+        core.frames(dict(t=[1, 2], x=[0, 3], y=[0, 0], p=[0, 1]), frames=1, size=(H, W))
+    with pytest.raises(core.Error, match=r"option --frames"):
+        core.frames(dict(t=[1, 2], x=[0, 1], y=[0, 0], p=[0, 1]), frames=0, size=(H, W))
+
+
 def test_map_equals_the_cli(core, ternion_bin, tmp_path):
     """ternion.map gives `ternion map --json`'s placement; a misfit raises the CLI's message."""
     lif = dict(tau=np.float32(2.0), v_threshold=np.float32(1.0))

@@ -17,6 +17,7 @@ int cmd_bench(const Args& args);      // cmd_bench.cpp
 int cmd_trace(const Args& args);      // cmd_trace.cpp
 int cmd_analyze(const Args& args);    // cmd_analyze.cpp
 int cmd_quantize(const Args& args);   // cmd_quantize.cpp
+int cmd_frames(const Args& args);     // cmd_frames.cpp
 int cmd_map(const Args& args);        // cmd_map.cpp
 
 }  // namespace ternion::cli

@@ -30,6 +30,7 @@ void usage() {
         "  run [MODEL] --input FILE   simulate a model (default: the bundled BSA Transformer)\n"
         "  info MODEL                 nodes, shapes, parameters and connectivity of a model\n"
         "  encode --input F --output F  turn analog data into a spike file\n"
+        "  frames EVENTS -o F         frame event-camera streams (x, y, t, p) for run\n"
         "  profiles                   list the hardware profiles\n"
         "  quantize MODEL -o FILE     the integer model a chip would hold (--profile)\n"
         "  map MODEL --chip CHIP      place the model's layers on a chip's cores\n"
@@ -57,6 +58,7 @@ int dispatch(const std::string& cmd, const ternion::cli::Args& args) {
         if (cmd == "trace") return cmd_trace(args);
         if (cmd == "analyze") return cmd_analyze(args);
         if (cmd == "quantize") return cmd_quantize(args);
+        if (cmd == "frames") return cmd_frames(args);
         if (cmd == "map") return cmd_map(args);
         if (cmd == "version" || cmd == "--version") {
             std::printf("ternion %s (%s)%s\n", TERNION_VERSION, TERNION_GIT_REV,

@@ -219,6 +219,11 @@ class NpyRows final : public RowSource {
         if (field(h, "fortran_order") != "False")
             fail("Fortran-order arrays are not supported (save a C-order array)");
         std::string shape = field(h, "shape");
+        // A tuple of non-negative integers only: "-1" is no dimension of a saved array.
+        for (char ch : shape)
+            if (!std::isdigit(static_cast<unsigned char>(ch)) && ch != ' ' && ch != ',' &&
+                ch != '(' && ch != ')')
+                fail("shape " + shape + " is not a tuple of non-negative integers");
         std::int64_t total = 1;
         std::size_t k = 0;
         while (k < shape.size()) {

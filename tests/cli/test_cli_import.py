@@ -663,6 +663,13 @@ def float_bool_uint8_and_npy_spikes():
     with open(path("junk.npy"), "wb") as f:
         f.write(b"not numpy at all")
     expect_error(["run", path("id.h5"), "--input", path("junk.npy")], "junk.npy", "magic")
+    # A header declaring a negative dimension (numpy's own loader would infer it): refused.
+    header = "{'descr': '|i1', 'fortran_order': False, 'shape': (2, -1, 4), }"
+    header += " " * (118 - len(header)) + "\n"
+    with open(path("neg.npy"), "wb") as f:
+        f.write(b"\x93NUMPY\x01\x00" + len(header).to_bytes(2, "little") + header.encode() + bytes(8))
+    expect_error(["run", path("id.h5"), "--input", path("neg.npy")], "neg.npy",
+                 "shape (2, -1, 4) is not a tuple of non-negative integers")
 
 
 @test

@@ -360,6 +360,7 @@ class SpikeInput final : public InputSource {
         shape_.assign(dims.begin() + 2, dims.end());
         n_ = numel(shape_);
         held_ = held_samples(o, samples_);
+        max_memory_ = o.max_memory;
         Events ev = read_events(src);
         sort_events(ev);
     }
@@ -424,7 +425,7 @@ class SpikeInput final : public InputSource {
                      std::to_string(mt) + "); pass --layout samples-first or time-first");
         return Layout::samples_first;
     }
-    // The held samples' slab of the file, read in pieces of about 8 MiB along the first axis:
+    // The held samples' slab of the file, read in pieces of about 1 Mi values along the first axis:
     // rows of samples (samples-first), or every step's columns of held samples (time-first).
     Events read_events(const RowSource& src) const {
         Events ev;
@@ -435,8 +436,9 @@ class SpikeInput final : public InputSource {
         const std::int64_t r_count = time_first_ ? T_ : held_.count;
         const std::int64_t c_first = time_first_ ? held_.first : 0;
         const std::int64_t c_count = time_first_ ? held_.count : T_;
+        // Pieces of about 1 Mi values (8 MiB as doubles), so the limit is checked often.
         const std::int64_t chunk =
-            std::max<std::int64_t>(1, (std::int64_t{8} << 20) / (c_count * n_));
+            std::max<std::int64_t>(1, (std::int64_t{1} << 20) / (c_count * n_));
         BadValue bad;
         for (std::int64_t r0 = r_first; r0 < r_first + r_count; r0 += chunk) {
             const std::int64_t cnt = std::min(chunk, r_first + r_count - r0);
@@ -446,6 +448,13 @@ class SpikeInput final : public InputSource {
                 const std::int64_t s = time_first_ ? b : a, t = time_first_ ? a : b;
                 add_row(ev, bad, raw.data() + k * n_, s, t);
             }
+            // Checked while streaming, piece by piece: a small compressed dataset may inflate
+            // to more events than the limit allows. The event arrays' capacity is counted once
+            // more, as the next growth would allocate it.
+            const double growth = 8.0 * ev.key.capacity() + 4.0 * ev.idx.capacity() +
+                                  ev.val.capacity() + 4.0 * ev.fval.capacity();
+            check_memory_limit(static_cast<double>(resident_bytes()) + growth, max_memory_,
+                               "reading " + path_ + " " + dataset_);
         }
         if (bad.s >= 0) fail_value(src, bad, frames_);
         return ev;
@@ -511,6 +520,7 @@ class SpikeInput final : public InputSource {
     std::string path_, dataset_;
     bool frames_ = false;
     bool time_first_ = false;
+    std::uint64_t max_memory_ = 0;  // --max-memory (0: the default limit)
     Shard held_;
     std::int64_t samples_ = 0, T_ = 0, n_ = 0;
     Shape shape_;
@@ -625,6 +635,12 @@ std::unique_ptr<AnalogInput> open_analog(const h5::Reader& r, const InputOptions
     check_dims(r.path(), ds.c_str(), inf.dims, 4);
     r.check_storage(ds);
     const Shard held = held_samples(o, inf.dims[0]);
+    // The held values as floats must fit before a (possibly compressed) dataset is inflated.
+    check_memory_limit(
+        static_cast<double>(resident_bytes()) +
+            4.0 * static_cast<double>(held.count) *
+                static_cast<double>(numel(Shape(inf.dims.begin() + 1, inf.dims.end()))),
+        o.max_memory, "reading " + r.path() + " " + ds);
     auto data = std::make_shared<std::vector<float>>(r.read_float_rows(ds, held.first, held.count));
     // uint8 data are 8-bit images, read as value / 255 as IDX files are (one rule everywhere).
     if (inf.kind == h5::Kind::integer && inf.type_size == 1 && !inf.is_signed)
@@ -1113,13 +1129,14 @@ std::vector<std::unique_ptr<InputSource>> open_node_groups(const h5::Reader& r,
 
 std::uint64_t encode_file(const std::string& in_path, const std::string& out_path,
                           const EncodingChoice& enc, std::int64_t T, std::uint64_t seed,
-                          const std::string& labels_path) {
+                          const std::string& labels_path, std::uint64_t max_memory) {
     if (T <= 0) throw OptionError("timesteps", "must be positive");
     if (T > 1000000) throw OptionError("timesteps", "absurdly large");
     InputOptions o;
     o.encoding = enc.all.value_or(Encoding::poisson);
     o.timesteps = T;
     o.labels = labels_path;
+    o.max_memory = max_memory;
     std::vector<std::unique_ptr<InputSource>> srcs;
     std::vector<std::string> names;  // empty: one /data
     const bool groups = !looks_like_idx(in_path) && !ends_with(in_path, ".npy") &&
@@ -1142,6 +1159,9 @@ std::uint64_t encode_file(const std::string& in_path, const std::string& out_pat
     std::int64_t bytes = 0;
     for (const auto& src : srcs) bytes += src->num_samples() * T * numel(src->sample_shape());
     if (bytes > kMaxInputBytes) throw OptionError("timesteps", "output would exceed 8 GiB");
+    // The spike tensors are built in memory before they are written.
+    check_memory_limit(static_cast<double>(resident_bytes()) + static_cast<double>(bytes),
+                       max_memory, "encoding " + in_path);
     std::uint64_t spikes = 0;
     std::vector<std::vector<std::int8_t>> out;
     for (std::size_t k = 0; k < srcs.size(); ++k)

@@ -132,8 +132,10 @@ std::string fashion_mnist_test_images();
 // /inputs/<node>/data (several Input nodes), each as /inputs/<node>/spikes, node k of the
 // file's (sorted) groups drawing with input_seed(seed, k) as a run's Input node k does; spike
 // datasets of `timesteps` steps are copied. Labels are copied. Returns the number of spikes.
+// `max_memory` (0: the default limit) bounds the inputs read and the spikes built, checked
+// before they are allocated.
 std::uint64_t encode_file(const std::string& in_path, const std::string& out_path,
                           const EncodingChoice& enc, std::int64_t timesteps, std::uint64_t seed,
-                          const std::string& labels_path = "");
+                          const std::string& labels_path = "", std::uint64_t max_memory = 0);
 
 }  // namespace ternion

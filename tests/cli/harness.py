@@ -64,3 +64,16 @@ def finish():
         _keep.append(True)
         print(f"files kept in {TMP}")
     sys.exit(1 if failed else 0)
+
+
+def peak_rss_mb(args):
+    """(exit code, stderr, peak resident MiB) of one ternion run, measured in a fresh process so
+    that no earlier child's peak counts."""
+    code = ("import resource, subprocess, sys\n"
+            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
+            "print(p.returncode)\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+            "sys.stderr.write(p.stderr)\n")
+    p = subprocess.run([sys.executable, "-c", code, TERNION, *map(str, args)], capture_output=True,
+                       text=True)
+    rc, kb = p.stdout.split()
+    return int(rc), p.stderr, int(kb) / 1024

@@ -14,13 +14,11 @@ import gzip
 import os
 import resource
 import struct
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 
-from harness import TERNION, expect_error, finish, path, run, run_json, test
+from harness import expect_error, finish, path, peak_rss_mb, run, run_json, test
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "..", "models", "bundled", "bsa_digits.h5")  # input [1, 8, 8]
@@ -162,19 +160,6 @@ def hostile_idx_files():
     z[-6] ^= 0xFF  # CRC-32
     refused("crc", bytes(z), "gzip")
     refused("cut", gzip.compress(good)[:-12], "gzip")
-
-
-def peak_rss_mb(args):
-    """(exit code, stderr, peak resident MiB) of one ternion run, measured in a fresh process so
-    that no earlier child's peak counts."""
-    code = ("import resource, subprocess, sys\n"
-            "p = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-            "print(p.returncode)\nprint(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-            "sys.stderr.write(p.stderr)\n")
-    p = subprocess.run([sys.executable, "-c", code, TERNION, *map(str, args)], capture_output=True,
-                       text=True)
-    rc, kb = p.stdout.split()
-    return int(rc), p.stderr, int(kb) / 1024
 
 
 @test

@@ -23,7 +23,10 @@ int cmd_encode(const Args& args) {
         "poisson (default) | latency; NODE=KIND for one Input node of a file with "
         "/inputs/<node>/data (repeatable)")("timesteps,T", po::value<std::int64_t>(),
                                             "steps per sample")(
-        "seed", po::value<std::uint64_t>()->default_value(0), "random seed");
+        "seed", po::value<std::uint64_t>()->default_value(0), "random seed")(
+        "max-memory", po::value<std::string>(),
+        "refuse an input or output whose estimated memory is above this many bytes, e.g. 8G "
+        "(default: 80 % of physical memory)");
     auto vm = parse(args, d);
     if (show_help(vm, d)) return 0;
     if (!vm.count("input")) throw OptionError("input", "is required");
@@ -41,7 +44,8 @@ int cmd_encode(const Args& args) {
         vm["input"].as<std::string>(), vm["output"].as<std::string>(),
         parse_encodings(vm.count("encoding") ? vm["encoding"].as<std::vector<std::string>>()
                                              : std::vector<std::string>{}),
-        vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>(), labels);
+        vm["timesteps"].as<std::int64_t>(), vm["seed"].as<std::uint64_t>(), labels,
+        memory_limit(vm));
     std::fprintf(stderr, "wrote %s (%s spikes)\n", vm["output"].as<std::string>().c_str(),
                  group_digits(n).c_str());
     return 0;

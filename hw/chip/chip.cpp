@@ -51,6 +51,11 @@ class Obj {
             fail(key, "expected an integer >= " + std::to_string(lo));
         return v.get<std::int64_t>();
     }
+    double number(const std::string& key) const {
+        const json& v = at(key);
+        if (!v.is_number() || v.get<double>() < 0) fail(key, "expected a number >= 0");
+        return v.get<double>();
+    }
     std::vector<std::int64_t> counts(const std::string& key, std::int64_t lo = 0) const {
         const json& v = at(key);
         if (!v.is_array() || v.empty()) fail(key, "expected a non-empty list of integers");
@@ -95,20 +100,9 @@ void read_limits(const Obj& o, Chip& c) {
     c.limits_source = o.str("source");
 }
 
-}  // namespace
-
-Chip parse_chip(const json& doc, const std::string& file) {
-    Obj top(doc, file, "");
+void read_dynapcnn(const Obj& top, Chip& c) {
     top.allow({"name", "description", "family", "technology", "cores", "limits", "memory_rule",
                "assignment"});
-    Chip c;
-    c.path = file;
-    c.name = top.str("name");
-    c.description = top.str("description");
-    c.family = top.str("family");
-    if (c.family != "dynapcnn")
-        top.fail("family", "unknown chip family '" + c.family + "' (known: dynapcnn)");
-    c.technology = top.str("technology");
     read_cores(top.child("cores"), c);
     read_limits(top.child("limits"), c);
     Obj mem = top.child("memory_rule");
@@ -117,6 +111,84 @@ Chip parse_chip(const json& doc, const std::string& file) {
     Obj as = top.child("assignment");
     as.allow({"rule", "source"});
     c.assignment_source = as.str("source");
+}
+
+// Xylo's sections: the core's neurons and synapses, the events a step carries, the datapath's
+// widths, the design rules that only warn, and the cycle model's constants.
+void read_xylo_core(const Obj& top, XyloSpec& x) {
+    Obj n = top.child("neurons");
+    n.allow({"input_channels", "hidden", "output", "synaptic_states", "max_fanout", "avg_fanout",
+             "input_projection", "output_projection", "source"});
+    x.input_channels = n.count("input_channels");
+    x.hidden = n.count("hidden");
+    x.output = n.count("output");
+    x.synaptic_states = n.count("synaptic_states");
+    x.max_fanout = n.count("max_fanout");
+    x.avg_fanout = n.count("avg_fanout");
+    x.input_projection = n.count("input_projection");
+    x.output_projection = n.count("output_projection");
+    if (x.input_projection > x.hidden || x.output_projection > x.hidden)
+        n.fail("", "a projection cannot reach more neurons than the hidden ones");
+    x.neurons_source = n.str("source");
+    Obj e = top.child("events");
+    e.allow({"max_input_events", "max_hidden_spikes", "max_output_spikes", "reset", "source"});
+    x.max_input_events = e.count("max_input_events");
+    x.max_hidden_spikes = e.count("max_hidden_spikes");
+    x.max_output_spikes = e.count("max_output_spikes");
+    if (e.str("reset") != "subtract") e.fail("reset", "Xylo resets by subtraction");
+    x.events_source = e.str("source");
+    Obj d = top.child("datapath");
+    d.allow({"weight_bits", "state_bits", "decay_bits", "weight_shift", "source"});
+    x.weight_bits = static_cast<int>(d.count("weight_bits"));
+    x.state_bits = static_cast<int>(d.count("state_bits"));
+    x.decay_bits = static_cast<int>(d.count("decay_bits"));
+    d.str("weight_shift");
+    x.datapath_source = d.str("source");
+}
+
+void read_xylo(const Obj& top, Chip& c) {
+    top.allow({"name", "description", "family", "technology", "neurons", "events", "datapath",
+               "design_rules", "cycles"});
+    XyloSpec& x = c.xylo;
+    read_xylo_core(top, x);
+    Obj r = top.child("design_rules");
+    r.allow({"warn_input_channels", "warn_output_channels", "errors", "source"});
+    x.warn_input_channels = r.count("warn_input_channels");
+    x.warn_output_channels = r.count("warn_output_channels");
+    r.str("errors");
+    x.rules_source = r.str("source");
+    Obj m = top.child("cycles");
+    m.allow({"input_loop", "hidden_update", "output_isyn_update", "fixed_hidden",
+             "fixed_output_spike", "margin", "expansion_neurons", "source"});
+    x.input_loop = m.number("input_loop");
+    x.hidden_update = m.number("hidden_update");
+    x.output_isyn_update = m.number("output_isyn_update");
+    x.fixed_hidden = m.number("fixed_hidden");
+    x.fixed_output_spike = m.number("fixed_output_spike");
+    x.margin = m.number("margin");
+    const std::string ex = m.str("expansion_neurons");
+    if (ex != "all_hidden" && ex != "nonzero_weights")
+        m.fail("expansion_neurons", "expected \"all_hidden\" or \"nonzero_weights\"");
+    x.expansion_nonzero = ex == "nonzero_weights";
+    x.cycles_source = m.str("source");
+}
+
+}  // namespace
+
+Chip parse_chip(const json& doc, const std::string& file) {
+    Obj top(doc, file, "");
+    Chip c;
+    c.path = file;
+    c.family = top.str("family");
+    if (c.family == "dynapcnn")
+        read_dynapcnn(top, c);
+    else if (c.family == "xylo")
+        read_xylo(top, c);
+    else
+        top.fail("family", "unknown chip family '" + c.family + "' (known: dynapcnn, xylo)");
+    c.name = top.str("name");
+    c.description = top.str("description");
+    c.technology = top.str("technology");
     return c;
 }
 

@@ -2,8 +2,8 @@
 // hardware profiles) lists the cores with their memories and the limits of a layer, each with
 // its source; `map_model` places a model's layers on the cores under those limits and reports
 // every layer's memory needs, its core, and, when it does not fit, the limit it breaks.
-// The first family is DYNAP-CNN (sinabs-dynapcnn's memory rules and core assignment);
-// docs/chips.md describes the rules and the file format.
+// Families: DYNAP-CNN (sinabs-dynapcnn's memory rules and core assignment) and Xylo (Rockpool's
+// limits, design rules and cycle model); docs/chips.md describes the rules and the file format.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
@@ -25,11 +25,31 @@ struct Limits {
     int weight_bits = 0, state_bits = 0;
 };
 
+// Xylo (family "xylo"): one SNN core of input channels, hidden neurons (recurrent weights among
+// them) and output neurons, with Rockpool's limits, design rules and cycle model.
+struct XyloSpec {
+    std::int64_t input_channels = 0, hidden = 0, output = 0, synaptic_states = 0;
+    std::int64_t max_fanout = 0, avg_fanout = 0;  // recurrent synapses per hidden neuron
+    std::int64_t input_projection = 0, output_projection = 0;  // hidden neurons reached
+    std::int64_t max_input_events = 0, max_hidden_spikes = 0, max_output_spikes = 0;
+    int weight_bits = 0, state_bits = 0, decay_bits = 0;
+    // Design rules that only warn in Rockpool's mapper: more input or output channels.
+    std::int64_t warn_input_channels = 0, warn_output_channels = 0;
+    // The cycle model's constants (power_cycles_model.py), and whether the input and output
+    // expansion neurons are every hidden neuron (XyloAudio 2) or only those with non-zero input
+    // or readout weights (XyloIMU, XyloAudio 3).
+    double input_loop = 0, hidden_update = 0, output_isyn_update = 0, fixed_hidden = 0,
+           fixed_output_spike = 0, margin = 0;
+    bool expansion_nonzero = false;
+    std::string neurons_source, events_source, datapath_source, rules_source, cycles_source;
+};
+
 struct Chip {
     std::string name, description, family, technology, path;
     std::vector<Core> cores;
     Limits limits;
     std::string cores_source, limits_source, memory_source, assignment_source;
+    XyloSpec xylo;  // family "xylo"
 };
 
 // A name -> <chip dir>/<name>.json (chip_search_dirs()); a value with '/' or ending in .json is a
@@ -54,15 +74,58 @@ struct ChipLayer {
     int core = -1;          // assigned core
 };
 
+// Xylo: a neuron population (hidden or output) with the weight nodes that feed it, and its
+// neuron ids on the chip.
+struct XyloPopulation {
+    std::string neurons;               // the neuron node
+    std::vector<std::string> weights;  // the weight nodes into it
+    bool output = false;
+    std::int64_t size = 0, first_id = 0;  // ids [first_id, first_id + size) of its class
+    std::int64_t max_fanout = 0;          // most recurrent synapses of one of its neurons
+};
+
+// Firing rates for the cycle model: fractions of (channel, step) with at least one event.
+struct XyloRates {
+    double input = 1, hidden = 1, output = 1;
+};
+
+struct XyloPlacement {
+    std::vector<XyloPopulation> populations;  // hidden ones in id order, then outputs
+    std::int64_t n_in = 0, n_hid = 0, n_out = 0, n_ien = 0, n_oen = 0;
+    std::int64_t recurrent_weights = 0, max_fanout = 0;
+    double mean_fanout = 0;  // F: recurrent non-zeros per hidden neuron
+    double dt = 1e-3;
+    std::string dt_source;
+    double cycles_worst = 0, clock_hz = 0;  // all rates 1; the clock for real time at dt
+    bool has_rates = false;
+    XyloRates rates;
+    double cycles_at_rates = 0;
+};
+
 struct Placement {
     std::string chip, family;
-    std::vector<ChipLayer> layers;
+    std::vector<ChipLayer> layers;   // dynapcnn
+    XyloPlacement xylo;              // xylo
     std::vector<std::string> notes;  // choices made while mapping (average pooling as sum, ...)
 };
 
-// Places `g` on `c`. Throws InputError(origin, "nodes/<node>", what) naming the node, the limit,
-// what it needs and what the chip holds, when a layer breaks a limit or no assignment exists.
-Placement map_model(const Graph& g, const Chip& c);
+// What a mapping may use besides the graph: the model's step (Xylo's clock estimate) and
+// measured or assumed firing rates (Xylo's cycles at those rates).
+struct MapOptions {
+    double dt = 1e-3;
+    std::string dt_source = "default";
+    bool has_rates = false;
+    XyloRates rates;
+};
+
+// Places `g` on `c` by the rules of the chip's family. Throws InputError(origin, "nodes/<node>",
+// what) naming the node, the limit, what it needs and what the chip holds, when a layer breaks
+// a limit or no assignment exists.
+Placement map_model(const Graph& g, const Chip& c, const MapOptions& o = {});
+Placement map_dynapcnn(const Graph& g, const Chip& c);
+Placement map_xylo(const Graph& g, const Chip& c, const MapOptions& o);
+// Xylo's cycles per time step (Rockpool's power_cycles_model) for a placement at `rates`.
+double xylo_cycles(const XyloSpec& s, const XyloPlacement& p, const XyloRates& rates);
 
 nlohmann::json placement_json(const Placement& p, const Chip& c);
 std::string placement_text(const Placement& p, const Chip& c);

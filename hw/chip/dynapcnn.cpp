@@ -268,7 +268,7 @@ std::vector<int> assign(const std::vector<std::vector<int>>& fits, int ncores) {
 
 }  // namespace
 
-Placement map_model(const Graph& g, const Chip& c) {
+Placement map_dynapcnn(const Graph& g, const Chip& c) {
     Placement p;
     p.chip = c.name;
     p.family = c.family;

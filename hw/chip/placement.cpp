@@ -1,4 +1,5 @@
-// The placement report: JSON (`ternion map --json`, Python's ternion.map) and text.
+// The placement report: JSON (`ternion map --json`, Python's ternion.map) and text. Every family
+// shares chip, fits, layers, notes and sources; Xylo adds its counts and cycle estimate.
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -6,7 +7,119 @@
 
 namespace ternion::chip {
 
+namespace {
+
+nlohmann::json xylo_json(const Placement& p, const Chip& c) {
+    const XyloPlacement& x = p.xylo;
+    const XyloSpec& s = c.xylo;
+    nlohmann::json j;
+    j["chip"] = {{"name", c.name},
+                 {"family", c.family},
+                 {"description", c.description},
+                 {"path", c.path},
+                 {"input_channels", s.input_channels},
+                 {"hidden", s.hidden},
+                 {"output", s.output},
+                 {"max_fanout", s.max_fanout}};
+    j["fits"] = true;
+    j["layers"] = nlohmann::json::array();
+    for (const XyloPopulation& l : x.populations) {
+        std::vector<std::string> nodes = l.weights;
+        nodes.push_back(l.neurons);
+        j["layers"].push_back({{"nodes", nodes},
+                               {"neurons", l.neurons},
+                               {"weights", l.weights},
+                               {"role", l.output ? "output" : "hidden"},
+                               {"size", l.size},
+                               {"ids", {l.first_id, l.first_id + l.size - 1}},
+                               {"max_fanout", l.max_fanout}});
+    }
+    nlohmann::json rates = nullptr, at_rates = nullptr;
+    if (x.has_rates) {
+        rates = {{"input", x.rates.input}, {"hidden", x.rates.hidden}, {"output", x.rates.output}};
+        at_rates = x.cycles_at_rates;
+    }
+    j["xylo"] = {{"n_in", x.n_in},
+                 {"n_hid", x.n_hid},
+                 {"n_out", x.n_out},
+                 {"n_ien", x.n_ien},
+                 {"n_oen", x.n_oen},
+                 {"recurrent_weights", x.recurrent_weights},
+                 {"mean_fanout", x.mean_fanout},
+                 {"max_fanout", x.max_fanout},
+                 {"dt", x.dt},
+                 {"dt_source", x.dt_source},
+                 {"cycles_worst", x.cycles_worst},
+                 {"margin", s.margin},
+                 {"clock_hz", x.clock_hz},
+                 {"rates", rates},
+                 {"cycles_at_rates", at_rates}};
+    j["notes"] = p.notes;
+    j["sources"] = {{"neurons", s.neurons_source},
+                    {"events", s.events_source},
+                    {"datapath", s.datapath_source},
+                    {"design_rules", s.rules_source},
+                    {"cycles", s.cycles_source}};
+    return j;
+}
+
+std::string fmt(const char* f, double v) {
+    char b[64];
+    std::snprintf(b, sizeof b, f, v);
+    return b;
+}
+
+std::string xylo_text(const Placement& p, const Chip& c) {
+    const XyloPlacement& x = p.xylo;
+    const XyloSpec& s = c.xylo;
+    std::string out = "chip    " + c.name + " (" + std::to_string(s.input_channels) +
+                      " input channels, " + std::to_string(s.hidden) + " hidden and " +
+                      std::to_string(s.output) + " output neurons): " + c.description + "\n\n";
+    std::size_t w = 10;
+    for (const XyloPopulation& l : x.populations) w = std::max(w, l.neurons.size());
+    char line[1024];
+    std::snprintf(line, sizeof line, "%-*s %-6s %7s %11s %7s  %s\n", static_cast<int>(w),
+                  "population", "role", "neurons", "ids", "fan-out", "weights");
+    out += line;
+    for (const XyloPopulation& l : x.populations) {
+        std::string ws;
+        for (const auto& n : l.weights) {
+            if (!ws.empty()) ws += ", ";
+            ws += n;
+        }
+        const std::string ids =
+            std::to_string(l.first_id) + "-" + std::to_string(l.first_id + l.size - 1);
+        const std::string fo = l.output ? "-" : std::to_string(l.max_fanout);
+        std::snprintf(line, sizeof line, "%-*s %-6s %7lld %11s %7s  %s\n", static_cast<int>(w),
+                      l.neurons.c_str(), l.output ? "output" : "hidden",
+                      static_cast<long long>(l.size), ids.c_str(), fo.c_str(), ws.c_str());
+        out += line;
+    }
+    out += "inputs " + std::to_string(x.n_in) + ", hidden " + std::to_string(x.n_hid) +
+           " (input expansion " + std::to_string(x.n_ien) + ", output expansion " +
+           std::to_string(x.n_oen) + "), outputs " + std::to_string(x.n_out) + "\n";
+    out += "recurrent weights " + std::to_string(x.recurrent_weights) + ": fan-out " +
+           fmt("%.4g", x.mean_fanout) + " per hidden neuron on average (F), " +
+           std::to_string(x.max_fanout) + " at most (chip: " + std::to_string(s.max_fanout) + ")\n";
+    out += "cycles per step, every rate 1: " + fmt("%.6g", x.cycles_worst) + "; clock for " +
+           "real time at dt " + fmt("%g", x.dt * 1e3) + " ms (" + x.dt_source +
+           "): " + fmt("%.6g", x.clock_hz / 1e6) + " MHz (+" + fmt("%g", s.margin * 100) +
+           "% margin)\n";
+    if (x.has_rates)
+        out += "cycles per step at rates input " + fmt("%g", x.rates.input) + ", hidden " +
+               fmt("%g", x.rates.hidden) + ", output " + fmt("%g", x.rates.output) + ": " +
+               fmt("%.6g", x.cycles_at_rates) + "\n";
+    for (const auto& n : p.notes) out += "note: " + n + "\n";
+    out +=
+        "cycles by Rockpool's Xylo cycle model (power_cycles_model.py); rates are the "
+        "fractions of (channel, step) with an event\n";
+    return out;
+}
+
+}  // namespace
+
 nlohmann::json placement_json(const Placement& p, const Chip& c) {
+    if (c.family == "xylo") return xylo_json(p, c);
     nlohmann::json j;
     j["chip"] = {{"name", c.name},
                  {"family", c.family},
@@ -37,6 +150,7 @@ nlohmann::json placement_json(const Placement& p, const Chip& c) {
 }
 
 std::string placement_text(const Placement& p, const Chip& c) {
+    if (c.family == "xylo") return xylo_text(p, c);
     std::size_t w = 5, wf = 4;
     for (const ChipLayer& l : p.layers) {
         w = std::max(w, l.connection.size());

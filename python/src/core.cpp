@@ -6,7 +6,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "attention/ann/ann_attention.hpp"
@@ -463,6 +465,27 @@ py::dict quantize_file(const std::string& model, const std::string& output,
                     py::arg("nodes") = nodes, py::arg("text") = quantize_report_text(r));
 }
 
+// ternion.map: the placement as `ternion map --json` gives it; `rates` (Xylo) adds the cycles
+// per step at those firing rates.
+py::object map_on_chip(const Model& model, const std::string& name,
+                       std::optional<std::vector<double>> rates) {
+    const chip::Chip c = chip::load_chip(name);
+    chip::MapOptions o;
+    o.dt = model.loaded->report.used.dt;
+    if (!model.loaded->report.dt_source.empty()) o.dt_source = model.loaded->report.dt_source;
+    if (rates) {
+        if (c.family != "xylo")
+            throw OptionError("rates", "the " + c.family + " family has no cycle model");
+        const auto& r = *rates;
+        if (r.size() != 3 ||
+            std::any_of(r.begin(), r.end(), [](double x) { return !(x >= 0 && x <= 1); }))
+            throw OptionError("rates", "expected three rates p_in, p_hid, p_out in [0, 1]");
+        o.has_rates = true;
+        o.rates = {r[0], r[1], r[2]};
+    }
+    return to_py(chip::placement_json(chip::map_model(*model.loaded->graph, c, o), c));
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_core, m) {
@@ -549,10 +572,7 @@ PYBIND11_MODULE(_core, m) {
     m.def("quantize", &quantize_file, py::arg("model"), py::arg("output"), py::arg("profile"),
           py::arg("weight_bits"), py::arg("membrane_bits"), py::arg("dt"), py::arg("from_"));
     m.def("profiles", &hw::list_profiles);
-    m.def("map", [](const Model& model, const std::string& name) {
-        const chip::Chip c = chip::load_chip(name);
-        return to_py(chip::placement_json(chip::map_model(*model.loaded->graph, c), c));
-    });
+    m.def("map", &map_on_chip, py::arg("model"), py::arg("chip"), py::arg("rates") = py::none());
     m.def("chips", [] { return chip::list_chips(); });
     m.def("describe_profile",
           [](const std::string& name) { return hw::describe_profile(hw::load_profile(name)); });

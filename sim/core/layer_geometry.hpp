@@ -3,6 +3,7 @@
 // pure reshape. Mappers never read node type names; a node that reports nothing is `other`.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 namespace ternion {
 
@@ -18,6 +19,14 @@ struct LayerGeometry {
     bool spatial = false;  // a 2-d convolution or pooling over [C, H, W]
     bool bias = false;     // the connection adds a bias (its own, or a folded BatchNorm's)
     Pool pool = Pool::none;
+};
+
+// The non-zero weights of a connection per input (the synapses one input drives: its fan-out)
+// and per output (its fan-in), for mappers of chips that budget synapses per neuron (Xylo).
+// Not part of LayerGeometry: these are vectors over the neurons, counted on request only.
+// Empty for nodes without a weight matrix.
+struct ConnectionNonzeros {
+    std::vector<std::int64_t> per_input, per_output;
 };
 
 }  // namespace ternion

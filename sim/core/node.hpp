@@ -330,6 +330,8 @@ class Node {
     virtual CountTraits count_traits() const { return {}; }
     // Structure facts for chip mappers (hw/chip); `other` unless the node says more.
     virtual LayerGeometry geometry() const { return {}; }
+    // Non-zero weights per input and per output of a connection (chip mappers); empty otherwise.
+    virtual ConnectionNonzeros connection_nonzeros() const { return {}; }
     // The source modules as per-module conventions count them (folded BatchNorm, biases).
     virtual ModuleShape module_shape() const { return {}; }
     // Attention nodes: the structure the counting conventions' closed forms need.

@@ -156,6 +156,22 @@ void ColumnWeights::build_csr(const std::vector<std::int64_t>& indptr,
     compact(syn);
 }
 
+std::vector<std::int64_t> ColumnWeights::row_nnz() const {
+    std::vector<std::int64_t> n(static_cast<std::size_t>(out_), 0);
+    for (std::int64_t c = 0; c < in_; ++c) {
+        if (!sparse_) {
+            const float* col = dense_column(c);
+            for (std::int64_t r = 0; r < out_; ++r)
+                n[static_cast<std::size_t>(r)] += col[r] != 0.0f;
+            continue;
+        }
+        for (std::int64_t b = 0; b < nblocks(); ++b)
+            for (auto k = colptr_[run_at(c, b)]; k < colptr_[run_at(c, b) + 1]; ++k)
+                ++n[static_cast<std::size_t>(row_base(b) + rows_[k])];
+    }
+    return n;
+}
+
 float ColumnWeights::at(std::int64_t r, std::int64_t c) const {
     if (!sparse_) return dense_[static_cast<std::size_t>(c * out_ + r)];
     const std::int64_t kBlock = block_;

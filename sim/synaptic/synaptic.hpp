@@ -125,6 +125,8 @@ class ColumnWeights {
     std::size_t codebook_size() const { return codebook_.size(); }
     std::uint64_t nnz() const { return nnz_; }
     std::uint32_t col_nnz(std::int64_t c) const { return col_nnz_[static_cast<std::size_t>(c)]; }
+    // Non-zero weights of each output row (a walk over every stored synapse).
+    std::vector<std::int64_t> row_nnz() const;
     // y[rows of blocks b0..b1) += s * W[rows, c] (s = +1/-1) or x * W (analog).
     void add_column(std::int64_t c, float x, bool unit, float* y, const RowSplit& s,
                     std::int64_t b0, std::int64_t b1) const;

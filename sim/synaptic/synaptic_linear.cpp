@@ -385,6 +385,12 @@ class LinearNode final : public Node {
         m.batchnorm_elems_per_step = source_bn_ ? static_cast<std::uint64_t>(rows_ * out_) : 0;
         return m;
     }
+    ConnectionNonzeros connection_nonzeros() const override {
+        ConnectionNonzeros z;
+        for (std::int64_t c = 0; c < in_; ++c) z.per_input.push_back(weights_.col_nnz(c));
+        z.per_output = weights_.row_nnz();
+        return z;
+    }
     std::uint64_t weight_count() const override { return static_cast<std::uint64_t>(in_ * out_); }
     std::uint64_t param_count() const override {
         return static_cast<std::uint64_t>(in_ * out_) + bias_.size();

@@ -687,3 +687,28 @@ def test_map_equals_the_cli(core, ternion_bin, tmp_path):
     with pytest.raises(core.Error, match=r"nodes/conv: 2048 output channels: the chip holds at "
                                          r"most 1024"):
         core.map(core.load(str(tmp_path / "big.h5")), "dynapcnn")
+
+
+def test_map_xylo_cycles_equal_the_cli(core, ternion_bin, tmp_path):
+    """Rockpool's worked cycle example through ternion.map and `ternion map --rates`."""
+    rng = np.random.default_rng(5)
+    f = np.float32
+    lif = lambda n: dict(tau=np.full(n, 0.02, f), r=np.ones(n, f), v_leak=np.zeros(n, f),  # noqa: E731
+                         v_threshold=np.ones(n, f))
+    rec = np.zeros((64, 64), f)
+    for j in range(64):  # every hidden neuron drives 8 others: F = 8
+        rec[rng.choice(64, 8, replace=False), j] = 1.0
+    (Nir().node("input", "Input", shape=np.array([16]))
+     .node("w_in", "Linear", weight=np.ones((64, 16), f)).node("hid", "LIF", **lif(64))
+     .node("w_rec", "Linear", weight=rec).node("w_out", "Linear", weight=np.ones((8, 64), f))
+     .node("out", "LIF", **lif(8)).node("output", "Output", shape=np.array([8]))
+     .edge("input", "w_in").edge("w_in", "hid").edge("hid", "w_rec").edge("w_rec", "hid")
+     .edge("hid", "w_out").edge("w_out", "out").edge("out", "output").write(str(tmp_path / "x.h5")))
+    got = core.map(str(tmp_path / "x.h5"), "xylo-audio2", rates=(0.1, 0.05, 0.0))
+    r = subprocess.run([ternion_bin, "map", str(tmp_path / "x.h5"), "--chip", "xylo-audio2",
+                        "--rates", "0.1,0.05,0", "--json"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    cli.pop("model")
+    assert got == cli
+    assert abs(got["xylo"]["cycles_at_rates"] - 2275.2) < 1e-9 and got["xylo"]["cycles_worst"] == 13040

@@ -1,8 +1,13 @@
 // `ternion map MODEL --chip CHIP`: places the model's layers on the chip's cores (hw/chip), or
-// says which layer breaks which limit; `ternion map --chips` lists the chip descriptions.
+// says which layer breaks which limit; `ternion map --chips` lists the chip descriptions. For
+// Xylo, `--rates` gives the firing rates of its cycle estimate.
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include "hw/chip/chip.hpp"
 #include "models/pipeline.hpp"
@@ -10,15 +15,48 @@
 
 namespace ternion::cli {
 
+namespace {
+
+// "p_in,p_hid,p_out", each in [0, 1].
+chip::XyloRates parse_rates(const std::string& s) {
+    std::vector<double> v;
+    std::size_t at = 0;
+    while (at <= s.size()) {
+        const std::size_t end = std::min(s.find(',', at), s.size());
+        const std::string item = s.substr(at, end - at);
+        std::size_t used = 0;
+        double x = -1;
+        try {
+            x = std::stod(item, &used);
+        } catch (const std::exception&) {
+            used = 0;
+        }
+        if (used == 0 || used != item.size() || !(x >= 0 && x <= 1))
+            throw OptionError("rates", "'" + item + "' is not a rate in [0, 1]");
+        v.push_back(x);
+        at = end + 1;
+    }
+    if (v.size() != 3)
+        throw OptionError("rates",
+                          "expected three rates p_in,p_hid,p_out, got " + std::to_string(v.size()));
+    return {v[0], v[1], v[2]};
+}
+
+}  // namespace
+
 int cmd_map(const Args& args) {
     po::options_description d(
         "ternion map MODEL --chip CHIP [options]\n\n"
         "Places the model's layers on the chip's cores under its memories and limits and\n"
-        "reports each layer's memory and core; a layer that does not fit is an error naming the\n"
-        "node, the limit, the need and the capacity (docs/chips.md)");
+        "reports each layer's memory and core (Xylo: its neuron populations, fan-out and the\n"
+        "cycles per step); a layer that does not fit is an error naming the node, the limit,\n"
+        "the need and the capacity (docs/chips.md)");
     d.add_options()("help,h", "show this help")("model", po::value<std::string>(), "model file")(
         "chip", po::value<std::string>(), "a chip name (`ternion map --chips`) or a JSON file")(
-        "chips", "list the chip descriptions")("json", "print the placement as JSON");
+        "chips", "list the chip descriptions")("json", "print the placement as JSON")(
+        "rates", po::value<std::string>(),
+        "Xylo: firing rates p_in,p_hid,p_out (fractions of channel-steps with an event) for the "
+        "cycles per step");
     add_model_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
@@ -33,7 +71,16 @@ int cmd_map(const Args& args) {
     if (!vm.count("chip")) throw OptionError("chip", "a chip is required (`ternion map --chips`)");
     const chip::Chip c = chip::load_chip(vm["chip"].as<std::string>());
     const auto model = load_model_file(vm["model"].as<std::string>(), model_options(vm));
-    const chip::Placement p = chip::map_model(*model->graph, c);
+    chip::MapOptions o;
+    o.dt = model->report.used.dt;
+    o.dt_source = model->report.dt_source.empty() ? "default" : model->report.dt_source;
+    if (vm.count("rates")) {
+        if (c.family != "xylo")
+            throw OptionError("rates", "the " + c.family + " family has no cycle model");
+        o.has_rates = true;
+        o.rates = parse_rates(vm["rates"].as<std::string>());
+    }
+    const chip::Placement p = chip::map_model(*model->graph, c, o);
     if (vm.count("json")) {
         nlohmann::json j = chip::placement_json(p, c);
         j["model"] = vm["model"].as<std::string>();

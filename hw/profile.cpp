@@ -336,6 +336,10 @@ std::string profile_dir() {
 namespace {
 
 Profile load_file(const std::string& path) {
+    // A directory opens as a stream and fails on the first read: refuse it by name.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw InputError(path, "", "is a directory, not a profile file");
     std::ifstream in(path);
     if (!in) throw InputError(path, "", "cannot open the profile file");
     json doc;
@@ -357,6 +361,8 @@ Profile load_file(const std::string& path) {
         std::string key;
         for (const auto& k : keys) key += (key.empty() ? "" : ".") + k;
         throw InputError(path, key, std::string("not a usable JSON value: ") + e.what());
+    } catch (const std::ios_base::failure& e) {
+        throw InputError(path, "", std::string("cannot read the profile file: ") + e.what());
     }
     return parse_profile(doc, path);
 }

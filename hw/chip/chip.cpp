@@ -199,6 +199,10 @@ std::vector<std::string> chip_search_dirs() {
 namespace {
 
 Chip load_file(const std::string& path) {
+    // A directory opens as a stream and fails on the first read: refuse it by name.
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+        throw InputError(path, "", "is a directory, not a chip file");
     std::ifstream in(path);
     if (!in) throw InputError(path, "", "cannot open the chip file");
     json doc;
@@ -206,6 +210,8 @@ Chip load_file(const std::string& path) {
         doc = json::parse(in);
     } catch (const json::exception& e) {
         throw InputError(path, "", std::string("not valid JSON (") + e.what() + ")");
+    } catch (const std::ios_base::failure& e) {
+        throw InputError(path, "", std::string("cannot read the chip file: ") + e.what());
     }
     return parse_chip(doc, path);
 }

@@ -201,10 +201,11 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
     # ternion.Error naming the option (pybind11 would raise its own error).
     threads = _int_option("threads", threads, 1, 1024)
     timesteps = _int_option("timesteps", timesteps, 1, 1_000_000)
-    seed = _int_option("seed", seed, 0, 2 ** 64 - 1)
-    first = _int_option("first", first, 0, 2 ** 63 - 1)
+    seed = _int_option("seed", seed, 0, 2 ** 64 - 1, required=True)
+    first = _int_option("first", first, 0, 2 ** 63 - 1, required=True)
     samples = _int_option("samples", samples, -(2 ** 63), 2 ** 63 - 1)
-    max_record_bytes = _int_option("max_record_bytes", max_record_bytes, 0, 2 ** 64 - 1)
+    max_record_bytes = _int_option("max_record_bytes", max_record_bytes, 0, 2 ** 64 - 1,
+                                   required=True)
     arr, path = None, ""
     model_T = model.info().get("timesteps")
     if x is not None and isinstance(x, (str, bytes)) or hasattr(x, "__fspath__"):
@@ -262,9 +263,12 @@ def frames(events, frames=None, split_by="number", duration=None, size=None):
     return _core.frames(*cols, M, str(split_by), D, H, W)
 
 
-def _int_option(name, value, lo, hi):
-    """`value` as an int in [lo, hi] (None passes), else ternion.Error naming the option."""
+def _int_option(name, value, lo, hi, required=False):
+    """`value` as an int in [lo, hi] (None passes unless `required`), else ternion.Error naming
+    the option."""
     if value is None:
+        if required:
+            raise Error(f"option --{name.replace('_', '-')}: must be an integer, got None")
         return None
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         if not (isinstance(value, (float, np.floating)) and float(value).is_integer()):

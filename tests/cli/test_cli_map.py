@@ -13,6 +13,7 @@ for a five-layer 64x64 network, and 256/8192, 2048/4096, 16384/10 on cores 0, 1,
 2x32x32 one; a 16->32 3x3 convolution on 64x64 needs 131072 neuron entries and fits no core.
 """
 import json
+import os
 from collections import deque
 
 import numpy as np
@@ -201,6 +202,9 @@ def layers_outside_the_cores_limits_are_refused():
             assert mapped(fname)["layers"][1]["kernel"] == [4, 4]
     expect_error(["map", path("rect.h5"), "--chip", "tpu"], "option --chip: unknown chip 'tpu'",
                  "dynapcnn")
+    os.makedirs(path("chipdir.json"), exist_ok=True)
+    expect_error(["map", path("rect.h5"), "--chip", path("chipdir.json")],
+                 "chipdir.json: is a directory")
     assert "dynapcnn" in run("map", "--chips").stdout
 
 

@@ -212,6 +212,8 @@ def profiles_show_gives_a_sentence_to_cite_and_its_bibtex():
         json.dump(bad, f)
     expect_error(["profiles", "show", path("bad_profile.json")], "bad_profile.json",
                  "references.horowitz", "BibTeX entry")
+    os.makedirs(path("dir.json"), exist_ok=True)  # a directory opens, then fails to read
+    expect_error(["profiles", "show", path("dir.json")], "dir.json: is a directory")
 
 
 @test

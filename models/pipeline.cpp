@@ -367,8 +367,9 @@ void Pipeline::check_range() {
 }
 
 // An estimate of the run's peak memory, refused above the limit before the run: what is
-// loaded, each thread's workspace (activity and state of every node, about 48 bytes a value),
-// the per-sample results and the recording held until it is written.
+// loaded, each thread's workspace (activity and state of every node, about 48 bytes a value;
+// under the node-major schedule every node's T outputs too, a value and an index each), the
+// per-sample results and the recording held until it is written.
 void Pipeline::check_memory() const {
     const Graph& g = graph();
     double values = 0;
@@ -376,7 +377,9 @@ void Pipeline::check_memory() const {
     const double classes =
         g.outputs().empty() ? 0 : static_cast<double>(g.node(g.outputs()[0]).out_size());
     const double trace = recorder_ ? static_cast<double>(recorder_->estimated_bytes()) : 0.0;
-    const double est = static_cast<double>(resident_bytes()) + 48 * values * req_.threads +
+    const double steps = runs_node_major(g, config(), samples_) ? static_cast<double>(T_) : 0.0;
+    const double est = static_cast<double>(resident_bytes()) +
+                       (48 + 8 * steps) * values * req_.threads +
                        static_cast<double>(samples_) * (4 * classes + 64) + trace;
     check_limit(est, "the run");
 }

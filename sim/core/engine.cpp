@@ -584,6 +584,10 @@ void merge_samples(std::vector<std::vector<NodeStats>>& per_sample, const RunCon
 
 }  // namespace
 
+bool runs_node_major(const Graph& g, const RunConfig& cfg, std::int64_t samples) {
+    return node_major_fits(g, cfg, cfg.timesteps, samples);
+}
+
 RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg) {
     return run(g, std::vector<const InputSource*>{&input}, cfg);
 }

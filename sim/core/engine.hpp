@@ -127,6 +127,9 @@ struct RunResult {
 void accumulate(NodeStats& d, const NodeStats& s);
 
 RunResult run(const Graph& g, const InputSource& input, const RunConfig& cfg);
+// Whether a run of `samples` samples under `cfg` goes node by node (RunConfig::Schedule),
+// holding each node's T outputs per thread: memory estimates count them.
+bool runs_node_major(const Graph& g, const RunConfig& cfg, std::int64_t samples);
 // Several Input nodes: inputs[k] feeds g.inputs()[k]. Every source holds the same samples;
 // the steps are cfg.timesteps, else the spike sources' common T. Source k > 0 draws its random
 // numbers with input_seed(cfg.seed, k) (sim/core/rng.hpp), so two encoded inputs never share them.

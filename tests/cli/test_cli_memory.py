@@ -63,4 +63,23 @@ def encode_has_its_own_limit():
     assert rc == 0 and os.path.exists(out), err
 
 
+@test
+def node_major_outputs_are_in_the_run_estimate():
+    # 4 samples on 1 thread run node by node: each of 3 x 3000 values is held for all 5000
+    # steps (about 360 MB), which the estimate counts before the run starts.
+    (Nir().node("input", "Input", shape=np.array([3000]))
+     .node("lif", "ternion.SJLIF", tau=np.float32(2.0)).node("output", "Output")
+     .edge("input", "lif").edge("lif", "output").write(path("wide.h5")))
+    with h5py.File(path("wide_in.h5"), "w") as f:
+        f["data"] = np.full((4, 3000), 0.3, np.float32)
+    _, _, base = peak_rss_mb(["info", path("wide.h5")])
+    rc, err, mb = peak_rss_mb(["run", path("wide.h5"), "--input", path("wide_in.h5"),
+                               "--timesteps", 5000, "--threads", 1, "--max-memory", "200M"])
+    assert rc == 1 and "option --max-memory: the run needs" in err, err
+    assert mb < base + 60, (mb, base)
+    rc, err, _ = peak_rss_mb(["run", path("wide.h5"), "--input", path("wide_in.h5"),
+                              "--timesteps", 50, "--threads", 1, "--max-memory", "200M"])
+    assert rc == 0, err
+
+
 finish()

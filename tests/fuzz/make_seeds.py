@@ -72,4 +72,37 @@ with h5py.File(os.path.join(out, "weights", "softmax.h5"), "w") as f:
     f["heads"] = np.int64(2)
 for p in sorted(os.listdir(os.path.join(ROOT, "hw", "profiles"))):
     shutil.copy(os.path.join(ROOT, "hw", "profiles", p), os.path.join(out, "profile", p))
+
+
+def array_seeds(out):
+    """IDX images (raw and gzip), .npy spikes, and event streams (.npz as SpikingJelly saves
+    them, structured .npy as Tonic gives them); the events' first byte picks format and rule."""
+    import gzip
+    import io
+    import struct
+    for d in ("idx", "npy", "events"):
+        os.makedirs(os.path.join(out, d), exist_ok=True)
+    img = (np.arange(2 * 4 * 4) * 17 % 256).astype(np.uint8)
+    idx = bytes([0, 0, 8, 3]) + struct.pack(">III", 2, 4, 4) + img.tobytes()
+    with open(os.path.join(out, "idx", "raw"), "wb") as f:
+        f.write(idx)
+    with open(os.path.join(out, "idx", "gz"), "wb") as f:
+        f.write(gzip.compress(idx, mtime=0))
+    np.save(os.path.join(out, "npy", "spikes.npy"), (np.arange(24).reshape(2, 3, 4) % 3 - 1).astype(np.int8))
+    np.save(os.path.join(out, "npy", "floats.npy"), np.ones((2, 2, 3), np.float32))
+    t = np.array([0, 3, 5, 9, 12, 20], np.int64)
+    xy = np.array([1, 4, 7, 2, 9, 3], np.int64)
+    buf = io.BytesIO()
+    np.savez(buf, t=t, x=xy, y=xy[::-1].copy(), p=np.array([0, 1, 1, 0, 1, 0], np.int64))
+    with open(os.path.join(out, "events", "npz"), "wb") as f:
+        f.write(bytes([0x30]) + buf.getvalue())
+    tonic = np.zeros(6, dtype=[("x", "<i2"), ("y", "<i2"), ("t", "<i8"), ("p", "<i1")])
+    tonic["x"], tonic["y"], tonic["t"], tonic["p"] = xy, xy[::-1], t, [1, 0, 1, 1, 0, 0]
+    buf = io.BytesIO()
+    np.save(buf, tonic)
+    with open(os.path.join(out, "events", "npy"), "wb") as f:
+        f.write(bytes([0x25]) + buf.getvalue())
+
+
+array_seeds(out)
 print(f"seeds in {out}")

@@ -14,8 +14,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         if (pick & 2)
             r.duration = 1 + (pick >> 4);
         else
-            r.frames = 1 + (pick >> 4), r.split_by = pick & 4 ? ternion::SplitBy::time
-                                                                : ternion::SplitBy::number;
+            r.frames = 1 + (pick >> 4),
+            r.split_by = pick & 4 ? ternion::SplitBy::time : ternion::SplitBy::number;
         for (const auto& s : f.samples) {
             std::int64_t T = 0;
             ternion::frame_events(s, r, T);

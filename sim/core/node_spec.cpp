@@ -206,6 +206,12 @@ std::string nearest(const std::string& name, const auto& candidates) {
 }  // namespace
 
 std::unique_ptr<Node> NodeFactory::build(const NodeSpec& spec) const {
+    // Names become HDF5 paths in traces (/nodes/<name>): a '/' would nest them, and "", "."
+    // and ".." name no group of their own.
+    const std::string& n = spec.name();
+    if (n.empty() || n == "." || n == ".." || n.find('/') != std::string::npos ||
+        n.find('\0') != std::string::npos)
+        spec.fail("", "is not a usable node name (empty, \".\", \"..\" or holding '/')");
     auto it = builders_.find(spec.type());
     if (it == builders_.end())
         spec.fail("type", "unknown node type '" + spec.type() +

@@ -712,3 +712,18 @@ def test_map_xylo_cycles_equal_the_cli(core, ternion_bin, tmp_path):
     cli.pop("model")
     assert got == cli
     assert abs(got["xylo"]["cycles_at_rates"] - 2275.2) < 1e-9 and got["xylo"]["cycles_worst"] == 13040
+
+
+def test_node_names_that_cannot_be_trace_groups_are_refused(core, tmp_path):
+    """A name becomes /nodes/<name> in a trace: '/', '', '.' and '..' are refused by name."""
+    for name in ("a/b", "", ".", ".."):
+        nodes = {"input": {"type": "Input", "shape": np.array([4])},
+                 name: {"type": "ternion.SJLIF", "tau": 2.0}, "output": {"type": "Output"}}
+        with pytest.raises(core.Error, match=r"is not a usable node name"):
+            core.build(nodes, [("input", name), (name, "output")])
+    nodes = {"input": {"type": "Input", "shape": np.array([4])},
+             "sub.lif": {"type": "ternion.SJLIF", "tau": 2.0}, "output": {"type": "Output"}}
+    m = core.build(nodes, [("input", "sub.lif"), ("sub.lif", "output")])
+    core.run(m, np.ones((1, 3, 4), np.int8), trace=str(tmp_path / "t.h5"))
+    with h5py.File(tmp_path / "t.h5") as f:
+        assert "sub.lif" in f["nodes"]

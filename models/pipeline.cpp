@@ -399,6 +399,7 @@ RunConfig Pipeline::config() const {
     cfg.progress = req_.progress;
     cfg.count_ops = req_.count_ops;
     cfg.time_nodes = req_.time_nodes;
+    cfg.cancel = req_.cancel;
     cfg.tallies = hw::tallies_for(req_.pricing.mode);
     cfg.observer = recorder_.get();
     return cfg;

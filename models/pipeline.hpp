@@ -4,6 +4,7 @@
 // through it, so every front end gives the same spikes, counts and energy. Every check that can
 // fail on user input happens when the Pipeline is built, before anything is simulated.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <nlohmann/json_fwd.hpp>
@@ -81,6 +82,8 @@ struct RunRequest {
     bool progress = false;
     bool count_ops = true;
     bool time_nodes = false;  // measure each node's share of the simulation (--node-times)
+    // RunConfig::cancel: set from another thread to stop the run (Python's Ctrl-C).
+    const std::atomic<bool>* cancel = nullptr;
     std::string profile = hw::kDefaultProfile;  // a profile name or a JSON file
     // --arith fixed: run the integer model `ternion quantize` makes of `model` with `profile`
     // (its number formats), instead of the float model.

@@ -5,6 +5,9 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
+#include <atomic>
+#include <chrono>
+#include <future>
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -329,6 +332,43 @@ py::array_t<float> frame_stream(std::vector<std::int64_t> t, std::vector<std::in
     return a;
 }
 
+// Runs the pipeline on a worker thread while this thread, every 50 ms, lets Python handle its
+// signals: on Ctrl-C (KeyboardInterrupt, or any exception a handler raises) the run is
+// cancelled between samples, nothing is written, and the exception reaches the caller.
+Output run_interruptibly(RunRequest q, const Model& m) {
+    std::atomic<bool> cancel{false};
+    q.cancel = &cancel;
+    Output out;
+    std::exception_ptr failed;
+    bool interrupted = false;
+    {
+        py::gil_scoped_release nogil;
+        std::promise<void> finished;
+        auto done = finished.get_future();
+        std::thread worker([&] {
+            try {
+                out.pipeline = std::make_shared<Pipeline>(std::move(q), m.loaded);
+                out.report = out.pipeline->run();
+            } catch (...) {
+                failed = std::current_exception();
+            }
+            finished.set_value();
+        });
+        while (done.wait_for(std::chrono::milliseconds(50)) != std::future_status::ready) {
+            py::gil_scoped_acquire gil;
+            if (PyErr_CheckSignals() != 0) {
+                interrupted = true;
+                cancel = true;
+                break;
+            }
+        }
+        worker.join();
+    }
+    if (interrupted) throw py::error_already_set();
+    if (failed) std::rethrow_exception(failed);
+    return out;
+}
+
 Output run_pipeline(const Model& m, const std::string& input, py::object x,
                     std::vector<std::int64_t> labels, py::dict o) {
     RunRequest q;
@@ -360,11 +400,7 @@ Output run_pipeline(const Model& m, const std::string& input, py::object x,
     }
     q.time_nodes = o["node_times"].cast<bool>();
     q.command_line = "python: ternion.run";
-    py::gil_scoped_release nogil;
-    Output out;
-    out.pipeline = std::make_shared<Pipeline>(std::move(q), m.loaded);
-    out.report = out.pipeline->run();
-    return out;
+    return run_interruptibly(std::move(q), m);
 }
 
 // A recorded [rows, T, ...shape] array viewed in place; the Output keeps the buffer alive.

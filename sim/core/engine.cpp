@@ -609,6 +609,7 @@ RunResult run(const Graph& g, const std::vector<const InputSource*>& inputs, con
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::vector<NodeStats>> per_sample(static_cast<std::size_t>(count));
     auto one = [&](std::int64_t k) {
+        if (cfg.cancel && cfg.cancel->load(std::memory_order_relaxed)) throw Interrupted();
         const auto sample_t0 = std::chrono::steady_clock::now();
         // Per-sample stats go to a slot of their own; summed in sample order below.
         per_sample[static_cast<std::size_t>(k)] = run_sample(r, wss.local(), k, res);

@@ -68,6 +68,9 @@ struct RunConfig {
     std::int64_t parallel_work = StepContext::kParallelWork;
     // Incremented after each sample (e.g. a progress display of several processes), or null.
     std::atomic<std::int64_t>* samples_done = nullptr;
+    // Set by another thread to stop the run: samples not yet started are skipped and run()
+    // throws Interrupted (Python's Ctrl-C). Null: the run cannot be stopped.
+    const std::atomic<bool>* cancel = nullptr;
     // Keep each sample's NodeStats::tallies (RunResult::sample_tallies), so that runs of parts of
     // a sample range can be merged into the sums the whole run would make.
     bool keep_sample_sums = false;

@@ -31,6 +31,12 @@ class InputError : public Error {
     std::string file_, field_, detail_;
 };
 
+// A run stopped on request (RunConfig::cancel: Ctrl-C in Python) before all its samples ran.
+class Interrupted : public Error {
+  public:
+    Interrupted() : Error("interrupted") {}
+};
+
 // A bad command-line option value: names the option.
 class OptionError : public Error {
   public:

@@ -727,3 +727,31 @@ def test_node_names_that_cannot_be_trace_groups_are_refused(core, tmp_path):
     core.run(m, np.ones((1, 3, 4), np.int8), trace=str(tmp_path / "t.h5"))
     with h5py.File(tmp_path / "t.h5") as f:
         assert "sub.lif" in f["nodes"]
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_ctrl_c_stops_a_long_run_promptly(request, tmp_path, threads):
+    """SIGINT one second into a run of 10 000 images (several seconds) raises KeyboardInterrupt
+    within about a second, writes no trace, and the session goes on."""
+    script = f"""
+import os, signal, sys, threading, time
+sys.path.insert(0, {request.config.getoption('--package')!r})
+import ternion
+m = ternion.load_bundled("bsa_fmnist")
+threading.Timer(1.0, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+t0 = time.time()
+try:
+    ternion.run(m, threads={threads}, trace={str(tmp_path / 't.h5')!r}, record=["ops"])
+    print("finished", time.time() - t0)
+except KeyboardInterrupt:
+    print("interrupted", time.time() - t0, os.path.exists({str(tmp_path / 't.h5')!r}))
+print("then", ternion.run(ternion.load_bundled("bsa_digits"), threads=1).samples)
+"""
+    if not os.path.exists("/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"):
+        pytest.skip("dataset-fashion-mnist is not installed")
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    lines = p.stdout.split("\n")
+    assert p.returncode == 0 and lines[0].startswith("interrupted"), (p.stdout, p.stderr)
+    _, seconds, trace = lines[0].split()
+    assert float(seconds) < 2.5 and trace == "False", lines[0]
+    assert lines[1] == "then 360"

@@ -401,7 +401,7 @@ class Zip {
         Bytes out(static_cast<std::size_t>(e.usize));
         if (e.method == 0) {
             if (e.csize != e.usize) bad("stored member " + name + " has two sizes");
-            std::memcpy(out.data(), &b_[at], out.size());
+            if (!out.empty()) std::memcpy(out.data(), b_.data() + at, out.size());
             return out;
         }
         if (e.method != 8)
@@ -409,7 +409,7 @@ class Zip {
                 " (only stored and deflate are read)");
         z_stream z{};
         if (inflateInit2(&z, -15) != Z_OK) bad("zlib failed to start");
-        z.next_in = const_cast<unsigned char*>(&b_[at]);
+        z.next_in = const_cast<unsigned char*>(b_.data() + at);
         z.avail_in = static_cast<uInt>(e.csize);
         z.next_out = out.data();
         z.avail_out = static_cast<uInt>(out.size());

@@ -398,15 +398,22 @@ class Zip {
         const std::uint64_t at = e.local + 30 + le16(&b_[e.local + 26]) + le16(&b_[e.local + 28]);
         if (at > b_.size() || e.csize > b_.size() - at) bad("member " + name + " is truncated");
         if (e.usize > static_cast<std::uint64_t>(kMaxBytes)) bad("member " + name + " is absurd");
+        // Deflate expands at most about 1032:1: a larger declared size is refused before a
+        // buffer of that size is allocated and filled.
+        if (e.method == 8 && e.usize / 1032 > e.csize + 1)
+            bad("member " + name + " declares " + std::to_string(e.usize) + " bytes from " +
+                std::to_string(e.csize) + " compressed ones");
+        // Stored members hold their bytes as they are: both sizes must agree before the buffer
+        // is sized (the compressed one is within the file).
+        if (e.method == 0 && e.csize != e.usize) bad("stored member " + name + " has two sizes");
+        if (e.method != 0 && e.method != 8)
+            bad("member " + name + ": compression method " + std::to_string(e.method) +
+                " (only stored and deflate are read)");
         Bytes out(static_cast<std::size_t>(e.usize));
         if (e.method == 0) {
-            if (e.csize != e.usize) bad("stored member " + name + " has two sizes");
             if (!out.empty()) std::memcpy(out.data(), b_.data() + at, out.size());
             return out;
         }
-        if (e.method != 8)
-            bad("member " + name + ": compression method " + std::to_string(e.method) +
-                " (only stored and deflate are read)");
         z_stream z{};
         if (inflateInit2(&z, -15) != Z_OK) bad("zlib failed to start");
         z.next_in = const_cast<unsigned char*>(b_.data() + at);

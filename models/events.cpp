@@ -123,17 +123,19 @@ Bounds split_time(const EventStream& ev, std::int64_t M) {
 
 // integrate_events_by_fixed_duration: ceil(span / D) frames; frame i < last holds the events
 // with (t - t0) // D == i, the last every event from t0 + D (T - 1) on.
-Bounds split_duration(const EventStream& ev, std::int64_t D, std::int64_t frame_bytes) {
+Bounds split_duration(const EventStream& ev, std::int64_t D, std::int64_t frame_bytes,
+                      std::int64_t max_bytes) {
     const std::int64_t span = span_of(ev), N = std::ssize(ev.t);
     const std::int64_t T = span / D + (span % D != 0);
     if (T == 0)
         fail(ev, "t",
              "every event has the same time stamp: no frame of duration " + std::to_string(D) +
                  " (SpikingJelly's count, ceil(span / duration), is 0)");
-    if (T > kMaxBytes / frame_bytes)
+    if (T > max_bytes / frame_bytes)
         fail(ev, "t",
              "the events span " + std::to_string(span) + " time units: " + std::to_string(T) +
-                 " frames of duration " + std::to_string(D) + " would exceed 8 GiB");
+                 " frames of duration " + std::to_string(D) + " would exceed " +
+                 std::to_string(max_bytes) + " bytes");
     Bounds b;
     std::int64_t left = 0;
     for (std::int64_t i = 0; i < T; ++i) {
@@ -153,26 +155,31 @@ std::vector<float> frame_events(const EventStream& ev, const FrameRule& r, std::
     const std::int64_t hw = r.height * r.width, N = std::ssize(ev.t);
     Bounds b;
     if (r.duration > 0)
-        b = split_duration(ev, r.duration, 2 * hw * 4);
+        b = split_duration(ev, r.duration, 2 * hw * 4, r.max_bytes);
     else if (r.split_by == SplitBy::number)
         b = split_number(N, r.frames);
     else
         b = split_time(ev, r.frames);
     T = std::ssize(b.left);
-    if (T > kMaxBytes / (2 * hw * 4))
+    if (T > r.max_bytes / (2 * hw * 4))
         throw OptionError("frames", std::to_string(T) + " frames of " + std::to_string(r.height) +
-                                        "x" + std::to_string(r.width) + " would exceed 8 GiB");
+                                        "x" + std::to_string(r.width) + " would exceed " +
+                                        std::to_string(r.max_bytes) + " bytes");
     std::vector<float> out(static_cast<std::size_t>(T * 2 * hw), 0.0f);
     // Counted in integers, then converted once: float32 of the exact count, as SpikingJelly's
-    // float64 counts cast to float32 give.
+    // float64 counts cast to float32 give. Only the pixels a frame's events touch are written
+    // and cleared, so the work follows the events, not frames x pixels (many empty frames).
     std::vector<std::uint64_t> count(static_cast<std::size_t>(2 * hw));
+    auto pixel = [&](std::int64_t k) {
+        return static_cast<std::size_t>((ev.p[k] != 0 ? hw : 0) + ev.y[k] * r.width + ev.x[k]);
+    };
     for (std::int64_t i = 0; i < T; ++i) {
-        std::fill(count.begin(), count.end(), 0);
-        for (std::int64_t k = b.left[i]; k < b.right[i]; ++k)
-            ++count[static_cast<std::size_t>((ev.p[k] != 0 ? hw : 0) + ev.y[k] * r.width +
-                                             ev.x[k])];
+        for (std::int64_t k = b.left[i]; k < b.right[i]; ++k) ++count[pixel(k)];
         float* f = out.data() + i * 2 * hw;
-        for (std::size_t j = 0; j < count.size(); ++j) f[j] = static_cast<float>(count[j]);
+        for (std::int64_t k = b.left[i]; k < b.right[i]; ++k) {
+            const std::size_t j = pixel(k);
+            if (count[j]) f[j] = static_cast<float>(count[j]), count[j] = 0;
+        }
     }
     return out;
 }
@@ -301,14 +308,19 @@ NpyArray parse_npy(const unsigned char* b, std::size_t n, const std::string& fil
         throw InputError(file, field, "the .npy header has no shape");
     std::int64_t total = 1;
     for (std::size_t k = lp + 1; k < rp; ++k) {
-        if (!std::isdigit(static_cast<unsigned char>(h[k]))) continue;
+        if (!std::isdigit(static_cast<unsigned char>(h[k]))) {
+            // A tuple of non-negative integers only ("-1" is no dimension of a saved array).
+            if (h[k] != ' ' && h[k] != ',') throw InputError(file, field, "absurd shape");
+            continue;
+        }
         std::int64_t d = 0;
         for (; k < rp && std::isdigit(static_cast<unsigned char>(h[k])); ++k)
             if ((d = d * 10 + (h[k] - '0')) > kMaxBytes)
                 throw InputError(file, field, "absurd shape");
         a.dims.push_back(d);
+        // Checked before multiplying: two dimensions under the cap can overflow 64 bits.
+        if (d != 0 && total > kMaxBytes / d) throw InputError(file, field, "absurd shape");
         total *= d;
-        if (total > kMaxBytes) throw InputError(file, field, "absurd shape");
     }
     a.data = b + start + hlen;
     const auto have = static_cast<std::int64_t>(n - start - hlen);

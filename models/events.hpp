@@ -28,6 +28,8 @@ struct FrameRule {
     SplitBy split_by = SplitBy::number;
     std::int64_t duration = 0;  // > 0: frames of this many time units (..._by_fixed_duration)
     std::int64_t height = 0, width = 0;
+    // The frames' bytes allowed (float32 [T, 2, H, W]); more is refused before any is built.
+    std::int64_t max_bytes = std::int64_t{8} << 30;
 };
 // Exactly one of frames >= 1 and duration >= 1, and a positive size; throws OptionError
 // naming "frames", "duration" or "size".

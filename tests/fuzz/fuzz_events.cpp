@@ -11,6 +11,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         const ternion::EventFile f = ternion::read_event_file(p);
         ternion::FrameRule r;
         r.height = r.width = 32;
+        r.max_bytes = std::int64_t{256} << 20;  // frames from a few KB: a bounded answer
         if (pick & 2)
             r.duration = 1 + (pick >> 4);
         else

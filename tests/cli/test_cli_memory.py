@@ -12,6 +12,10 @@ import numpy as np
 from harness import finish, path, peak_rss_mb, test
 from nirfile import Nir
 
+# Under AddressSanitizer freed memory stays in its quarantine and the shadow memory counts too:
+# peaks say nothing there, so only the refusals are checked (the normal build checks the peaks).
+SANITIZED = bool(os.environ.get("ASAN_OPTIONS"))
+
 N = 20000
 
 
@@ -33,7 +37,7 @@ def compressed_data_is_refused_before_it_is_inflated():
     rc, err, mb = peak_rss_mb(["run", m, "--input", path("data.h5"), "--timesteps", 2,
                                "--max-memory", "100M"])
     assert rc == 1 and "--max-memory" in err and "/data" in err, err
-    assert mb < base + 60, (mb, base)
+    assert SANITIZED or mb < base + 60, (mb, base)
 
 
 @test
@@ -47,7 +51,7 @@ def compressed_spikes_are_bounded_while_streamed():
     rc, err, mb = peak_rss_mb(["run", m, "--input", path("spikes.h5"), "--max-memory",
                                f"{int(limit)}M"])
     assert rc == 1 and "--max-memory" in err and "/spikes" in err, err
-    assert mb < limit + 60, (mb, limit)
+    assert SANITIZED or mb < limit + 60, (mb, limit)
 
 
 @test
@@ -76,7 +80,7 @@ def node_major_outputs_are_in_the_run_estimate():
     rc, err, mb = peak_rss_mb(["run", path("wide.h5"), "--input", path("wide_in.h5"),
                                "--timesteps", 5000, "--threads", 1, "--max-memory", "200M"])
     assert rc == 1 and "option --max-memory: the run needs" in err, err
-    assert mb < base + 60, (mb, base)
+    assert SANITIZED or mb < base + 60, (mb, base)
     rc, err, _ = peak_rss_mb(["run", path("wide.h5"), "--input", path("wide_in.h5"),
                               "--timesteps", 50, "--threads", 1, "--max-memory", "200M"])
     assert rc == 0, err

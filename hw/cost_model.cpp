@@ -11,6 +11,7 @@
 
 #include "hw/conventions/convention.hpp"
 #include "sim/core/error.hpp"
+#include "sim/core/format.hpp"
 
 namespace ternion::hw {
 
@@ -379,16 +380,9 @@ Headline headline(const CostReport& r) {
 
 namespace {
 
-// Width of the widest name (layer or type), at least `least`: names are never cut.
-int name_width(const CostReport& r, bool type, std::size_t least) {
-    std::size_t w = least;
-    for (const auto& c : r.layers) w = std::max(w, (type ? c.type : c.name).size());
-    return static_cast<int>(w);
-}
-
 void layer_rows(const CostReport& r, std::ostringstream& os) {
     const double inv = r.samples > 0 ? 1.0 / static_cast<double>(r.samples) : 0.0;
-    const int wn = name_width(r, false, 5), wt = name_width(r, true, 4);
+    const int wn = name_column(r.layers, false, 5), wt = name_column(r.layers, true, 4);
     char line[1024];
     std::snprintf(line, sizeof line, "%-*s %-*s %12s %12s %12s %12s %12s\n", wn, "layer", wt,
                   "type", "AC", "MAC", "energy pJ", "ANN xT pJ", "share");

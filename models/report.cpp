@@ -65,15 +65,9 @@ nlohmann::json timing_json(const RunReport& r) {
     return t;
 }
 
-// The widest layer name and type, at least `least`: names are never cut.
-int name_width(const RunRecord& rec, bool type, std::size_t least) {
-    std::size_t w = least;
-    for (const auto& l : rec.layers) w = std::max(w, (type ? l.type : l.name).size());
-    return static_cast<int>(w);
-}
-
 void print_layers(std::string& out, const RunReport& r) {
-    const int wn = name_width(r.record, false, 5), wt = name_width(r.record, true, 4);
+    const int wn = name_column(r.record.layers, false, 5),
+              wt = name_column(r.record.layers, true, 4);
     char line[1024];
     std::snprintf(line, sizeof line, "\n%-*s %-*s %9s %12s %7s %14s %14s %12s\n", wn, "layer", wt,
                   "type", "neurons", "spikes", "rate", "AC", "MAC", "updates");
@@ -148,7 +142,8 @@ void print_node_times(std::string& out, const RunReport& r) {
         [](const LayerRecord* a, const LayerRecord* b) { return a->seconds > b->seconds; });
     const double total = node_seconds_total(r.record);
     const double S = std::max(1.0, static_cast<double>(r.result.samples));
-    const int wn = name_width(r.record, false, 14), wt = name_width(r.record, true, 4);
+    const int wn = name_column(r.record.layers, false, 14),
+              wt = name_column(r.record.layers, true, 4);
     out += printf_string("\n%-*s %-*s %12s %12s %7s\n", wn, "node (by time)", wt, "type",
                          "thread s", "us/sample", "share");
     for (const LayerRecord* l : by_time)

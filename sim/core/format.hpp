@@ -8,6 +8,15 @@
 namespace ternion {
 
 // Formats a count with thousands separators: 1234567 -> "1,234,567".
+// The column width that holds every layer's name (type: its type) whole, at least `least`:
+// report tables widen rather than cut names.
+template <class Layers>
+int name_column(const Layers& layers, bool type, std::size_t least) {
+    std::size_t w = least;
+    for (const auto& l : layers) w = std::max(w, (type ? l.type : l.name).size());
+    return static_cast<int>(w);
+}
+
 inline std::string group_digits(std::uint64_t v) {
     const std::string s = std::to_string(v);
     std::string r;

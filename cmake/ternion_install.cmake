@@ -25,7 +25,7 @@ else()
     set(TERNION_PYTHON_DIR "lib/python${TERNION_PYTHON_VERSION}/dist-packages")
 endif()
 
-install(TARGETS ternion_options ternion_simd ternion_kernels ternion_core ternion_io ternion_synaptic
+install(TARGETS ternion_options ternion_simd ternion_kernels ternion_core ternion_io ternion_inputs ternion_synaptic
                 ternion_sim ternion_neuron ternion_neuron_fixed ternion_attention_spiking ternion_attention_ann
                 ternion_analysis ternion_attention ternion_hw ternion_chip
                 ternion_models ternion_all

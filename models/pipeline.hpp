@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "hw/cost_model.hpp"
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "models/nir_loader.hpp"
 #include "sim/core/layer_record.hpp"
 #include "sim/io/trace.hpp"

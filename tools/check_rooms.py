@@ -22,7 +22,8 @@ BELOW = {
     "attention": ["sim/simd", "sim/kernels", "sim/core", "attention/spiking", "attention/ann"],
     "hw": ["sim/simd", "sim/kernels", "sim/core"],
     "hw/chip": ["sim/simd", "sim/kernels", "sim/core"],
-    "models": ["sim/simd", "sim/kernels", "sim/core", "sim/io", "sim/synaptic", "neuron",
+    "models/inputs": ["sim/simd", "sim/kernels", "sim/core", "sim/io"],
+    "models": ["models/inputs", "sim/simd", "sim/kernels", "sim/core", "sim/io", "sim/synaptic", "neuron",
                "neuron/fixed", "attention", "attention/spiking", "attention/ann", "hw", "hw/chip"],
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

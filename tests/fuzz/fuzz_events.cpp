@@ -1,6 +1,6 @@
 // libFuzzer harness: the event-camera readers (SpikingJelly .npz, Tonic structured .npy) and
 // the framing rules on arbitrary bytes: the first byte picks the format and the rule.
-#include "models/events.hpp"
+#include "models/inputs/events.hpp"
 #include "tests/fuzz/fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

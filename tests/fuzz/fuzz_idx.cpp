@@ -1,6 +1,6 @@
 // libFuzzer harness: the IDX reader (open_input on MNIST-style images, gzip-compressed or raw)
 // on arbitrary bytes, with a small memory limit so that a declared size is refused, not spent.
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "tests/fuzz/fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,5 +1,5 @@
 // libFuzzer harness: the input reader (open_input: /spikes, /data, /labels) on arbitrary bytes.
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "tests/fuzz/fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -1,6 +1,6 @@
 // libFuzzer harness: the .npy spike reader (open_input on a NumPy file) on arbitrary bytes,
 // both layouts, with a small memory limit.
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "tests/fuzz/fuzz_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -22,7 +22,7 @@
 
 #include "attention/ann/ann_attention.hpp"
 #include "models/graph_builder.hpp"
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "models/nir_loader.hpp"
 #include "sim/core/engine.hpp"
 #include "sim/core/error.hpp"

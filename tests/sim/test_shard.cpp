@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "hw/cost_model.hpp"
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "models/nir_loader.hpp"
 #include "sim/core/shard.hpp"
 #include "sim/io/trace.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "models/nir_loader.hpp"
 #include "sim/core/format.hpp"
 #include "sim/io/file_guard.hpp"

@@ -2,7 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
-#include "models/inputs.hpp"
+#include "models/inputs/inputs.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace ternion::cli {

@@ -1,8 +1,9 @@
 // `ternion frames EVENTS... -o FRAMES.h5`: event-camera streams (x, y, t, p) framed as
-// SpikingJelly frames them (models/events.hpp), written as /frames for `ternion run --input`.
+// SpikingJelly frames them (models/inputs/events.hpp), written as /frames for
+// `ternion run --input`.
 #include <cstdio>
 
-#include "models/events.hpp"
+#include "models/inputs/events.hpp"
 #include "tools/cli/cli_common.hpp"
 
 namespace ternion::cli {

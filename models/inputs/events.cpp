@@ -1,4 +1,4 @@
-#include "models/events.hpp"
+#include "models/inputs/events.hpp"
 
 #include <zlib.h>
 
@@ -36,7 +36,7 @@ void check_rule(const FrameRule& r) {
 
 namespace {
 
-// What one output may hold, as for other inputs (models/inputs.cpp).
+// What one output may hold, as for other inputs (models/inputs/).
 constexpr std::int64_t kMaxBytes = std::int64_t{8} << 30;
 
 [[noreturn]] void fail(const EventStream& ev, const char* field, const std::string& what) {

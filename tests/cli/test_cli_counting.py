@@ -337,7 +337,7 @@ def neurobench_membrane_updates_closed_form():
 
 @test
 def neurobench_mode_on_the_bundled_transformers_follows_its_rules():
-    """The bundled BSA and SSA digits models (tools/check_neurobench.py compares them with
+    """The bundled BSA and SSA digits models (ternion.tools.check_neurobench compares them with
     NeuroBench itself) recounted from a spike trace by NeuroBench's rules: one call per layer,
     sample and step; Effective ops = (non-zero input, non-zero weight) pairs, ACs when the call's
     input is all in {-1, 0, 1}, else MACs; Dense = every pair with inputs and weights set to

@@ -202,67 +202,65 @@ def test_spikformer_one_head_three_blocks(tmp_path, ternion_bin):
                     in_channels=2, num_classes=4)
 
 
-@pytest.mark.parametrize("kind", ["ssa", "bsa"])
-def test_repository_digits_spikformer(tmp_path, ternion_bin, kind):
+def repository_spikformer(kind, seed, batch, side, **cfg):
+    """The repository's DigitsSpikformer (ternion.reference) with BatchNorm statistics from three
+    training batches of random `side` x `side` inputs, in eval mode; and the generator."""
     from ternion.reference import spikformer as ref
 
-    torch.manual_seed(5)
-    gen = torch.Generator().manual_seed(5)
-    net = ref.DigitsSpikformer(kind, dim=32, heads=4, depth=1, T=4)
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    net = ref.DigitsSpikformer(kind, **cfg)
     H.randomize_bn(net, gen)
     net.train()
     with torch.no_grad():
         for _ in range(3):
-            net(torch.rand(32, 1, 8, 8, generator=gen))
+            net(torch.rand(batch, 1, side, side, generator=gen))
     net.eval()
-    x = torch.rand(20, 1, 8, 8, generator=gen)
+    return net, gen
+
+
+def run_against_deploy_forward(tmp_path, ternion_bin, kind, net, x, *shape, **order):
+    """Exports `net`, runs it on x and checks every layer's spikes and the predictions against
+    ref.deploy_forward(..., *shape, **order); returns the run's layers by name, those counts and
+    the predictions."""
+    from ternion.reference import spikformer as ref
+
     model = tmp_path / f"{kind}.h5"
     rep = ternion.export(net, x, model)
     assert rep.timesteps == 4
-    P = ref.export_params(net)
-    logits, counts, aux = ref.deploy_forward(P, x, kind, 4, 1, 4, exact_order=True)
+    logits, counts, aux = ref.deploy_forward(ref.export_params(net), x, kind, *shape, **order)
     inp = tmp_path / "in.h5"
     H.write_input(inp, data=x.numpy())
     js, _ = H.run_ternion(ternion_bin, model, inp, tmp_path / "trace.h5")
     layers = {L["name"]: L for L in js["layers"]}
     for name, c in counts.items():
         assert layers[name]["spikes"] == c, name
-    assert sum(counts.values()) > 100
     assert js["predictions"] == logits.argmax(1).tolist()
+    return layers, counts, js["predictions"]
+
+
+@pytest.mark.parametrize("kind", ["ssa", "bsa"])
+def test_repository_digits_spikformer(tmp_path, ternion_bin, kind):
+    net, gen = repository_spikformer(kind, 5, 32, 8, dim=32, heads=4, depth=1, T=4)
+    x = torch.rand(20, 1, 8, 8, generator=gen)
+    _, counts, predictions = run_against_deploy_forward(tmp_path, ternion_bin, kind, net, x, 4,
+                                                        1, 4, exact_order=True)
+    assert sum(counts.values()) > 100
     with torch.no_grad():
-        assert js["predictions"] == net(x).argmax(1).tolist()
+        assert predictions == net(x).argmax(1).tolist()
 
 
 @pytest.mark.parametrize("kind", ["ssa", "bsa"])
 def test_repository_fmnist_spikformer(tmp_path, ternion_bin, kind):
     """The Fashion-MNIST layout: 28x28, conv0 + LIF + max-pool, conv + LIF + max-pool, 49 tokens;
     PyTorch summing in ternion's order (bias last) equals ternion spike for spike."""
-    from ternion.reference import spikformer as ref
-
-    torch.manual_seed(6)
-    gen = torch.Generator().manual_seed(6)
-    net = ref.DigitsSpikformer(kind, dim=16, heads=2, depth=1, T=4, stem=4, image=28, pool0=True)
-    H.randomize_bn(net, gen)
-    net.train()
-    with torch.no_grad():
-        for _ in range(3):
-            net(torch.rand(16, 1, 28, 28, generator=gen))
-    net.eval()
+    net, gen = repository_spikformer(kind, 6, 16, 28, dim=16, heads=2, depth=1, T=4, stem=4,
+                                     image=28, pool0=True)
     x = torch.rand(8, 1, 28, 28, generator=gen)
-    model = tmp_path / f"{kind}.h5"
-    rep = ternion.export(net, x, model)
-    assert rep.timesteps == 4
-    P = ref.export_params(net)
-    logits, counts, aux = ref.deploy_forward(P, x, kind, 2, 1, 4, pool0=True, ternion_order=True)
-    inp = tmp_path / "in.h5"
-    H.write_input(inp, data=x.numpy())
-    js, _ = H.run_ternion(ternion_bin, model, inp, tmp_path / "trace.h5")
-    layers = {L["name"]: L for L in js["layers"]}
+    layers, counts, _ = run_against_deploy_forward(tmp_path, ternion_bin, kind, net, x, 2, 1, 4,
+                                                   pool0=True, ternion_order=True)
     assert layers["tokens"]["neurons"] == 49 * 16
-    for name, c in counts.items():
-        assert layers[name]["spikes"] == c, name
     assert counts["pool0"] > 0 and sum(counts.values()) > 100
-    assert js["predictions"] == logits.argmax(1).tolist()
 
 
 def test_tool_writes_the_bundled_files_through_the_package(tmp_path):
@@ -283,6 +281,11 @@ def test_tool_writes_the_bundled_files_through_the_package(tmp_path):
 
         a, b = datasets(src), datasets(out)
         assert a.keys() == b.keys()
+        # The writer's name: the bundled files were written when the tool was the script
+        # tools/train_spikformer.py, now the module ternion.tools.train_spikformer.
+        assert a.pop("node/metadata/source") in (b"tools/train_spikformer.py",
+                                                  b"ternion.tools.train_spikformer")
+        assert b.pop("node/metadata/source") == b"ternion.tools.train_spikformer"
         for k in a:
             assert np.array_equal(np.asarray(a[k]), np.asarray(b[k])), k
 

@@ -1,7 +1,7 @@
 """PyTorch reference for ternion's spiking Transformer nodes (ternion.SSA, ternion.BSA).
 
 Two halves:
-  * trainable modules (surrogate gradients, BatchNorm) used by tools/train_spikformer.py;
+  * trainable modules (surrogate gradients, BatchNorm) used by ternion.tools.train_spikformer;
   * a deploy path that works only on the folded float32 arrays written to the model file
     (`export_params` -> `write_ternion_model`, through ternion.exporter), so
     PyTorch's reported predictions and spike counts come from exactly the numbers ternion loads.
@@ -126,7 +126,7 @@ class LinBN(nn.Module):
         return self.bn(y).reshape(B, N, -1)
 
 
-LINEAR_VIA_BLAS = False  # tools/train_spikformer.py --linear blas sets it (fast with OpenBLAS)
+LINEAR_VIA_BLAS = False  # ternion.tools.train_spikformer --linear blas sets it (fast with OpenBLAS)
 
 
 def linear(lin, x):
@@ -264,7 +264,7 @@ def export_params(model):
 def write_ternion_model(path, P, kind, dim, heads, depth, T, image=8, pool0=False):
     """Writes the NIR-layout HDF5 file described in docs/transformer-format.md."""
     nodes, edges, meta = digits_graph(P, kind, dim, heads, depth, T, image, pool0)
-    meta["source"] = "tools/train_spikformer.py"
+    meta["source"] = "ternion.tools.train_spikformer"
     write_model(path, nodes, edges, meta)
 
 

@@ -1,12 +1,16 @@
-#!/usr/bin/env python3
 """ternion's `--count neurobench` against NeuroBench itself, on the same networks and inputs.
 
 A local check, not part of the test suite (NeuroBench and snnTorch are not Debian packages):
 give it source checkouts of NeuroBench (github.com/NeuroBench/neurobench) and snnTorch
 (github.com/jeshraghian/snntorch):
 
-    PYTHONPATH=python /usr/bin/python3 tools/check_neurobench.py --neurobench ~/src/neurobench \\
-        --snntorch ~/src/snntorch --ternion build/ternion
+    PYTHONPATH=python /usr/bin/python3 -m ternion.tools.check_neurobench \\
+        --neurobench ~/src/neurobench --snntorch ~/src/snntorch --ternion build/ternion
+
+Run it from the repository root: --ternion (build/ternion) and --bundled (models/bundled) default
+to paths relative to the current directory. Without --neurobench / --snntorch the packages are
+imported as usual (PYTHONPATH or installed); with them, from those checkouts (sys.path is left
+alone).
 
 Networks (--models):
   mlp         snnTorch Linear-Leaky-Linear-Leaky on random spike trains;
@@ -14,7 +18,7 @@ Networks (--models):
               a Linear fed pooled values);
   rleaky      snnTorch Linear-RLeaky(all-to-all Linear recurrence)-Linear-Leaky;
   bsa_digits, ssa_digits, bsa_fmnist, ssa_fmnist
-              the bundled Transformers (models/bundled) on their test images: the reference of
+              the bundled Transformers (--bundled) on their test images: the reference of
               ternion.reference.spikformer as modules NeuroBench hooks (TorchModel, its neurons
               snnTorch SpikingNeurons registered as activation modules).
 The snnTorch networks use dyadic weights (every sum exact) and are written as NIR files
@@ -26,6 +30,7 @@ and in total; ternion's figures must be the same with --engine event and --engin
 status 0 when every compared figure is equal within 1e-6 relative.
 """
 import argparse
+import importlib.util
 import json
 import os
 import subprocess
@@ -39,14 +44,12 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+from ternion.tools._peers import import_checkout, ternion_binary
 
 
 def stub_tqdm():
     """NeuroBench shows a progress bar with tqdm; a silent stand-in when it is missing."""
-    try:
-        import tqdm  # noqa: F401
-    except ImportError:
+    if importlib.util.find_spec("tqdm") is None:
         m = types.ModuleType("tqdm")
         m.tqdm = lambda it=None, *a, **k: it
         sys.modules["tqdm"] = m
@@ -81,11 +84,18 @@ def write_nir(path, layers, dt):
         g["edges"] = np.array(edges, dtype=h5py.string_dtype())
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--neurobench", required=True)
-    ap.add_argument("--snntorch", required=True)
-    ap.add_argument("--ternion", default=os.path.join(ROOT, "build", "ternion"))
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m ternion.tools.check_neurobench",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--neurobench",
+                    help="source checkout of NeuroBench (default: import neurobench)")
+    ap.add_argument("--snntorch", help="source checkout of snnTorch (default: import snntorch)")
+    ap.add_argument("--ternion", default=os.path.join("build", "ternion"),
+                    help="the ternion binary (default: build/ternion, relative to the current "
+                         "directory)")
+    ap.add_argument("--bundled", default=os.path.join("models", "bundled"),
+                    help="the bundled models and digits_test.h5 (default: models/bundled, "
+                         "relative to the current directory)")
     ap.add_argument("--samples", type=int, default=16)
     ap.add_argument("--timesteps", type=int, default=20)
     ap.add_argument("--fmnist-images", type=int, default=20,
@@ -94,16 +104,18 @@ def main():
                     help="comma-separated: mlp, convpool, rleaky, bsa_digits, ssa_digits, bsa_fmnist")
     ap.add_argument("--images", type=int, default=360,
                     help="test images for the bundled Transformers (digits: 360 in all)")
-    a = ap.parse_args()
-    sys.path[:0] = [a.neurobench, a.snntorch]
+    a = ap.parse_args(argv)
+    ternion_binary(a.ternion)
     stub_tqdm()
+    import_checkout("snntorch", a.snntorch)  # before neurobench, which imports it
+    import_checkout("neurobench", a.neurobench)
 
     ok = True
     for m in a.models.split(","):
         snn_nets = {"mlp": check_mlp, "convpool": check_convpool, "rleaky": check_rleaky}
         ok &= snn_nets[m](a) if m in snn_nets else check_transformer(a, m)
     print("all equal within 1e-6 relative" if ok else "SOME FIGURES DIFFER")
-    sys.exit(0 if ok else 1)
+    return 0 if ok else 1
 
 
 def check_mlp(a):
@@ -560,7 +572,7 @@ def transformer_net(P, kind, heads, T, depth=1, pool0=False):
 
 
 def check_transformer(a, name):
-    """A bundled Transformer (models/bundled/NAME.h5) on its test images."""
+    """A bundled Transformer (--bundled/NAME.h5) on its test images."""
     from ternion.reference import spikformer as ref
     from neurobench.benchmarks import Benchmark
     from neurobench.metrics.workload import (ActivationSparsity, MembraneUpdates,
@@ -568,7 +580,7 @@ def check_transformer(a, name):
     from neurobench.models import TorchModel
 
     kind = name.split("_")[0]
-    path = os.path.join(ROOT, "models", "bundled", name + ".h5")
+    path = os.path.join(a.bundled, name + ".h5")
     print(f"== {path}")
     with h5py.File(path, "r") as f:
         T = int(f["node/metadata/timesteps"][()])
@@ -577,10 +589,10 @@ def check_transformer(a, name):
         pool0 = "pool0" in f["node/nodes"]
     P = ref.read_params(path)
     if name.endswith("digits"):
-        with h5py.File(os.path.join(ROOT, "models", "bundled", "digits_test.h5"), "r") as f:
+        with h5py.File(os.path.join(a.bundled, "digits_test.h5"), "r") as f:
             x = np.asarray(f["data"][:a.images], np.float32)
             y = np.asarray(f["labels"][:a.images])
-    else:  # Debian's dataset-fashion-mnist, pixels / 255 as tools/train_spikformer.py reads them
+    else:  # Debian's dataset-fashion-mnist, pixels / 255 (as ternion.tools.train_spikformer)
         import gzip
 
         def idx(p):
@@ -646,4 +658,4 @@ def check_transformer(a, name):
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

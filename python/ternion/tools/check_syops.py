@@ -1,12 +1,15 @@
-#!/usr/bin/env python3
 """ternion's `--count syops` against syops-counter itself, on the same network, weights and data.
 
 A local check, not part of the test suite (syops-counter and SpikingJelly are not Debian
 packages): give it source checkouts of syops-counter (github.com/iCGY96/syops-counter) and
 SpikingJelly 0.0.0.0.12 (syops imports spikingjelly.clock_driven):
 
-    PYTHONPATH=python /usr/bin/python3 tools/check_syops.py --syops ~/src/syops-counter \\
+    PYTHONPATH=python /usr/bin/python3 -m ternion.tools.check_syops --syops ~/src/syops-counter \\
         --spikingjelly ~/src/spikingjelly-0.0.0.0.12 --ternion build/ternion
+
+(from the repository root: --ternion defaults to build/ternion, relative to the current
+directory). Without --syops / --spikingjelly the packages are imported as usual (PYTHONPATH or
+installed); with them, from those checkouts (sys.path is left alone).
 
 It builds conv-LIF-AvgPool-conv-LIF-Linear-LIF with SpikingJelly's single-step LIFNode, runs
 syops' get_model_complexity_info over a data loader (the model repeats each image T times),
@@ -26,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn as nn
 
-ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+from ternion.tools._peers import import_checkout, ternion_binary
 
 
 def stub_progress():
@@ -48,17 +51,23 @@ def stub_progress():
     sys.modules["progress.bar"] = bar
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--syops", required=True)
-    ap.add_argument("--spikingjelly", required=True)
-    ap.add_argument("--ternion", default=os.path.join(ROOT, "build", "ternion"))
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m ternion.tools.check_syops",
+                                 description=__doc__.split("\n")[0])
+    ap.add_argument("--syops", help="source checkout of syops-counter (default: import syops)")
+    ap.add_argument("--spikingjelly", help="source checkout of SpikingJelly 0.0.0.0.12 "
+                                           "(default: import spikingjelly)")
+    ap.add_argument("--ternion", default=os.path.join("build", "ternion"),
+                    help="the ternion binary (default: build/ternion, relative to the current "
+                         "directory)")
     ap.add_argument("--samples", type=int, default=8)
     ap.add_argument("--timesteps", type=int, default=4)
     ap.add_argument("--per-layer", action="store_true", help="print both tools' layer tables")
-    a = ap.parse_args()
-    sys.path[:0] = [a.syops, a.spikingjelly]  # the peers' sources; ternion from PYTHONPATH
+    a = ap.parse_args(argv)
+    ternion_binary(a.ternion)
     stub_progress()
+    import_checkout("spikingjelly", a.spikingjelly)  # before syops, which imports it
+    import_checkout("syops", a.syops)
     from spikingjelly.clock_driven import functional, neuron
     from syops import get_model_complexity_info
 
@@ -115,7 +124,8 @@ def main():
     for k, theirs in (("ac", syops_ac), ("mac", syops_mac)):
         rel = abs(ours[k] - theirs) / max(1.0, abs(theirs))
         print(f"{k}: relative difference {rel:.3g}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -23,6 +23,7 @@
 #include "models/inputs/events.hpp"
 #include "models/pipeline.hpp"
 #include "models/quantize.hpp"
+#include "models/run_options.hpp"
 #include "sim/core/error.hpp"
 #include "sim/io/h5vet.hpp"
 #include "sim/simd/simd.hpp"
@@ -144,31 +145,48 @@ py::object node_seconds_of(const Output& o) {
     return d;
 }
 
-int all_cores() {
-    const unsigned n = std::thread::hardware_concurrency();
-    return n == 0 ? 1 : static_cast<int>(n);
-}
+// Python's keywords (by each option's Python name) as the values the shared option tables read
+// (models/run_options.hpp). None is "not given" for an option without a default, and a value
+// refused as the command line refuses it for one with a default (seed=None is not 0).
+class KeywordValues final : public OptionValues {
+  public:
+    explicit KeywordValues(py::dict d) : d_(std::move(d)) {}
+    bool given(const OptionSpec& o) const override {
+        if (!d_.contains(o.python)) return false;
+        const py::object v = d_[o.python];
+        if (v.is_none()) return *o.fallback != '\0';
+        if (o.type == OptionType::flag) return v.cast<bool>();
+        if (o.type == OptionType::list && !py::isinstance<py::str>(v)) return py::len(v) > 0;
+        return true;
+    }
+    std::string text(const OptionSpec& o) const override { return word(d_[o.python]); }
+    std::vector<std::string> list(const OptionSpec& o) const override {
+        const py::object v = d_[o.python];
+        if (py::isinstance<py::str>(v)) return {v.cast<std::string>()};
+        std::vector<std::string> r;
+        for (const auto& item : v) r.push_back(word(py::reinterpret_borrow<py::object>(item)));
+        return r;
+    }
 
-UserLoadOptions load_options(std::optional<double> dt, std::optional<std::string> disc,
-                             std::optional<std::string> reset, std::optional<std::string> from,
-                             bool allow_unstable, bool ignore_unknown = false) {
-    UserLoadOptions o;
-    if (dt && (!(*dt > 0) || *dt > 1e3))
-        throw OptionError("dt", "must be positive and sensible (got " + std::to_string(*dt) + ")");
-    o.dt = dt;
-    o.discretization = std::move(disc);
-    o.reset = std::move(reset);
-    o.from = std::move(from);
-    o.allow_unstable = allow_unstable;
-    o.ignore_unknown = ignore_unknown;
-    return o;
-}
+  private:
+    // A value as the command line would write it: integers (numpy's too) and integral floats
+    // as digits, bools as True/False (which no number option accepts), paths as text.
+    static std::string word(const py::object& v) {
+        if (py::isinstance<py::bool_>(v) || v.is_none()) return py::str(v).cast<std::string>();
+        if (py::hasattr(v, "__index__")) return py::str(py::int_(v)).cast<std::string>();
+        if (py::isinstance<py::float_>(v) || py::hasattr(v, "is_integer")) {
+            const double x = v.cast<double>();
+            if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 9e18)
+                return std::to_string(static_cast<std::int64_t>(x));
+            return py::repr(v).cast<std::string>();
+        }
+        return py::str(v).cast<std::string>();
+    }
+    py::dict d_;
+};
 
-Model load(const std::string& path, std::optional<double> dt, std::optional<std::string> disc,
-           std::optional<std::string> reset, std::optional<std::string> from, bool allow_unstable,
-           bool ignore_unknown) {
-    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable,
-                           ignore_unknown);
+Model load(const std::string& path, py::dict options) {
+    const UserLoadOptions lo = read_load_options(KeywordValues(std::move(options)));
     py::gil_scoped_release nogil;
     return Model{load_model_file(path, lo), ""};
 }
@@ -184,8 +202,7 @@ Model load_bundled(const std::string& name) {
     if (it == bundled.end())
         throw OptionError("name", "unknown bundled model '" + name +
                                       "' (bsa_digits, ssa_digits, bsa_fmnist, ssa_fmnist)");
-    Model m = load(bundled_path(it->second.first), std::nullopt, std::nullopt, std::nullopt,
-                   std::nullopt, false, false);
+    Model m = load(bundled_path(it->second.first), py::dict());
     m.default_input =
         it->second.second.empty() ? fashion_mnist_test_images() : bundled_path(it->second.second);
     return m;
@@ -213,12 +230,9 @@ void set_param(MapParams& p, const std::string& node, const std::string& key, co
 // edges as (source, target); built through the same factory and checks as a file's nodes.
 Model build(const std::vector<std::tuple<std::string, std::string, py::dict>>& nodes,
             const std::vector<std::pair<std::string, std::string>>& edges, const std::string& name,
-            std::optional<double> dt, std::optional<std::string> disc,
-            std::optional<std::string> reset, std::optional<std::string> from, bool allow_unstable,
-            std::optional<std::int64_t> timesteps, std::optional<std::string> encoding,
-            bool ignore_unknown) {
-    auto lo = load_options(dt, std::move(disc), std::move(reset), std::move(from), allow_unstable,
-                           ignore_unknown);
+            py::dict options, std::optional<std::int64_t> timesteps,
+            std::optional<std::string> encoding) {
+    const UserLoadOptions lo = read_load_options(KeywordValues(std::move(options)));
     LoadReport rep;
     const LoadOptions used = resolve_load_options(lo, {}, name, rep);
     GraphBuilder b(used);
@@ -374,31 +388,7 @@ Output run_pipeline(const Model& m, const std::string& input, py::object x,
     RunRequest q;
     q.model = m.loaded->path;
     set_input(q, m, input, x, labels);
-    q.engine = parse_engine(o["engine"].cast<std::string>());
-    q.threads = o["threads"].is_none() ? all_cores() : o["threads"].cast<int>();
-    if (!o["timesteps"].is_none()) q.timesteps = o["timesteps"].cast<std::int64_t>();
-    // api.py passes --encoding's values: "kind" and "node=kind".
-    if (!o["encoding"].is_none()) q.set_encodings(o["encoding"].cast<std::vector<std::string>>());
-    q.seed = o["seed"].cast<std::uint64_t>();
-    q.first_sample = o["first"].cast<std::int64_t>();
-    if (!o["samples"].is_none())
-        q.samples = std::max<std::int64_t>(0, o["samples"].cast<std::int64_t>());
-    q.profile = o["profile"].cast<std::string>();
-    q.pricing.mode = hw::parse_count_mode(o["count"].cast<std::string>());
-    q.pricing.encoding_mac_times_T = !o["paper_encoding_once"].cast<bool>();
-    const auto record = o["record"].cast<std::vector<std::string>>();
-    const std::string trace = o["trace"].is_none() ? "" : o["trace"].cast<std::string>();
-    if (!record.empty() || !trace.empty()) {
-        TraceOptions to;
-        set_observables(to, record.empty() ? std::vector<std::string>{"spikes"} : record);
-        set_spike_format(to, o["spike_format"].cast<std::string>());
-        if (!o["record_nodes"].is_none())
-            to.nodes = o["record_nodes"].cast<std::vector<std::string>>();
-        to.max_bytes = o["max_record_bytes"].cast<std::uint64_t>();
-        q.record = to;
-        q.trace_path = trace;
-    }
-    q.time_nodes = o["node_times"].cast<bool>();
+    read_run_options(KeywordValues(std::move(o)), q);
     q.command_line = "python: ternion.run";
     return run_interruptibly(std::move(q), m);
 }
@@ -479,13 +469,12 @@ py::dict attention(const std::string& kind, py::dict weights,
 // ternion.quantize: `ternion quantize` with the report as a dict.
 py::dict quantize_file(const std::string& model, const std::string& output,
                        const std::string& profile, std::optional<int> weight_bits,
-                       std::optional<int> membrane_bits, std::optional<double> dt,
-                       std::optional<std::string> from) {
+                       std::optional<int> membrane_bits, py::dict load_options) {
     QuantizeOptions o;
     o.profile = profile;
     o.weight_bits = weight_bits;
     o.membrane_bits = membrane_bits;
-    o.load = load_options(dt, std::nullopt, std::nullopt, std::move(from), false);
+    o.load = read_load_options(KeywordValues(std::move(load_options)));
     QuantizeReport r;
     {
         py::gil_scoped_release nogil;
@@ -588,14 +577,10 @@ PYBIND11_MODULE(_core, m) {
                           s[static_cast<std::size_t>(i)].end(), a.mutable_data(i, 0));
             return a;
         });
-    m.def("load", &load, py::arg("path"), py::arg("dt") = py::none(),
-          py::arg("discretization") = py::none(), py::arg("reset") = py::none(),
-          py::arg("from_") = py::none(), py::arg("allow_unstable") = false,
-          py::arg("ignore_unknown") = false);
+    m.def("load", &load, py::arg("path"), py::arg("options") = py::dict());
     m.def("load_bundled", &load_bundled, py::arg("name") = "bsa_digits");
-    m.def("build", &build, py::arg("nodes"), py::arg("edges"), py::arg("name"), py::arg("dt"),
-          py::arg("discretization"), py::arg("reset"), py::arg("from_"), py::arg("allow_unstable"),
-          py::arg("timesteps"), py::arg("encoding"), py::arg("ignore_unknown") = false);
+    m.def("build", &build, py::arg("nodes"), py::arg("edges"), py::arg("name"),
+          py::arg("options"), py::arg("timesteps"), py::arg("encoding"));
     m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
           py::arg("options"));
     m.def("frames", &frame_stream, py::arg("t"), py::arg("x"), py::arg("y"), py::arg("p"),
@@ -606,7 +591,7 @@ PYBIND11_MODULE(_core, m) {
                         py::arg("cpu_best") = simd::level_name(simd::detect()));
     });
     m.def("quantize", &quantize_file, py::arg("model"), py::arg("output"), py::arg("profile"),
-          py::arg("weight_bits"), py::arg("membrane_bits"), py::arg("dt"), py::arg("from_"));
+          py::arg("weight_bits"), py::arg("membrane_bits"), py::arg("load_options"));
     m.def("profiles", &hw::list_profiles);
     m.def("map", &map_on_chip, py::arg("model"), py::arg("chip"), py::arg("rates") = py::none());
     m.def("chips", [] { return chip::list_chips(); });
@@ -617,4 +602,11 @@ PYBIND11_MODULE(_core, m) {
           py::arg("t") = py::none(), py::arg("heads") = 0, py::arg("causal") = py::none(),
           py::arg("renormalize") = py::none(), py::arg("profile") = hw::kDefaultProfile);
     m.attr("default_profile") = hw::kDefaultProfile;
+    // The shared option tables: api.py checks its keywords against them.
+    m.def("option_names", [](const std::string& table) {
+        std::vector<std::string> r;
+        for (const auto& o : table == "load" ? load_option_specs() : run_option_specs())
+            r.push_back(o.python);
+        return r;
+    });
 }

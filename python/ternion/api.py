@@ -17,7 +17,7 @@ Model = _core.Model
 
 
 def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unstable=False,
-         ignore_unknown=False):
+         ignore_unknown=False, no_weight_codebook=False):
     """Loads a model file (NIR HDF5 with ternion's Transformer nodes). `dt`,
     `discretization` ("euler" | "exact"), `reset` ("zero" | "subtract"), `from_` (the framework
     that wrote a NIR file: "snntorch", "norse", "sinabs", "spikingjelly", "nir"; see
@@ -25,9 +25,18 @@ def load(path, dt=None, discretization=None, reset=None, from_=None, allow_unsta
     options --dt, --discretization, --reset, --from, --allow-unstable and
     --ignore-unknown-params mean (a parameter name no node type reads is an error naming
     nodes/<node>/<param>, with the nearest known name; `ignore_unknown=True` accepts it and
-    lists it in the model's notes). A model is stored alike for any thread count:
-    `run(threads=...)` chooses them."""
-    return _core.load(str(path), dt, discretization, reset, from_, allow_unstable, ignore_unknown)
+    lists it in the model's notes), `no_weight_codebook` what --no-weight-codebook means. A
+    model is stored alike for any thread count: `run(threads=...)` chooses them."""
+    return _core.load(str(path), _load_options(dt, discretization, reset, from_, allow_unstable,
+                                               ignore_unknown, no_weight_codebook))
+
+
+def _load_options(dt, discretization, reset, from_, allow_unstable, ignore_unknown,
+                  no_weight_codebook=False):
+    """The loading keywords by the names of the shared option table (_core.option_names)."""
+    return dict(dt=dt, discretization=discretization, reset=reset, from_=from_,
+                allow_unstable=allow_unstable, ignore_unknown=ignore_unknown,
+                no_weight_codebook=no_weight_codebook)
 
 
 def load_bundled(name="bsa_digits"):
@@ -53,8 +62,8 @@ def build(nodes, edges, *, name="<python>", dt=None, discretization=None, reset=
         kind = params.pop("type")
         spec.append((str(node), str(kind), params))
     pairs = [(str(a), str(b)) for a, b in edges]
-    return _core.build(spec, pairs, name, dt, discretization, reset, from_, allow_unstable,
-                       timesteps, encoding, ignore_unknown)
+    options = _load_options(dt, discretization, reset, from_, allow_unstable, ignore_unknown)
+    return _core.build(spec, pairs, name, options, timesteps, encoding)
 
 
 def _layout_of(x, layout, model_T, spikes):
@@ -174,7 +183,8 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
         engine="event", threads=None, profile=None, count="exact", encoding=None, seed=0,
         first=0, samples=None, record=("spikes",), record_nodes=None, trace=None,
         spike_format="events", max_record_bytes=2 << 30, paper_encoding_once=False,
-        node_times=False):
+        node_times=False, arith="float", record_samples=None, record_steps=None,
+        max_memory=None):
     """Runs `model` (from `load`, `load_bundled`, or a path) on `x` and prices it.
 
     x: None (a bundled model's test set), an input file path, or an array: int8/bool spikes
@@ -193,19 +203,14 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
        `trace`); record_nodes limits them to these nodes. trace: also write them to this HDF5
        file (NIR's NIRGraphData layout, as `ternion run --trace`).
     node_times: measure each node's thread seconds (Result.node_seconds).
-    The other options mean what `ternion run`'s options of the same names mean.
+    The other options mean what `ternion run`'s options of the same names mean (one table
+    defines both: models/run_options.cpp), and are refused with the same messages:
+    arith="fixed" runs the integer model (--arith), record_samples and record_steps take
+    index lists (a list of ints or text such as "0,3,10-19"), max_memory a byte count (8G or
+    an int), max_record_bytes is --max-trace-bytes.
     """
     if isinstance(model, str):
         model = load(model)
-    # Integers the C++ side takes, checked here so that a value out of its range is a
-    # ternion.Error naming the option (pybind11 would raise its own error).
-    threads = _int_option("threads", threads, 1, 1024)
-    timesteps = _int_option("timesteps", timesteps, 1, 1_000_000)
-    seed = _int_option("seed", seed, 0, 2 ** 64 - 1, required=True)
-    first = _int_option("first", first, 0, 2 ** 63 - 1, required=True)
-    samples = _int_option("samples", samples, -(2 ** 63), 2 ** 63 - 1)
-    max_record_bytes = _int_option("max_record_bytes", max_record_bytes, 0, 2 ** 64 - 1,
-                                   required=True)
     arr, path = None, ""
     model_T = model.info().get("timesteps")
     if x is not None and isinstance(x, (str, bytes)) or hasattr(x, "__fspath__"):
@@ -222,12 +227,14 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
     elif encoding is not None:
         encoding = [str(encoding)]
     opts = dict(engine=engine, threads=threads, timesteps=timesteps, encoding=encoding,
-                seed=seed, first=first, samples=samples,
+                layout=layout, seed=seed, first=first, samples=samples,
                 profile=profile or _core.default_profile, count=count,
-                paper_encoding_once=paper_encoding_once, record=list(record or []),
+                paper_encoding_once=paper_encoding_once, arith=arith, record=list(record or []),
                 record_nodes=None if record_nodes is None else list(record_nodes),
+                record_samples=_items(record_samples), record_steps=_items(record_steps),
                 trace=None if trace is None else str(trace), spike_format=spike_format,
-                max_record_bytes=int(max_record_bytes), node_times=bool(node_times))
+                max_record_bytes=max_record_bytes, max_memory=max_memory,
+                node_times=bool(node_times))
     return Result(_core.run(model, path, arr, lab, opts))
 
 
@@ -261,6 +268,11 @@ def frames(events, frames=None, split_by="number", duration=None, size=None):
     if duration is not None and D < 1:
         raise Error("option --duration: must be at least 1")
     return _core.frames(*cols, M, str(split_by), D, H, W)
+
+
+def _items(v):
+    """An index list as the shared option table takes it: text as it is, else a list."""
+    return v if v is None or isinstance(v, str) else list(v)
 
 
 def _int_option(name, value, lo, hi, required=False):
@@ -300,8 +312,9 @@ def quantize(model, output, profile="loihi-like", *, weight_bits=None, membrane_
     "text": the report}. See docs/fixed-point.md."""
     weight_bits = _int_option("weight_bits", weight_bits, 2, 16)
     membrane_bits = _int_option("membrane_bits", membrane_bits, 2, 32)
-    return _core.quantize(str(model), str(output), str(profile), weight_bits, membrane_bits, dt,
-                          from_)
+    options = _load_options(dt, None, None, from_, False, False)
+    return _core.quantize(str(model), str(output), str(profile), weight_bits, membrane_bits,
+                          options)
 
 
 def map(model, chip, rates=None):

@@ -231,7 +231,7 @@ def test_errors_carry_the_cli_messages(core, ternion_bin, lif_net, tmp_path):
         core.run(m, lif_net["x"], seed=2 ** 70)
     with pytest.raises(core.Error, match=r"option --threads: must be an integer"):
         core.run(m, lif_net["x"], threads="two")
-    with pytest.raises(core.Error, match=r"option --max-record-bytes: must be between"):
+    with pytest.raises(core.Error, match=r"option --max-trace-bytes: must be between 0 and 9223372036854775807, got -1"):
         core.run(m, lif_net["x"], max_record_bytes=-1)
     with pytest.raises(core.Error, match=r"<labels>: labels must be integers"):
         core.run(m, lif_net["x"], np.full(6, 1.5))
@@ -250,6 +250,49 @@ def test_errors_carry_the_cli_messages(core, ternion_bin, lif_net, tmp_path):
     # A trace may not overwrite an input.
     with pytest.raises(core.Error, match="refusing to overwrite an input"):
         core.run(m, lif_net["input"], trace=lif_net["input"])
+
+
+# One option table serves `ternion run` and `ternion.run`: the same bad value gets the same
+# message from both, whatever the option's type.
+BAD_OPTIONS = [("threads", "0"), ("threads", "two"), ("seed", "-3"), ("timesteps", "0"),
+               ("engine", "quantum"), ("count", "roughly"), ("arith", "int8"),
+               ("spike-format", "morse"), ("record-samples", "3-1"), ("max-memory", "8X"),
+               ("layout", "XY"), ("first", "1.5"), ("encoding", "morse")]
+
+
+@pytest.mark.parametrize("option,value", BAD_OPTIONS)
+def test_bad_option_values_get_the_cli_message(core, ternion_bin, lif_net, tmp_path, option,
+                                               value):
+    p = subprocess.run([ternion_bin, "run", lif_net["model"], "--input", lif_net["input"],
+                        "--no-progress", "--trace", str(tmp_path / "t.h5"), f"--{option}", value],
+                       capture_output=True, text=True)
+    assert p.returncode == 1, p.stderr
+    cli = p.stderr.strip().removeprefix("ternion: error: ")
+    assert cli.startswith(f"option --{option}: "), cli
+    keyword = {"max-trace-bytes": "max_record_bytes"}.get(option, option.replace("-", "_"))
+    with pytest.raises(core.Error) as e:
+        core.run(lif_net["model"], lif_net["input"], trace=str(tmp_path / "p.h5"),
+                 **{keyword: value})
+    assert str(e.value) == cli
+    assert not (tmp_path / "t.h5").exists() and not (tmp_path / "p.h5").exists()
+
+
+def test_every_shared_option_is_a_keyword(core):
+    """Python's run() and load() take every option of the shared tables, under its name."""
+    import inspect
+    run_kw = set(inspect.signature(core.run).parameters)
+    assert set(core._core.option_names("run")) <= run_kw, set(core._core.option_names("run")) - run_kw
+    load_kw = set(inspect.signature(core.load).parameters)
+    assert set(core._core.option_names("load")) <= load_kw
+    assert {"dt", "from_", "ignore_unknown", "no_weight_codebook"} <= load_kw
+
+
+def test_python_reads_a_file_with_the_layout_given(core, lif_net, tmp_path):
+    """layout applies to an input file too, as --layout does (it was used for arrays only)."""
+    ts = str(tmp_path / "ts.h5")
+    spikes_file(ts, np.ascontiguousarray(lif_net["x"].transpose(1, 0, 2)), lif_net["labels"])
+    r = core.run(lif_net["model"], ts, layout="TS", record=["spikes"])
+    assert np.array_equal(r.spikes["lif"], lif_net["ref"])
 
 
 @pytest.fixture(scope="module")

@@ -14,31 +14,10 @@ namespace ternion::cli {
 
 namespace {
 
-std::vector<std::string> split_csv(const std::string& s) {
-    std::vector<std::string> r;
-    std::stringstream ss(s);
-    std::string item;
-    while (std::getline(ss, item, ','))
-        if (!item.empty()) r.push_back(item);
-    return r;
-}
-
-// --record and its companions as trace options.
-TraceOptions record_options(const po::variables_map& vm) {
-    TraceOptions to;
-    set_observables(to, split_csv(vm["record"].as<std::string>()));
-    set_spike_format(to, vm["spike-format"].as<std::string>());
-    if (vm.count("record-nodes")) to.nodes = split_csv(vm["record-nodes"].as<std::string>());
-    if (vm.count("record-samples"))
-        to.samples = parse_index_list(vm["record-samples"].as<std::string>(), "record-samples");
-    if (vm.count("record-steps"))
-        to.steps = parse_index_list(vm["record-steps"].as<std::string>(), "record-steps");
-    to.max_bytes = static_cast<std::uint64_t>(vm["max-trace-bytes"].as<std::int64_t>());
-    return to;
-}
-
-// The parsed options as a pipeline request; option-level checks happen here, everything that
-// needs the files in the pipeline.
+// The parsed options as a pipeline request: the options `ternion.run` shares come from the one
+// table (models/run_options.hpp); the command line adds the input file, its labels, the
+// progress bar and the command line itself. Everything that needs the files is checked in the
+// pipeline.
 RunRequest make_request(const po::variables_map& vm, const Args& args) {
     RunRequest q;
     q.model = vm.count("model") ? vm["model"].as<std::string>() : bundled_path("bsa_fmnist.h5");
@@ -51,37 +30,14 @@ RunRequest make_request(const po::variables_map& vm, const Args& args) {
                           "is required with a model (HDF5 with /spikes or /data, or "
                           "/inputs/<node>/... per Input node; or IDX images)");
     if (vm.count("labels")) q.labels = vm["labels"].as<std::string>();
-    q.engine = parse_engine(vm["engine"].as<std::string>());
-    q.threads = vm["threads"].as<int>();
-    if (vm["max-trace-bytes"].as<std::int64_t>() < 0)
-        throw OptionError("max-trace-bytes", "must not be negative");
-    if (vm.count("max-memory"))
-        q.max_memory = parse_bytes("max-memory", vm["max-memory"].as<std::string>());
-    q.profile = vm["profile"].as<std::string>();
-    {
-        const std::string a = vm["arith"].as<std::string>();
-        if (a != "float" && a != "fixed")
-            throw OptionError("arith", "must be \"float\" or \"fixed\", got \"" + a + "\"");
-        q.fixed_point = a == "fixed";
-    }
-    q.pricing.mode = hw::parse_count_mode(vm["count"].as<std::string>());
-    q.pricing.encoding_mac_times_T = !vm.count("paper-encoding-once");
-    q.load = model_options(vm);
-    if (vm.count("encoding")) q.set_encodings(vm["encoding"].as<std::vector<std::string>>());
-    if (vm.count("timesteps")) q.timesteps = vm["timesteps"].as<std::int64_t>();
-    q.layout = input_layout(vm);
-    q.seed = vm["seed"].as<std::uint64_t>();
-    q.first_sample = vm["first"].as<std::int64_t>();
-    // An explicit non-positive count is an error, not "all samples".
-    if (vm.count("samples"))
-        q.samples = std::max<std::int64_t>(0, vm["samples"].as<std::int64_t>());
+    const CommandLineValues given(vm);
+    q.load = read_load_options(given);
+    read_run_options(given, q);
+    // A recording the command line would not write: --record without --trace.
+    if (!vm["record"].defaulted() && !vm.count("trace"))
+        throw OptionError("record", "is written by --trace: give --trace FILE");
     q.progress = !vm.count("no-progress");
     q.count_ops = !vm.count("no-op-counts");
-    q.time_nodes = vm.count("node-times") > 0;
-    if (vm.count("trace")) {
-        q.trace_path = vm["trace"].as<std::string>();
-        q.record = record_options(vm);
-    }
     q.command_line = "ternion run";
     for (auto& a : args) q.command_line += " " + a;
     return q;
@@ -122,49 +78,11 @@ int cmd_run(const Args& args) {
         "...-labels-idx1-ubyte[.gz], if present)")(
         "compare", po::value<std::string>(),
         "also run this model on the same samples and report its energy beside (default run: "
-        "the bundled SSA twin)")(
-        "timesteps,T", po::value<std::int64_t>(),
-        "steps per sample (default: the spike file's T or the model's metadata)")(
-        "engine", po::value<std::string>()->default_value("event"), "event | dense")(
-        "threads", po::value<int>()->default_value(default_threads()), "worker threads")(
-        "encoding", po::value<std::vector<std::string>>(),
-        "direct | poisson | latency, for analog inputs (default: model metadata, else "
-        "direct); NODE=KIND for one Input node (repeatable)")(
-        "seed", po::value<std::uint64_t>()->default_value(0),
-        "seed of the encoders' random numbers")("samples", po::value<std::int64_t>(),
-                                                "run only this many samples")(
-        "first", po::value<std::int64_t>()->default_value(0), "index of the first sample")(
-        "json", "print one JSON document instead of tables")(
-        "trace", po::value<std::string>(),
-        "write recorded observables to this HDF5 file (NIRGraphData layout)")(
-        "record", po::value<std::string>()->default_value("spikes"),
-        "what to record, comma-separated: spikes, membrane, ops, energy, attention, all")(
-        "record-nodes", po::value<std::string>(),
-        "comma-separated node names to record (default: spiking nodes for spikes/membrane, "
-        "every node for ops/energy, attention nodes for attention)")(
-        "record-samples", po::value<std::string>(),
-        "global sample indices to record, e.g. 0,3,10-19 (default: every sample of the run)")(
-        "record-steps", po::value<std::string>(),
-        "time steps whose attention maps are recorded, e.g. 0-3 (default: all)")(
-        "spike-format", po::value<std::string>()->default_value("events"),
-        "spikes as events (NIR ValuedEventData, polarity in `value`) or grid (TimeGriddedData)")(
-        "max-trace-bytes", po::value<std::int64_t>()->default_value(std::int64_t{2} << 30),
-        "refuse traces whose estimated size is above this (default 2 GiB)")(
-        "max-memory", po::value<std::string>(),
-        "refuse a run whose estimated memory is above this many bytes, e.g. 8G (default: 80 % "
-        "of physical memory)")("profile",
-                               po::value<std::string>()->default_value(hw::kDefaultProfile),
-                               "hardware profile: a name (`ternion profiles`) or a JSON file")(
-        "arith", po::value<std::string>()->default_value("float"),
-        "float, or fixed: run the integer model `ternion quantize` makes with --profile's number "
-        "formats (docs/fixed-point.md)")("count", po::value<std::string>()->default_value("exact"),
-                                         "counting convention: exact | neurobench | paper | syops")(
-        "paper-encoding-once", "paper mode: bill the encoding layer's MACs once, not every step")(
+        "the bundled SSA twin)")("json", "print one JSON document instead of tables")(
         "no-progress", "no progress bar")(
-        "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting")(
-        "node-times", "measure where the simulation's time goes, node by node (thread seconds)");
+        "no-op-counts", "benchmarking only: skip the synaptic layers' operation counting");
+    add_options(d, run_option_specs());
     add_model_options(d);
-    add_input_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
     // Under mpirun every rank parses the same options; errors are agreed on (cli_dist.hpp).
@@ -174,7 +92,7 @@ int cmd_run(const Args& args) {
         return 0;
     }
     RunRequest q = phase([&] { return make_request(vm, args); });
-    if (dist::active() && vm["threads"].defaulted()) q.threads = threads_per_rank();
+    if (dist::active() && !vm.count("threads")) q.threads = threads_per_rank();
     std::optional<RunRequest> cq = compare_request(vm, q);
     // The compared model is read too: the trace must not replace it.
     if (cq && !q.trace_path.empty())

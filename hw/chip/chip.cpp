@@ -68,6 +68,26 @@ class Obj {
         return r;
     }
 
+    bool has(const std::string& key) const { return j_.contains(key); }
+    bool boolean(const std::string& key) const {
+        const json& v = at(key);
+        if (!v.is_boolean()) fail(key, "expected true or false");
+        return v.get<bool>();
+    }
+    // The keys this section marks as assumed ("assumed": [...]), each one of its own keys.
+    void assumed(std::vector<std::string>& out) const {
+        if (!has("assumed")) return;
+        const json& v = at("assumed");
+        if (!v.is_array()) fail("assumed", "expected a list of this section's keys");
+        for (const auto& e : v) {
+            if (!e.is_string() || e.get<std::string>() == "assumed" || e == "source" ||
+                !has(e.get<std::string>()))
+                fail("assumed", "expected a list of this section's keys");
+            out.push_back(path_ + "." + e.get<std::string>());
+        }
+    }
+    const std::string& path() const { return path_; }
+
   private:
     const json& j_;
     std::string file_, path_;
@@ -173,6 +193,86 @@ void read_xylo(const Obj& top, Chip& c) {
     x.cycles_source = m.str("source");
 }
 
+// Mesh chips: the grid, one core's capacities, per-event energies, the network-on-chip, timing,
+// SRAM energy by size and static power, each section with its source and its assumed keys.
+void read_mesh_grid(const Obj& top, MeshSpec& m) {
+    Obj g = top.child("mesh");
+    g.allow({"width", "height", "cores_per_tile", "routing", "multicast", "source", "assumed"});
+    m.width = g.count("width"), m.height = g.count("height");
+    m.cores_per_tile = g.count("cores_per_tile");
+    if (g.str("routing") != "xy") g.fail("routing", "the mesh family routes XY (\"xy\")");
+    m.multicast = g.str("multicast");
+    if (m.multicast != "per_core")
+        g.fail("multicast", "expected \"per_core\" (one packet per destination core)");
+    Obj c = top.child("core");
+    c.allow({"neurons", "synapse_memory_bytes", "synapse_bits", "state_memory_bytes", "state_bits",
+             "states_per_neuron", "max_fanin", "max_fanout", "weight_bits", "weight_sharing",
+             "source", "assumed"});
+    m.neurons = c.count("neurons");
+    m.synapse_memory_bytes = c.count("synapse_memory_bytes");
+    m.synapse_bits = c.count("synapse_bits");
+    m.state_memory_bytes = c.count("state_memory_bytes");
+    m.state_bits = c.count("state_bits");
+    m.states_per_neuron = c.count("states_per_neuron");
+    m.max_fanin = c.count("max_fanin"), m.max_fanout = c.count("max_fanout");
+    m.weight_bits = c.count("weight_bits");
+    m.weight_sharing = c.boolean("weight_sharing");
+    for (const Obj* o : {&g, &c}) m.sources[o->path()] = o->str("source"), o->assumed(m.assumed);
+}
+
+void read_mesh_costs(const Obj& top, MeshSpec& m) {
+    Obj e = top.child("energy");
+    e.allow({"synaptic_op_pj", "neuron_update_pj", "neuron_active_pj", "source", "assumed"});
+    m.synaptic_op_pj = e.number("synaptic_op_pj");
+    m.neuron_update_pj = e.number("neuron_update_pj");
+    m.neuron_active_pj = e.number("neuron_active_pj");
+    Obj n = top.child("noc");
+    n.allow({"spike_pj", "hop_pj_east_west", "hop_pj_north_south", "spike_ns", "hop_ns_east_west",
+             "hop_ns_north_south", "source", "assumed"});
+    m.spike_pj = n.number("spike_pj"), m.spike_ns = n.number("spike_ns");
+    m.hop_pj_ew = n.number("hop_pj_east_west"), m.hop_pj_ns = n.number("hop_pj_north_south");
+    m.hop_ns_ew = n.number("hop_ns_east_west"), m.hop_ns_ns = n.number("hop_ns_north_south");
+    Obj t = top.child("timing");
+    t.allow({"synaptic_op_ns", "neuron_update_ns", "neuron_active_ns", "barrier_ns_one_tile",
+             "barrier_ns_all_tiles", "clock_hz", "source", "assumed"});
+    m.synaptic_op_ns = t.number("synaptic_op_ns");
+    m.neuron_update_ns = t.number("neuron_update_ns");
+    m.neuron_active_ns = t.number("neuron_active_ns");
+    m.barrier_ns_one = t.number("barrier_ns_one_tile");
+    m.barrier_ns_all = t.number("barrier_ns_all_tiles");
+    m.clock_hz = t.number("clock_hz");
+    for (const Obj* o : {&e, &n, &t})
+        m.sources[o->path()] = o->str("source"), o->assumed(m.assumed);
+}
+
+void read_mesh_memory(const Obj& top, MeshSpec& m) {
+    Obj r = top.child("memory");
+    r.allow({"access_bits", "sram_pj", "included_in_ops", "source", "assumed"});
+    m.access_bits = r.count("access_bits");
+    const json& t = r.at("sram_pj");
+    if (!t.is_array() || t.empty()) r.fail("sram_pj", "expected [[bytes, pJ per access], ...]");
+    for (const auto& row : t) {
+        if (!row.is_array() || row.size() != 2 || !row[0].is_number() || !row[1].is_number() ||
+            row[0].get<double>() <= 0 || row[1].get<double>() < 0 ||
+            (!m.sram_pj.empty() && row[0].get<double>() <= m.sram_pj.back()[0]))
+            r.fail("sram_pj", "expected [[bytes, pJ per access], ...] with sizes ascending");
+        m.sram_pj.push_back({row[0].get<double>(), row[1].get<double>()});
+    }
+    m.memory_in_ops = r.boolean("included_in_ops");
+    Obj st = top.child("static");
+    st.allow({"power_per_core_w", "source", "assumed"});
+    m.static_w_per_core = st.number("power_per_core_w");
+    for (const Obj* o : {&r, &st}) m.sources[o->path()] = o->str("source"), o->assumed(m.assumed);
+}
+
+void read_mesh(const Obj& top, Chip& c) {
+    top.allow({"name", "description", "family", "technology", "mesh", "core", "energy", "noc",
+               "timing", "memory", "static"});
+    read_mesh_grid(top, c.mesh);
+    read_mesh_costs(top, c.mesh);
+    read_mesh_memory(top, c.mesh);
+}
+
 }  // namespace
 
 Chip parse_chip(const json& doc, const std::string& file) {
@@ -184,8 +284,10 @@ Chip parse_chip(const json& doc, const std::string& file) {
         read_dynapcnn(top, c);
     else if (c.family == "xylo")
         read_xylo(top, c);
+    else if (c.family == "mesh")
+        read_mesh(top, c);
     else
-        top.fail("family", "unknown chip family '" + c.family + "' (known: dynapcnn, xylo)");
+        top.fail("family", "unknown chip family '" + c.family + "' (known: dynapcnn, xylo, mesh)");
     c.name = top.str("name");
     c.description = top.str("description");
     c.technology = top.str("technology");

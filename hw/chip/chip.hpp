@@ -2,14 +2,17 @@
 // hardware profiles) lists the cores with their memories and the limits of a layer, each with
 // its source; `map_model` places a model's layers on the cores under those limits and reports
 // every layer's memory needs, its core, and, when it does not fit, the limit it breaks.
-// Families: DYNAP-CNN (sinabs-dynapcnn's memory rules and core assignment) and Xylo (Rockpool's
-// limits, design rules and cycle model); docs/chips.md describes the rules and the file format.
+// Families: DYNAP-CNN (sinabs-dynapcnn's memory rules and core assignment), Xylo (Rockpool's
+// limits, design rules and cycle model) and mesh (Loihi-like and generic neuro-core meshes:
+// packing, XY routing, latency and the energy band, mesh.hpp); docs/chips.md describes the rules
+// and the file format.
 #pragma once
 #include <cstdint>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
+#include "hw/chip/mesh.hpp"
 #include "sim/core/graph.hpp"
 
 namespace ternion::chip {
@@ -50,6 +53,7 @@ struct Chip {
     Limits limits;
     std::string cores_source, limits_source, memory_source, assignment_source;
     XyloSpec xylo;  // family "xylo"
+    MeshSpec mesh;  // family "mesh"
 };
 
 // A name -> <chip dir>/<name>.json (chip_search_dirs()); a value with '/' or ending in .json is a
@@ -106,16 +110,19 @@ struct Placement {
     std::string chip, family;
     std::vector<ChipLayer> layers;   // dynapcnn
     XyloPlacement xylo;              // xylo
+    MeshPlacement mesh;              // mesh
     std::vector<std::string> notes;  // choices made while mapping (average pooling as sum, ...)
 };
 
 // What a mapping may use besides the graph: the model's step (Xylo's clock estimate) and
-// measured or assumed firing rates (Xylo's cycles at those rates).
+// measured or assumed firing rates (Xylo's cycles at those rates; a mesh's traffic, latency and
+// energy band), and the time steps of one inference (a mesh's inferences per second).
 struct MapOptions {
     double dt = 1e-3;
     std::string dt_source = "default";
     bool has_rates = false;
     XyloRates rates;
+    std::int64_t steps = 1;
 };
 
 // Places `g` on `c` by the rules of the chip's family. Throws InputError(origin, "nodes/<node>",
@@ -124,10 +131,16 @@ struct MapOptions {
 Placement map_model(const Graph& g, const Chip& c, const MapOptions& o = {});
 Placement map_dynapcnn(const Graph& g, const Chip& c);
 Placement map_xylo(const Graph& g, const Chip& c, const MapOptions& o);
+Placement map_mesh(const Graph& g, const Chip& c, const MapOptions& o);
+// A mesh placement's traffic, latency and energy band at the options' rates (every rate 1
+// without them); map_mesh calls it.
+void estimate_mesh(const MeshSpec& s, const MapOptions& o, MeshPlacement& p);
 // Xylo's cycles per time step (Rockpool's power_cycles_model) for a placement at `rates`.
 double xylo_cycles(const XyloSpec& s, const XyloPlacement& p, const XyloRates& rates);
 
 nlohmann::json placement_json(const Placement& p, const Chip& c);
 std::string placement_text(const Placement& p, const Chip& c);
+nlohmann::json mesh_json(const Placement& p, const Chip& c);
+std::string mesh_text(const Placement& p, const Chip& c);
 
 }  // namespace ternion::chip

@@ -120,6 +120,7 @@ std::string xylo_text(const Placement& p, const Chip& c) {
 
 nlohmann::json placement_json(const Placement& p, const Chip& c) {
     if (c.family == "xylo") return xylo_json(p, c);
+    if (c.family == "mesh") return mesh_json(p, c);
     nlohmann::json j;
     j["chip"] = {{"name", c.name},
                  {"family", c.family},
@@ -151,6 +152,7 @@ nlohmann::json placement_json(const Placement& p, const Chip& c) {
 
 std::string placement_text(const Placement& p, const Chip& c) {
     if (c.family == "xylo") return xylo_text(p, c);
+    if (c.family == "mesh") return mesh_text(p, c);
     std::size_t w = 5, wf = 4;
     for (const ChipLayer& l : p.layers) {
         w = std::max(w, l.connection.size());

@@ -352,7 +352,10 @@ Placement map_xylo(const Graph& g, const Chip& c, const MapOptions& o) {
 }
 
 Placement map_model(const Graph& g, const Chip& c, const MapOptions& o) {
+    if (o.steps < 1) throw OptionError("steps", "expected at least one time step");
     if (c.family == "xylo") return map_xylo(g, c, o);
+    if (c.family == "mesh") return map_mesh(g, c, o);
+    if (o.has_rates) throw OptionError("rates", "the " + c.family + " family has no cycle model");
     return map_dynapcnn(g, c);
 }
 

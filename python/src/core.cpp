@@ -490,17 +490,17 @@ py::dict quantize_file(const std::string& model, const std::string& output,
                     py::arg("nodes") = nodes, py::arg("text") = quantize_report_text(r));
 }
 
-// ternion.map: the placement as `ternion map --json` gives it; `rates` (Xylo) adds the cycles
-// per step at those firing rates.
+// ternion.map: the placement as `ternion map --json` gives it; `rates` adds Xylo's cycles per
+// step, or a mesh chip's traffic, latency and energy band, at those firing rates; `steps` the
+// time steps of one inference (mesh chips).
 py::object map_on_chip(const Model& model, const std::string& name,
-                       std::optional<std::vector<double>> rates) {
+                       std::optional<std::vector<double>> rates, std::int64_t steps) {
     const chip::Chip c = chip::load_chip(name);
     chip::MapOptions o;
     o.dt = model.loaded->report.used.dt;
+    o.steps = steps;
     if (!model.loaded->report.dt_source.empty()) o.dt_source = model.loaded->report.dt_source;
     if (rates) {
-        if (c.family != "xylo")
-            throw OptionError("rates", "the " + c.family + " family has no cycle model");
         const auto& r = *rates;
         if (r.size() != 3 ||
             std::any_of(r.begin(), r.end(), [](double x) { return !(x >= 0 && x <= 1); }))
@@ -579,8 +579,8 @@ PYBIND11_MODULE(_core, m) {
         });
     m.def("load", &load, py::arg("path"), py::arg("options") = py::dict());
     m.def("load_bundled", &load_bundled, py::arg("name") = "bsa_digits");
-    m.def("build", &build, py::arg("nodes"), py::arg("edges"), py::arg("name"),
-          py::arg("options"), py::arg("timesteps"), py::arg("encoding"));
+    m.def("build", &build, py::arg("nodes"), py::arg("edges"), py::arg("name"), py::arg("options"),
+          py::arg("timesteps"), py::arg("encoding"));
     m.def("run", &run_pipeline, py::arg("model"), py::arg("input"), py::arg("x"), py::arg("labels"),
           py::arg("options"));
     m.def("frames", &frame_stream, py::arg("t"), py::arg("x"), py::arg("y"), py::arg("p"),
@@ -593,7 +593,8 @@ PYBIND11_MODULE(_core, m) {
     m.def("quantize", &quantize_file, py::arg("model"), py::arg("output"), py::arg("profile"),
           py::arg("weight_bits"), py::arg("membrane_bits"), py::arg("load_options"));
     m.def("profiles", &hw::list_profiles);
-    m.def("map", &map_on_chip, py::arg("model"), py::arg("chip"), py::arg("rates") = py::none());
+    m.def("map", &map_on_chip, py::arg("model"), py::arg("chip"), py::arg("rates") = py::none(),
+          py::arg("steps") = 1);
     m.def("chips", [] { return chip::list_chips(); });
     m.def("describe_profile",
           [](const std::string& name) { return hw::describe_profile(hw::load_profile(name)); });

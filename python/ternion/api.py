@@ -317,17 +317,22 @@ def quantize(model, output, profile="loihi-like", *, weight_bits=None, membrane_
                           options)
 
 
-def map(model, chip, rates=None):
+def map(model, chip, rates=None, steps=1):
     """Places `model` (from `load`, or a path) on the cores of `chip` (a name, `chips()`, or a
     JSON file) as `ternion map --chip` does and returns the placement: {"chip", "layers": [{
     "nodes", "connection", "core", "fits_cores", "kernel_memory", "neuron_memory",
     "bias_memory", ...}], "notes", "sources"}. A Xylo chip's layers are its neuron populations,
     and "xylo" holds the counts and the cycles per step; `rates` = (p_in, p_hid, p_out) adds
-    the cycles at those firing rates. A layer that does not fit raises ternion.Error naming
-    the node, the limit, the need and the capacity. See docs/chips.md."""
+    the cycles at those firing rates. A mesh chip ("loihi-like", "generic-45nm") gives each
+    layer's cores, "routing", "latency" and the energy "band" (op count, + memory, + routing,
+    + static) at `rates` (every rate 1 without them), per step and per inference of `steps`.
+    A layer that does not fit raises ternion.Error naming the node, the limit, the need and
+    the capacity. See docs/chips.md."""
     if isinstance(model, str):
         model = load(model)
-    return _core.map(model, str(chip), None if rates is None else [float(r) for r in rates])
+    steps = _int_option("steps", steps, 1, 2 ** 40, required=True)
+    return _core.map(model, str(chip), None if rates is None else [float(r) for r in rates],
+                     steps)
 
 
 def chips():

@@ -757,6 +757,30 @@ def test_map_xylo_cycles_equal_the_cli(core, ternion_bin, tmp_path):
     assert abs(got["xylo"]["cycles_at_rates"] - 2275.2) < 1e-9 and got["xylo"]["cycles_worst"] == 13040
 
 
+def test_map_mesh_band_equals_the_cli(core, ternion_bin, tmp_path):
+    """A mesh chip through ternion.map: the CLI's placement, and the tiny model's band by hand
+    (Davies et al. 2018: 23.6 pJ a synaptic op, 52 / 81 pJ an inactive / active update)."""
+    f = np.float32
+    (Nir().node("input", "Input", shape=np.array([4]))
+     .node("w", "Linear", weight=np.ones((3, 4), f))
+     .node("lif", "LIF", tau=np.full(3, 0.02, f), r=np.ones(3, f), v_leak=np.zeros(3, f),
+           v_threshold=np.ones(3, f)).node("output", "Output", shape=np.array([3]))
+     .edge("input", "w").edge("w", "lif").edge("lif", "output").write(str(tmp_path / "t.h5")))
+    got = core.map(str(tmp_path / "t.h5"), "loihi-like", rates=(0.5, 0.25, 0.1), steps=2)
+    r = subprocess.run([ternion_bin, "map", str(tmp_path / "t.h5"), "--chip", "loihi-like",
+                        "--rates", "0.5,0.25,0.1", "--steps", "2", "--json"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    cli = json.loads(r.stdout)
+    cli.pop("model")
+    assert got == cli
+    ops = 0.5 * 12 * 23.6 + 3 * (0.9 * 52 + 0.1 * 81)
+    assert abs(got["band"]["step_pj"]["ops"] - ops) < 1e-9
+    assert abs(got["band"]["inference_pj"]["ops"] - 2 * ops) < 1e-9
+    with pytest.raises(core.Error, match=r"option --steps"):
+        core.map(str(tmp_path / "t.h5"), "loihi-like", steps=0)
+
+
 def test_node_names_that_cannot_be_trace_groups_are_refused(core, tmp_path):
     """A name becomes /nodes/<name> in a trace: '/', '', '.' and '..' are refused by name."""
     for name in ("a/b", "", ".", ".."):

@@ -1,6 +1,8 @@
 // `ternion map MODEL --chip CHIP`: places the model's layers on the chip's cores (hw/chip), or
 // says which layer breaks which limit; `ternion map --chips` lists the chip descriptions. For
-// Xylo, `--rates` gives the firing rates of its cycle estimate.
+// Xylo, `--rates` gives the firing rates of its cycle estimate; for a mesh chip (Loihi-like,
+// generic 45 nm) those of its traffic, latency and energy band, and `--steps` the time steps of
+// one inference.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -49,14 +51,18 @@ int cmd_map(const Args& args) {
         "ternion map MODEL --chip CHIP [options]\n\n"
         "Places the model's layers on the chip's cores under its memories and limits and\n"
         "reports each layer's memory and core (Xylo: its neuron populations, fan-out and the\n"
-        "cycles per step); a layer that does not fit is an error naming the node, the limit,\n"
+        "cycles per step; a mesh chip: each layer's cores, the routing, the step's latency and\n"
+        "the energy band); a layer that does not fit is an error naming the node, the limit,\n"
         "the need and the capacity (docs/chips.md)");
     d.add_options()("help,h", "show this help")("model", po::value<std::string>(), "model file")(
         "chip", po::value<std::string>(), "a chip name (`ternion map --chips`) or a JSON file")(
         "chips", "list the chip descriptions")("json", "print the placement as JSON")(
         "rates", po::value<std::string>(),
-        "Xylo: firing rates p_in,p_hid,p_out (fractions of channel-steps with an event) for the "
-        "cycles per step");
+        "firing rates p_in,p_hid,p_out (fractions of neuron-steps with a spike) for Xylo's cycles "
+        "per step and a mesh chip's traffic, latency and energy band (default: every rate 1)")(
+        "steps", po::value<std::int64_t>(),
+        "mesh chips: time steps of one inference (default 1), for the energy and the "
+        "inferences per second");
     add_model_options(d);
     po::positional_options_description pos;
     pos.add("model", 1);
@@ -74,9 +80,8 @@ int cmd_map(const Args& args) {
     chip::MapOptions o;
     o.dt = model->report.used.dt;
     o.dt_source = model->report.dt_source.empty() ? "default" : model->report.dt_source;
+    if (vm.count("steps")) o.steps = vm["steps"].as<std::int64_t>();
     if (vm.count("rates")) {
-        if (c.family != "xylo")
-            throw OptionError("rates", "the " + c.family + " family has no cycle model");
         o.has_rates = true;
         o.rates = parse_rates(vm["rates"].as<std::string>());
     }

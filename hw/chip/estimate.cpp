@@ -1,0 +1,144 @@
+// A mesh placement's step at given firing rates: synaptic events and neuron updates per layer,
+// the spikes routed between cores, each core's time and the step's critical path, and the
+// energy band: op count, + SRAM accesses, + routing, + static power x step time (docs/chips.md).
+// Everything is an estimate from rates, not a count of a run.
+#include <algorithm>
+#include <set>
+
+#include "hw/chip/chip.hpp"
+
+namespace ternion::chip {
+
+namespace {
+
+using I64 = std::int64_t;
+
+// Output rates: spiking layers fire at the hidden rate (the output rate when they feed the
+// model's Output); non-spiking connections send a value every step; pooling, sums and
+// reductions pass on the rate of their inputs (a structural layer's output is non-zero where
+// an input is).
+void rates(MeshPlacement& p) {
+    for (int pass = 0; pass < 2; ++pass)  // twice: a recurrent source comes later
+        for (MeshLayer& l : p.layers) {
+            double sum = 0, size = 0;
+            for (int s : l.sources) {
+                const double n = s < 0 ? static_cast<double>(p.input_neurons)
+                                       : static_cast<double>(p.layers[s].out_neurons);
+                sum += n * (s < 0 ? p.rate_in : p.layers[s].rate_out), size += n;
+            }
+            l.rate_in = size > 0 ? sum / size : 0;
+            const bool structural = l.kind == "pooling" || l.kind == "sum" || l.kind == "reduction";
+            l.rate_out = structural       ? std::min(1.0, l.rate_in)
+                         : !l.spiking     ? 1.0
+                         : l.feeds_output ? p.rate_out
+                                          : p.rate_hidden;
+        }
+}
+
+// Events, updates and memory words of one step; the op-count and memory levels of the band.
+void work(const MeshSpec& s, MeshLayer& l) {
+    l.events = l.rate_in * static_cast<double>(l.synapses);
+    l.updates = static_cast<double>(l.neurons);
+    const double r = l.rate_out;
+    l.band.ops = l.events * s.synaptic_op_pj +
+                 l.updates * ((1 - r) * s.neuron_update_pj + r * s.neuron_active_pj);
+    const double ab = static_cast<double>(s.access_bits);
+    l.weight_words = l.events * static_cast<double>(s.synapse_bits) / ab;
+    // Each state read and written once per update; each score entry written and read once.
+    l.state_words = (l.updates * static_cast<double>(s.states_per_neuron) +
+                     static_cast<double>(l.score_entries)) *
+                    2 * static_cast<double>(s.state_bits) / ab;
+    l.band.memory = s.memory_in_ops
+                        ? 0
+                        : l.weight_words * sram_pj(s, static_cast<double>(s.synapse_memory_bytes)) +
+                              l.state_words * sram_pj(s, static_cast<double>(s.state_memory_bytes));
+}
+
+// Per producer (a layer, or the input at index 0 of `dst` shifted by one): the cores holding
+// the layers it feeds. A spike goes to every one of them (one packet per destination core).
+std::vector<std::vector<I64>> destinations(const MeshPlacement& p) {
+    std::vector<std::set<I64>> d(p.layers.size() + 1);
+    for (const MeshLayer& l : p.layers)
+        for (int s : l.sources)
+            for (const CoreUse& c : l.cores) d[static_cast<std::size_t>(s + 1)].insert(c.core);
+    std::vector<std::vector<I64>> r;
+    for (const auto& x : d) r.emplace_back(x.begin(), x.end());
+    return r;
+}
+
+void routing(const MeshSpec& s, MeshPlacement& p) {
+    const Mesh m = Mesh::uniform(s);
+    const auto dst = destinations(p);
+    std::vector<Flow> all;
+    if (!dst[0].empty())
+        all.push_back({-1, dst[0], p.rate_in * static_cast<double>(p.input_neurons)});
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        MeshLayer& l = p.layers[i];
+        std::vector<Flow> mine;
+        for (CoreUse& c : l.cores) {
+            mine.push_back({c.core, dst[i + 1], l.rate_out * static_cast<double>(c.out_neurons)});
+            c.axons_out = c.out_neurons * static_cast<I64>(dst[i + 1].size());
+        }
+        const RouteTotals t = route(m, mine, s.cores());
+        l.packets = t.packets, l.hops = t.hops, l.band.routing = t.energy_pj;
+        all.insert(all.end(), mine.begin(), mine.end());
+    }
+    p.routing = route(m, all, s.cores());
+}
+
+// Each core: its synaptic events (the layer's, in proportion to the synapses it holds) and
+// neuron updates one after the other, then its packets leave one by one and the last flies
+// its hops. The step ends when the slowest core is done and the mesh-wide barrier has passed.
+void latency(const MeshSpec& s, MeshPlacement& p) {
+    p.core_ns.assign(static_cast<std::size_t>(p.cores_used), 0);
+    for (const MeshLayer& l : p.layers)
+        for (const CoreUse& c : l.cores) {
+            const double share =
+                l.synapses > 0 ? static_cast<double>(c.synapses) / static_cast<double>(l.synapses)
+                               : 0;
+            const double r = l.rate_out;
+            const auto k = static_cast<std::size_t>(c.core);
+            const double flight = p.routing.core_flight_ns[k];
+            p.core_ns[k] = l.events * share * s.synaptic_op_ns +
+                           static_cast<double>(c.neurons) *
+                               ((1 - r) * s.neuron_update_ns + r * s.neuron_active_ns) +
+                           p.routing.core_packets[k] * s.spike_ns +
+                           std::max(0.0, flight - s.spike_ns);
+        }
+    const auto it = std::max_element(p.core_ns.begin(), p.core_ns.end());
+    p.critical_core = it == p.core_ns.end() ? -1 : it - p.core_ns.begin();
+    const double slowest = it == p.core_ns.end() ? 0 : *it;
+    // Davies et al. give the barrier for 1 and for 32 tiles; between them, linear in the tiles.
+    const double t = static_cast<double>(std::max<I64>(p.tiles_used, 1));
+    p.barrier_ns = s.tiles() > 1
+                       ? s.barrier_ns_one + (s.barrier_ns_all - s.barrier_ns_one) * (t - 1) /
+                                                static_cast<double>(s.tiles() - 1)
+                       : s.barrier_ns_one;
+    p.step_ns = slowest + p.barrier_ns;
+    p.inference_ns = p.step_ns * static_cast<double>(p.steps);
+    p.inferences_per_s = p.inference_ns > 0 ? 1e9 / p.inference_ns : 0;
+}
+
+}  // namespace
+
+void estimate_mesh(const MeshSpec& s, const MapOptions& o, MeshPlacement& p) {
+    if (o.has_rates)
+        p.rate_in = o.rates.input, p.rate_hidden = o.rates.hidden, p.rate_out = o.rates.output;
+    p.rates_given = o.has_rates;
+    p.steps = o.steps;
+    rates(p);
+    for (MeshLayer& l : p.layers) work(s, l);
+    routing(s, p);
+    latency(s, p);
+    p.band = Band{};
+    for (MeshLayer& l : p.layers) {
+        // W x ns = 1e-9 J = 1e3 pJ.
+        l.band.statics =
+            s.static_w_per_core * static_cast<double>(l.cores.size()) * p.step_ns * 1e3;
+        p.band.ops += l.band.ops, p.band.memory += l.band.memory;
+        p.band.routing += l.band.routing, p.band.statics += l.band.statics;
+    }
+    p.band.routing += p.routing.host_pj;
+}
+
+}  // namespace ternion::chip

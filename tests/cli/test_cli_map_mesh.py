@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""`ternion map --chip loihi-like | generic-45nm | <mesh file>`: mesh placement, routing, latency
+and the energy band, each recounted here from the chip file and the rules of docs/chips.md:
+
+- packing: a layer's neurons go onto cores in order, a new core when the next neuron would
+  exceed the core's neurons, synapse memory (fan-in x synapse bits) or input axons (Loihi: 4096
+  per core); a neuron that fits no empty core is one error naming the node, the limit, the need
+  and the capacity (spikingjelly #543: a 512 x 3 x 3 convolution against Loihi's 4096 axons);
+- routing (SANA-FE's rule, chip-model.md D.4): core k on tile k // per_tile at (t % W, t // W);
+  a spike is one packet to every core of the layers it feeds; hops |dx| + |dy|; energy
+  spike_pj + hops at the destination tile's per-hop energies; the host injects the input at
+  tile (0, 0);
+- each core's time: events x t_syn + neurons x ((1 - r) t_upd + r t_act) + packets x spike_ns +
+  the longest flight's hops; the step: the slowest core + the barrier (linear in the tiles);
+- the band: ops (events x E_syn + updates x ((1 - r) E_upd + r E_act)), + memory (SRAM words at
+  Horowitz's size table, unless the per-op figures include them), + routing, + static power x
+  cores x step time.
+"""
+import json
+
+import numpy as np
+
+from harness import expect_error, finish, path, run, test
+from nirfile import Nir
+
+ROOT = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..")
+LOIHI = json.load(open(f"{ROOT}/hw/chips/loihi-like.json"))
+GENERIC = json.load(open(f"{ROOT}/hw/chips/generic-45nm.json"))
+
+
+def lif(n):
+    f = np.float32
+    return dict(tau=np.full(n, 0.02, f), r=np.ones(n, f), v_leak=np.zeros(n, f),
+                v_threshold=np.ones(n, f))
+
+
+def chain(fname, n_in, sizes, in_shape=None, weights=None):
+    """Input [n_in] (or `in_shape`, rows of tokens) -> (Linear -> LIF) per size -> Output; dense
+    weights of ones unless given."""
+    rows = int(np.prod(in_shape[:-1])) if in_shape else 1
+    n = Nir().node("input", "Input", shape=np.array(in_shape or [n_in]))
+    prev, fan = "input", n_in
+    for i, s in enumerate(sizes):
+        w = weights[i] if weights else np.ones((s, fan), np.float32)
+        n.node(f"l{i}", "Linear", weight=w).node(f"n{i}", "LIF", **lif(s * rows))
+        n.edge(prev, f"l{i}").edge(f"l{i}", f"n{i}")
+        prev, fan = f"n{i}", s
+    n.node("output", "Output", shape=np.array([fan * rows])).edge(prev, "output")
+    n.write(path(fname))
+
+
+def mesh_chip(fname, w, h, per_tile, neurons, base=LOIHI):
+    """A copy of `base` on a w x h mesh with `neurons` per core and memories that never bind."""
+    c = json.loads(json.dumps(base))
+    c["name"] = fname[:-5]
+    c["mesh"].update(width=w, height=h, cores_per_tile=per_tile)
+    c["core"].update(neurons=neurons, synapse_memory_bytes=1 << 20, state_memory_bytes=1 << 20,
+                     max_fanin=1 << 20, max_fanout=1 << 20)
+    json.dump(c, open(path(fname), "w"))
+    return c
+
+
+def mapped(model, chip, *extra):
+    return json.loads(run("map", path(model), "--chip", chip, "--json", *extra).stdout)
+
+
+def tile(c, core):
+    t = core // c["mesh"]["cores_per_tile"]
+    return t % c["mesh"]["width"], t // c["mesh"]["width"]
+
+
+def recount_routing(c, j):
+    """Per layer (packets, hops, pJ) of the spikes leaving it, the input's pJ, and each core's
+    longest flight (ns), from the placement's cores, sources and rates."""
+    noc = c["noc"]
+    names = {l["name"]: l for l in j["layers"]}
+    dest = {}  # source name -> destination cores
+    for l in j["layers"]:
+        for s in l["sources"]:
+            dest.setdefault(s, set()).update(k["core"] for k in l["cores"])
+
+    def send(src_core, spikes, targets):
+        sx, sy = (0, 0) if src_core is None else tile(c, src_core)
+        pk = hops = pj = flight = 0.0
+        for d in sorted(targets):
+            dx, dy = tile(c, d)
+            hx, hy = abs(dx - sx), abs(dy - sy)
+            pk += spikes
+            hops += spikes * (hx + hy)
+            pj += spikes * (noc["spike_pj"] + hx * noc["hop_pj_east_west"]
+                            + hy * noc["hop_pj_north_south"])
+            flight = max(flight, noc["spike_ns"] + hx * noc["hop_ns_east_west"]
+                         + hy * noc["hop_ns_north_south"])
+        return pk, hops, pj, flight
+
+    per_layer, flights = {}, {}
+    for name, l in names.items():
+        tot = [0.0, 0.0, 0.0]
+        for k in l["cores"]:
+            pk, hops, pj, fl = send(k["core"], l["rate_out"] * k["out_neurons"],
+                                    dest.get(name, ()))
+            tot = [tot[0] + pk, tot[1] + hops, tot[2] + pj]
+            flights[k["core"]] = (pk, fl)
+        per_layer[name] = tot
+    _, _, input_pj, _ = send(None, j["rates"]["input"] * j["input_neurons"], dest.get("input", ()))
+    return per_layer, input_pj, flights
+
+
+def check_routing(c, j):
+    per_layer, input_pj, _ = recount_routing(c, j)
+    for l in j["layers"]:
+        pk, hops, pj = per_layer[l["name"]]
+        assert abs(l["packets"] - pk) < 1e-9 and abs(l["hops"] - hops) < 1e-9, (l, pk, hops)
+        assert abs(l["band_pj"]["routing"] - l["band_pj"]["memory"] - pj) < 1e-6, (l, pj)
+    total = sum(v[2] for v in per_layer.values()) + input_pj
+    assert abs(j["routing"]["energy_pj"] - total) < 1e-6, (j["routing"], total)
+    assert abs(j["routing"]["input_pj"] - input_pj) < 1e-9
+    assert abs(j["routing"]["packets"] - sum(v[0] for v in per_layer.values())
+               - j["rates"]["input"] * j["input_neurons"] * len(
+                   next(l for l in j["layers"] if "input" in l["sources"])["cores"])) < 1e-9
+
+
+@test
+def routing_on_a_2x2_mesh_equals_an_independent_count():
+    # 2 x 2 tiles of 2 cores, 4 neurons per core: 10 neurons on cores 0-2, 7 on cores 3-4.
+    c = mesh_chip("mesh2.json", 2, 2, 2, 4)
+    chain("m2.h5", 6, [10, 7])
+    j = mapped("m2.h5", path("mesh2.json"), "--rates", "0.5,0.25,0.125")
+    cores = [[k["core"] for k in l["cores"]] for l in j["layers"]]
+    assert cores == [[0, 1, 2], [3, 4]], cores
+    assert [[k["neurons"] for k in l["cores"]] for l in j["layers"]] == [[4, 4, 2], [4, 3]]
+    assert [k["tile"] for k in j["layers"][1]["cores"]] == [[1, 0], [0, 1]]
+    # By hand: layer l0 fires at 0.25, 4 + 4 + 2 neurons, each spike to cores 3 (tile (1,0))
+    # and 4 (tile (0,1)): cores 0, 1 (tile (0,0)) 1 E-W + 1 N-S hop; core 2 (tile (1,0))
+    # 0 + (1 E-W + 1 N-S).
+    l0 = j["layers"][0]
+    assert abs(l0["packets"] - 0.25 * 10 * 2) < 1e-9
+    assert abs(l0["hops"] - (0.25 * 8 * 2 + 0.25 * 2 * 2)) < 1e-9
+    e = 0.25 * 8 * (2 * 1.7 + 3.0 + 4.0) + 0.25 * 2 * (2 * 1.7 + 4.0 + 3.0)
+    assert abs(l0["band_pj"]["routing"] - l0["band_pj"]["memory"] - e) < 1e-9
+    check_routing(c, j)
+
+
+@test
+def routing_and_critical_path_on_a_4x4_mesh_equal_an_independent_count():
+    c = mesh_chip("mesh4.json", 4, 4, 1, 3)
+    chain("m4.h5", 5, [20, 9, 4])
+    j = mapped("m4.h5", path("mesh4.json"), "--rates", "0.3,0.2,0.1", "--steps", "3")
+    assert [len(l["cores"]) for l in j["layers"]] == [7, 3, 2]
+    assert j["cores_used"] == 12 and j["tiles_used"] == 12
+    check_routing(c, j)
+    t, e = c["timing"], c["energy"]
+    _, _, flights = recount_routing(c, j)
+    times = {}
+    for l in j["layers"]:
+        r = l["rate_out"]
+        for k in l["cores"]:
+            events = l["rate_in"] * k["synapses"]
+            pk, fl = flights[k["core"]]
+            times[k["core"]] = (events * t["synaptic_op_ns"]
+                                + k["neurons"] * ((1 - r) * t["neuron_update_ns"]
+                                                  + r * t["neuron_active_ns"])
+                                + pk * c["noc"]["spike_ns"] + max(0.0, fl - c["noc"]["spike_ns"]))
+    lat = j["latency"]
+    for k in lat["cores"]:
+        assert abs(k["ns"] - times[k["core"]]) < 1e-9, (k, times[k["core"]])
+    barrier = t["barrier_ns_one_tile"] + (t["barrier_ns_all_tiles"] - t["barrier_ns_one_tile"]) \
+        * (12 - 1) / (16 - 1)
+    assert abs(lat["barrier_ns"] - barrier) < 1e-9
+    assert abs(lat["step_ns"] - (max(times.values()) + barrier)) < 1e-9
+    assert lat["critical_core"] == max(times, key=times.get)
+    assert abs(lat["inferences_per_s"] - 1e9 / (3 * lat["step_ns"])) < 1e-6
+
+
+@test
+def tiny_model_band_equals_the_hand_computed_figures_on_loihi_like():
+    # Input [4] -> Linear 4->3 (12 weights) -> LIF -> Output, rates 0.5 / 0.25 / 0.1, 2 steps.
+    chain("tiny.h5", 4, [3])
+    j = mapped("tiny.h5", "loihi-like", "--rates", "0.5,0.25,0.1", "--steps", "2")
+    (l,) = j["layers"]
+    assert l["nodes"] == ["l0", "n0"] and l["cores"][0]["core"] == 0 and l["synapses"] == 12
+    ops = 0.5 * 12 * 23.6 + 3 * (0.9 * 52 + 0.1 * 81)        # 306.3 pJ
+    assert abs(ops - 306.3) < 1e-9
+    # Memory: in Davies' per-op figures. Routing: the host's 0.5 x 4 spikes to core 0 on tile
+    # (0,0): 2 packets of 1.7 pJ, no hops; l0 feeds only the Output.
+    core_ns = 0.5 * 12 * 3.5 + 3 * (0.9 * 5.3 + 0.1 * 8.4)    # 37.83 ns
+    step = core_ns + 113                                     # one tile: the one-tile barrier
+    static = 1e-4 * 1 * step * 1e3                          # W x ns x 1e3 = pJ
+    b = l["band_pj"]
+    assert abs(b["ops"] - ops) < 1e-9 and b["memory"] == b["ops"] and b["routing"] == b["ops"]
+    assert abs(b["static"] - (ops + static)) < 1e-9
+    band = j["band"]["step_pj"]
+    assert abs(band["routing"] - (ops + 2 * 1.7)) < 1e-9
+    assert abs(band["static"] - (ops + 2 * 1.7 + static)) < 1e-9
+    inf = j["band"]["inference_pj"]
+    assert abs(inf["static"] - 2 * band["static"]) < 1e-9
+    assert abs(j["latency"]["step_ns"] - step) < 1e-9
+    levels = [band[k] for k in ("ops", "memory", "routing", "static")]
+    assert levels == sorted(levels)
+    text = run("map", path("tiny.h5"), "--chip", "loihi-like", "--rates", "0.5,0.25,0.1").stdout
+    for part in ("loihi-like", "l0", "latency per step", "+routing", "inferences/s"):
+        assert part in text, (part, text)
+
+
+@test
+def tiny_model_memory_level_on_generic_45nm():
+    chain("tiny.h5", 4, [3])
+    j = mapped("tiny.h5", "generic-45nm", "--rates", "0.5,0.25,0.1")
+    b = j["layers"][0]["band_pj"]
+    ops = 0.5 * 12 * 0.03 + 3 * (0.9 * 3.2 + 0.1 * 3.3)
+    # 6 events x 8 bits / 64 = 0.75 words of the 32 KB SRAM (20 pJ); 3 updates x 2 x 16 bits
+    # / 64 = 1.5 words of the 8 KB SRAM (10 pJ).
+    mem = 0.75 * 20 + 1.5 * 10
+    assert abs(b["ops"] - ops) < 1e-9 and abs(b["memory"] - (ops + mem)) < 1e-9, b
+    levels = [b[k] for k in ("ops", "memory", "routing", "static")]
+    assert levels == sorted(levels) and levels[1] > levels[0] and levels[3] > levels[2]
+
+
+@test
+def layers_split_by_neurons_synapse_memory_and_axons():
+    # 64 -> 3000 dense: 64 synapses x 16 bits = 128 B a neuron, so 1024 neurons fill 128 KB
+    # exactly: 1024, 1024, 952.
+    chain("wide.h5", 64, [3000])
+    j = mapped("wide.h5", "loihi-like")
+    assert [k["neurons"] for k in j["layers"][0]["cores"]] == [1024, 1024, 952]
+    # 100 -> 2000: 200 B a neuron, floor(131072 / 200) = 655 a core.
+    chain("syn.h5", 100, [2000])
+    j = mapped("syn.h5", "loihi-like")
+    assert [k["neurons"] for k in j["layers"][0]["cores"]] == [655, 655, 655, 35]
+    assert max(k["synapse_bytes"] for k in j["layers"][0]["cores"]) == 655 * 200
+    # 8 tokens of 1000 -> 10: each row of tokens brings its 1000 inputs; 4 rows = 4000 axons
+    # fit under 4096, a fifth would not (memory alone would allow 65): 40 + 40.
+    chain("tok.h5", 1000, [10], in_shape=[8, 1000])
+    j = mapped("tok.h5", "loihi-like")
+    cores = j["layers"][0]["cores"]
+    assert [k["neurons"] for k in cores] == [40, 40] and [k["axons_in"] for k in cores] == [4000] * 2
+
+
+def conv(fname, cin, cout, hw):
+    n = Nir().node("input", "Input", shape=np.array([cin, hw, hw]))
+    n.node("conv", "Conv2d", weight=np.ones((cout, cin, 3, 3), np.float32),
+           bias=np.zeros(cout, np.float32), stride=np.array([1, 1]), padding=np.array([1, 1]),
+           dilation=np.array([1, 1]), groups=1, input_shape=np.array([hw, hw]))
+    n.node("lif", "LIF", **lif(cout * hw * hw)).node("output", "Output")
+    n.edge("input", "conv").edge("conv", "lif").edge("lif", "output")
+    n.write(path(fname))
+
+
+@test
+def a_512x3x3_convolution_breaks_loihis_axon_limit():
+    conv("c512.h5", 512, 4, 4)
+    expect_error(["map", path("c512.h5"), "--chip", "loihi-like"],
+                 "c512.h5: nodes/conv: one neuron needs 4608 input axons (fan-in 512 x 3 x 3); "
+                 "a core takes at most 4096 (core.max_fanin)")
+    conv("c448.h5", 448, 4, 4)  # 448 x 9 = 4032 fits
+    j = mapped("c448.h5", "loihi-like")
+    assert j["fits"] and max(k["axons_in"] for k in j["layers"][0]["cores"]) <= 4096
+    assert j["layers"][0]["nodes"] == ["conv", "lif"]
+
+
+@test
+def too_many_neurons_names_the_cores():
+    chain("big.h5", 2, [140000])
+    expect_error(["map", path("big.h5"), "--chip", "loihi-like"],
+                 "big.h5: nodes/l0: needs more cores than the chip has: after the 0 cores of the "
+                 "layers before it, the remaining 128 hold 131072 of its 140000 units; the chip "
+                 "has 128 cores (8 x 4 tiles x 4)")
+
+
+@test
+def bundled_models_on_both_mesh_chips():
+    import os
+    d = f"{ROOT}/models/bundled"
+    for m in ("bsa_digits", "ssa_digits"):
+        for chip in ("loihi-like", "generic-45nm"):
+            j = json.loads(run("map", f"{d}/{m}.h5", "--chip", chip, "--json",
+                               "--rates", "0.1,0.1,0.1", "--steps", "4").stdout)
+            assert j["fits"] and j["latency"]["step_ns"] > 0
+            att = [l for l in j["layers"] if l["kind"] == "attention"]
+            assert len(att) == 1 and att[0]["attention"]["score_entries"] == 4 * 16 * 16
+            b = j["band"]["inference_pj"]
+            assert b["ops"] <= b["memory"] <= b["routing"] <= b["static"]
+    # The Fashion-MNIST models hold 32 x 28 x 28 + 96 x 14 x 14 convolution neurons and need
+    # more cores than either chip has: one error naming the node.
+    for m in ("bsa_fmnist", "ssa_fmnist"):
+        if os.path.exists(f"{d}/{m}.h5"):
+            for chip in ("loihi-like", "generic-45nm"):
+                expect_error(["map", f"{d}/{m}.h5", "--chip", chip], "needs more cores")
+
+
+@test
+def bad_mesh_files_and_options_are_refused():
+    c = json.loads(json.dumps(LOIHI))
+    c["core"]["assumed"] = ["nonsense"]
+    json.dump(c, open(path("bad.json"), "w"))
+    chain("tiny.h5", 4, [3])
+    expect_error(["map", path("tiny.h5"), "--chip", path("bad.json")], "core.assumed")
+    expect_error(["map", path("tiny.h5"), "--chip", "loihi-like", "--steps", "0"], "--steps")
+    expect_error(["map", path("tiny.h5"), "--chip", "dynapcnn", "--rates", "0.1,0.1,0.1"],
+                 "--rates")
+
+
+finish()

@@ -1,0 +1,90 @@
+// Routing on a mesh (hw/chip/route.cpp) against hand-worked packets: SANA-FE's rule (hops
+// |dx| + |dy|, energy of the destination tile, latency of the source tile; chip-model.md D.4),
+// with tiles whose figures differ so that the rule shows; and SRAM energy by size against
+// chip-model.md E.5's worked values. The shipped loihi-like file is read for D.4's example.
+#include <doctest/doctest.h>
+
+#include "hw/chip/chip.hpp"
+
+using namespace ternion::chip;
+
+namespace {
+
+// Loihi's Table 2 figures on every tile of a W x H mesh, one core per tile.
+Mesh loihi(std::int64_t w, std::int64_t h) {
+    MeshSpec s;
+    s.width = w, s.height = h, s.cores_per_tile = 1;
+    s.spike_pj = 1.7, s.spike_ns = 2.1;
+    s.hop_pj_ew = 3.0, s.hop_pj_ns = 4.0, s.hop_ns_ew = 4.1, s.hop_ns_ns = 6.5;
+    return Mesh::uniform(s);
+}
+
+}  // namespace
+
+TEST_CASE("one spike from tile (0,0) to (3,2): 3 E-W and 2 N-S hops (chip-model.md D.4)") {
+    const RouteTotals r = route(loihi(4, 4), {Flow{0, {11}, 1}}, 16);
+    CHECK(r.packets == 1);
+    CHECK(r.hops == 5);
+    // 1.7 + 3 x 3.0 + 2 x 4.0 = 18.7 pJ; 2.1 + 3 x 4.1 + 2 x 6.5 = 27.4 ns.
+    CHECK(r.energy_pj == doctest::Approx(18.7));
+    CHECK(r.core_flight_ns[0] == doctest::Approx(27.4));
+    CHECK(r.core_packets[0] == 1);
+}
+
+TEST_CASE("the shipped loihi-like chip routes D.4's spike the same way") {
+    const Chip c = load_chip("loihi-like");
+    REQUIRE(c.family == "mesh");
+    CHECK(c.mesh.cores() == 128);
+    CHECK(c.mesh.neurons == 1024);
+    CHECK(c.mesh.max_fanin == 4096);
+    CHECK(c.mesh.synaptic_op_pj == 23.6);
+    CHECK(c.mesh.neuron_update_pj == 52);
+    CHECK(c.mesh.neuron_active_pj == 81);
+    const Mesh m = Mesh::uniform(c.mesh);
+    // Core 4 x 11 = 44 sits on tile 11 = (3, 1); core 0 on (0, 0): 3 E-W and 1 N-S hops.
+    const RouteTotals r = route(m, {Flow{0, {44}, 2}}, c.mesh.cores());
+    CHECK(r.hops == 2 * 4);
+    CHECK(r.energy_pj == doctest::Approx(2 * (1.7 + 3 * 3.0 + 1 * 4.0)));
+    CHECK(r.core_flight_ns[0] == doctest::Approx(2.1 + 3 * 4.1 + 1 * 6.5));
+}
+
+TEST_CASE("hop energy of the destination tile, latency of the source tile") {
+    Mesh m = loihi(2, 2);
+    // Tile 3 = (1, 1) is a costly destination; tile 0 = (0, 0) a slow source.
+    m.pj_ew[3] = 10, m.pj_ns[3] = 20;
+    m.ns_ew[0] = 100, m.ns_ns[0] = 200;
+    const RouteTotals a = route(m, {Flow{0, {3}, 1}}, 4);
+    CHECK(a.energy_pj == doctest::Approx(1.7 + 10 + 20));
+    CHECK(a.core_flight_ns[0] == doctest::Approx(2.1 + 100 + 200));
+    // The other way round: tile 0's energies (3, 4) and tile 3's latencies (4.1, 6.5).
+    const RouteTotals b = route(m, {Flow{3, {0}, 1}}, 4);
+    CHECK(b.energy_pj == doctest::Approx(1.7 + 3 + 4));
+    CHECK(b.core_flight_ns[3] == doctest::Approx(2.1 + 4.1 + 6.5));
+}
+
+TEST_CASE("a spike is a packet to every destination core; flights take the longest") {
+    // 2 x 2 tiles of 2 cores: core k on tile k / 2. From core 1 (tile (0,0)) to cores 0 (same
+    // tile), 3 (tile (1,0)) and 7 (tile (1,1)): hops 0 + 1 + 2; 2.5 spikes.
+    Mesh m = loihi(2, 2);
+    m.cores_per_tile = 2;
+    const RouteTotals r = route(m, {Flow{1, {0, 3, 7}, 2.5}}, 8);
+    CHECK(r.packets == doctest::Approx(7.5));
+    CHECK(r.hops == doctest::Approx(2.5 * 3));
+    CHECK(r.energy_pj == doctest::Approx(2.5 * (3 * 1.7 + 3.0 + (3.0 + 4.0))));
+    CHECK(r.core_flight_ns[1] == doctest::Approx(2.1 + 4.1 + 6.5));
+    // The host injects at tile (0, 0) and is no core's work.
+    const RouteTotals h = route(m, {Flow{-1, {6}, 4}}, 8);
+    CHECK(h.host_pj == doctest::Approx(4 * (1.7 + 3.0 + 4.0)));
+    CHECK(h.core_packets[6] == 0);
+}
+
+TEST_CASE("SRAM energy by size: Horowitz's table, linear between sizes (chip-model.md E.5)") {
+    MeshSpec s;
+    s.sram_pj = {{8192, 10}, {32768, 20}, {1048576, 100}};
+    // E.5: 3.75 pJ/B at 20 KiB, 1.5625 pJ/B at 5120 B, 25 pJ/B above 1 MiB, Lemaire's per-byte
+    // cost being the 64-bit figure over a 4-byte width: x 4 gives the pJ per access.
+    CHECK(sram_pj(s, 20480) == doctest::Approx(3.75 * 4));
+    CHECK(sram_pj(s, 5120) == doctest::Approx(1.5625 * 4));
+    CHECK(sram_pj(s, 4 << 20) == doctest::Approx(25 * 4));
+    CHECK(sram_pj(s, 32768) == doctest::Approx(20));
+}

@@ -46,54 +46,48 @@ std::string bundled_path(const std::string& file) {
 }
 
 const std::vector<Dialect>& dialects() {
-    static const std::vector<Dialect> d = [] {
-        std::vector<Dialect> r;
-        Dialect nir;
-        nir.name = "nir";
-        nir.discretization = "euler";
-        nir.reset = "zero";
-        nir.summary = "NIR's equations as written";
-        r.push_back(nir);
-        Dialect snn = nir;
-        snn.name = "snntorch";
-        snn.dt = 1e-4;
-        snn.reset = "subtract";
-        snn.reset_delay = true;
-        snn.recurrent_last = true;
-        snn.summary =
-            "dt 1e-4 s, euler, subtract reset at the next step (snnTorch's Leaky), recurrent "
-            "input added after the decayed state and the feed-forward input (RLeaky, RSynaptic)";
-        r.push_back(snn);
-        Dialect norse = nir;
-        norse.name = "norse";
-        norse.dt = 1e-3;
-        norse.start_at_rest = true;
-        norse.unit_current_gain = true;
-        norse.summary =
-            "dt 1e-3 s, euler, reset to v_reset, membranes start at v_leak (IF at v_reset), "
-            "CubaLIF input into the current with gain 1";
-        r.push_back(norse);
-        Dialect sinabs = nir;
-        sinabs.name = "sinabs";
-        sinabs.dt = 1.0;
-        sinabs.discretization = "exact";
-        sinabs.reset = "subtract";
-        sinabs.compare_ge = true;
-        sinabs.unit_li_gain = true;
-        sinabs.summary =
-            "dt 1 (tau in steps), exact, subtract reset, fires on >=, LI (ExpLeak) input gain 1";
-        r.push_back(sinabs);
-        Dialect sj = nir;
-        sj.name = "spikingjelly";
-        sj.dt = 1.0;
-        sj.compare_ge = true;
-        sj.start_at_rest = true;
-        sj.summary =
-            "dt 1 (tau in steps), euler, reset to v_reset, fires on >=, membranes start at "
-            "v_leak (IF at v_reset)";
-        r.push_back(sj);
+    // Each framework's conventions: NIR's load options with `set` applied.
+    auto dialect = [](std::string name, std::optional<double> dt, std::string summary, auto set) {
+        Dialect r{name, dt, {}, std::move(summary)};
+        r.conventions.dialect = std::move(name);
+        set(r.conventions);
         return r;
-    }();
+    };
+    static const std::vector<Dialect> d = {
+        dialect("nir", std::nullopt, "NIR's equations as written", [](LoadOptions&) {}),
+        dialect("snntorch", 1e-4,
+                "dt 1e-4 s, euler, subtract reset at the next step (snnTorch's Leaky), recurrent "
+                "input added after the decayed state and the feed-forward input (RLeaky, "
+                "RSynaptic)",
+                [](LoadOptions& o) {
+                    o.reset = "subtract";
+                    o.reset_delay = true;
+                    o.recurrent_last = true;
+                }),
+        dialect("norse", 1e-3,
+                "dt 1e-3 s, euler, reset to v_reset, membranes start at v_leak (IF at v_reset), "
+                "CubaLIF input into the current with gain 1",
+                [](LoadOptions& o) {
+                    o.start_at_rest = true;
+                    o.unit_current_gain = true;
+                }),
+        dialect(
+            "sinabs", 1.0,
+            "dt 1 (tau in steps), exact, subtract reset, fires on >=, LI (ExpLeak) input gain 1",
+            [](LoadOptions& o) {
+                o.discretization = "exact";
+                o.reset = "subtract";
+                o.compare_ge = true;
+                o.unit_li_gain = true;
+            }),
+        dialect("spikingjelly", 1.0,
+                "dt 1 (tau in steps), euler, reset to v_reset, fires on >=, membranes start at "
+                "v_leak (IF at v_reset)",
+                [](LoadOptions& o) {
+                    o.compare_ge = true;
+                    o.start_at_rest = true;
+                }),
+    };
     return d;
 }
 
@@ -220,13 +214,7 @@ LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConvent
             throw InputError(origin, "metadata/from", "unknown framework '" + *file.from + "'");
     }
     const Dialect& dia = find_dialect(dialect_name);
-    o.dialect = dia.name;
-    o.compare_ge = dia.compare_ge;
-    o.reset_delay = dia.reset_delay;
-    o.start_at_rest = dia.start_at_rest;
-    o.unit_current_gain = dia.unit_current_gain;
-    o.unit_li_gain = dia.unit_li_gain;
-    o.recurrent_last = dia.recurrent_last;
+    o = dia.conventions;  // dt, discretization and reset are chosen below
     o.allow_unstable = user.allow_unstable;
     o.ignore_unknown_params = user.ignore_unknown;
     if (dia.name != "nir")
@@ -275,10 +263,10 @@ LoadOptions resolve_load_options(const UserLoadOptions& user, const ModelConvent
         return v;
     };
     o.discretization =
-        pick(user.discretization, file.discretization, "discretization", dia.discretization.c_str(),
-             {"euler", "exact"}, rep.discretization_source);
-    o.reset = pick(user.reset, file.reset, "reset", dia.reset.c_str(), {"zero", "subtract"},
-                   rep.reset_source);
+        pick(user.discretization, file.discretization, "discretization",
+             dia.conventions.discretization.c_str(), {"euler", "exact"}, rep.discretization_source);
+    o.reset = pick(user.reset, file.reset, "reset", dia.conventions.reset.c_str(),
+                   {"zero", "subtract"}, rep.reset_source);
     o.weight_codebook = user.weight_codebook;
     rep.used = o;
     return o;

@@ -35,17 +35,13 @@ struct LoadReport {
 // The import dialects (`--from`): what each framework's own simulation does that its NIR
 // exporter does not write. Documented in docs/bringing-a-model.md.
 struct Dialect {
-    std::string name;                // nir | snntorch | norse | sinabs | spikingjelly
-    std::optional<double> dt;        // seconds per step the exporter's tau assume
-    std::string discretization;      // euler | exact
-    std::string reset;               // zero | subtract
-    bool compare_ge = false;         // fires on v >= v_threshold
-    bool reset_delay = false;        // reset at the next step
-    bool start_at_rest = false;      // membranes start at v_leak (IF: v_reset)
-    bool unit_current_gain = false;  // CubaLIF: x enters the current with gain w_in
-    bool unit_li_gain = false;       // LI: x enters with gain r
-    bool recurrent_last = false;     // recurrent input added after the others
-    std::string summary;             // one line for the run header
+    std::string name;          // nir | snntorch | norse | sinabs | spikingjelly
+    std::optional<double> dt;  // seconds per step the exporter's tau assume
+    // The framework's conventions as load options: `dialect` (the name), discretization,
+    // reset, compare_ge, reset_delay, start_at_rest, unit_current_gain, unit_li_gain and
+    // recurrent_last. Its dt and the user's own switches keep their defaults.
+    LoadOptions conventions;
+    std::string summary;  // one line for the run header
 };
 const std::vector<Dialect>& dialects();
 // The dialect called `name`; throws OptionError("from") naming the known ones otherwise.

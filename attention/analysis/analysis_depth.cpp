@@ -1,6 +1,7 @@
 #include "attention/analysis/analysis_depth.hpp"
 
 #include <cmath>
+#include <iterator>
 #include <numbers>
 #include <random>
 
@@ -20,15 +21,11 @@ Regime regime(int depth, double width) {
 }
 
 const char* regime_name(Regime r) {
-    switch (r) {
-        case Regime::depth_efficient:
-            return "depth-efficient";
-        case Regime::threshold:
-            return "threshold";
-        case Regime::width_limited:
-            return "width-limited";
-    }
-    return "?";
+    // In Regime's order.
+    static constexpr const char* names[] = {"depth-efficient", "threshold", "width-limited"};
+    static_assert(std::size(names) == static_cast<std::size_t>(Regime::width_limited) + 1);
+    const auto k = static_cast<std::size_t>(r);
+    return k < std::size(names) ? names[k] : "?";
 }
 
 double log_monomials(double m, double d) {

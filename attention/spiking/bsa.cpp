@@ -67,19 +67,11 @@ bool BsaNode::reset_state(NodeState* state) const {
 }
 
 bool BsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
-    auto* s = dynamic_cast<const State*>(state);
-    if (!s) return false;
-    out = s->hout;
-    return true;
+    return membrane_of(state, &State::hout, out);
 }
 
 bool BsaNode::attention_maps(const NodeState* state, AttentionMaps& out) const {
-    auto* s = dynamic_cast<const State*>(state);
-    return s && export_maps(s->maps, out);
-}
-
-std::uint64_t BsaNode::neurons_per_step() const {
-    return 3 * static_cast<std::uint64_t>(tokens_ * dim_);  // Q, K and output TSNs
+    return maps_of<State>(state, out);
 }
 
 void BsaNode::step(const Activity& in, NodeState* state, Activity& out,

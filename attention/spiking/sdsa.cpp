@@ -51,14 +51,7 @@ bool SdsaNode::reset_state(NodeState* state) const {
 }
 
 bool SdsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
-    auto* s = dynamic_cast<const State*>(state);
-    if (!s) return false;
-    out = s->hmask;
-    return true;
-}
-
-std::uint64_t SdsaNode::neurons_per_step() const {
-    return 3 * static_cast<std::uint64_t>(tokens_ * dim_) + static_cast<std::uint64_t>(dim_);
+    return membrane_of(state, &State::hmask, out);
 }
 
 void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,

@@ -73,7 +73,8 @@ ModuleShape SpikingAttentionNode::module_shape() const {
     ModuleShape m;
     m.bias_ops_per_step = static_cast<std::uint64_t>(biased_) * static_cast<std::uint64_t>(dim_);
     m.batchnorm_elems_per_step = static_cast<std::uint64_t>(normalised_) * nd;
-    m.neuron_elems_per_step = neurons_per_step();
+    m.neuron_elems_per_step = static_cast<std::uint64_t>(neurons_per_element_) * nd +
+                              static_cast<std::uint64_t>(mask_neurons_);
     return m;
 }
 std::vector<std::pair<std::string, std::string>> SpikingAttentionNode::summary() const {

@@ -67,6 +67,21 @@ class SpikingAttentionNode : public Node {
     // Starts a step's maps: sized and zeroed when `keep`, else marked absent.
     void start_maps(KeptMaps& m, bool keep) const;
     bool export_maps(const KeptMaps& m, AttentionMaps& out) const;
+    // Node::membrane and Node::attention_maps of a variant whose state type is S: the neurons
+    // in s.*neurons, the maps in s.maps; false for another node's state.
+    template <class S>
+    static bool membrane_of(const NodeState* state, std::vector<float> S::*neurons,
+                            std::vector<float>& out) {
+        auto* s = dynamic_cast<const S*>(state);
+        if (!s) return false;
+        out = s->*neurons;
+        return true;
+    }
+    template <class S>
+    bool maps_of(const NodeState* state, AttentionMaps& out) const {
+        auto* s = dynamic_cast<const S*>(state);
+        return s && export_maps(s->maps, out);
+    }
     // Runs the fused projection and books its (input, weight) pairs: AC for spikes, |x| ACs
     // for small integers x, MAC for analog values; 4 weight bytes each.
     void project(const Activity& in, Buffers& b, const StepContext& ctx) const;
@@ -92,9 +107,9 @@ class SpikingAttentionNode : public Node {
     std::int64_t dim_in_ = 0, dim_ = 0, heads_ = 1, head_dim_ = 0, tokens_ = 0;
     std::uint64_t proj_params_ = 0, proj_nnz_ = 0;
     int biased_ = 0, normalised_ = 0;
-    // Neuron updates per step (SSA: Q, K, V and attention LIFs; SDSA: Q, K, V and D mask
-    // neurons; BSA: Q, K and output TSNs, V has none).
-    virtual std::uint64_t neurons_per_step() const = 0;
+    // Neuron updates per step: this many per output element (SSA: Q, K, V and attention LIFs;
+    // SDSA: Q, K and V LIFs; BSA: Q, K and output TSNs, V has none), plus mask_neurons_.
+    std::int64_t neurons_per_element_ = 3;
 };
 
 // Each variant's state type (State) is defined in its own file (attention/spiking/ssa.cpp,
@@ -112,9 +127,6 @@ class SsaNode : public SpikingAttentionNode {
     // The attention LIFs.
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
     bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
-
-  protected:
-    std::uint64_t neurons_per_step() const override;
 
   private:
     struct State;
@@ -150,9 +162,6 @@ class SdsaNode : public SpikingAttentionNode {
     // The mask neurons, one per channel.
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
 
-  protected:
-    std::uint64_t neurons_per_step() const override;
-
   private:
     struct State;
     // The step's stages: Q/K/V spikes; per-channel count of coincident spikes of a and b over
@@ -177,9 +186,6 @@ class BsaNode : public SpikingAttentionNode {
     // The output TSNs.
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
     bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
-
-  protected:
-    std::uint64_t neurons_per_step() const override;
 
   private:
     struct State;

@@ -1,6 +1,9 @@
 // Loading of the spiking attention node types from a model file (NIR layout, one dataset per
 // parameter; names and meanings in docs/transformer-format.md).
 #include <cmath>
+#include <initializer_list>
+#include <string_view>
+#include <utility>
 
 #include "attention/spiking/spiking_attention.hpp"
 #include "neuron/neuron_params.hpp"
@@ -67,19 +70,27 @@ Qkv read_qkv(const NodeSpec& spec) {
     return r;
 }
 
+// The value string parameter `param` names among `choices`, the first one when it is absent;
+// any other name is refused with `must`.
+template <class E>
+E named_choice(const NodeSpec& spec, const char* param,
+               std::initializer_list<std::pair<std::string_view, E>> choices,
+               const std::string& must) {
+    const auto name = spec.string_opt(param);
+    for (const auto& [n, value] : choices)
+        if (!name || *name == n) return value;
+    spec.fail(param, must);
+}
+
 }  // namespace
 
 std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
     auto qkv = read_qkv(spec);
-    auto assoc = SsaAssociation::automatic;
-    if (auto a = spec.string_opt("association")) {
-        if (*a == "qk")
-            assoc = SsaAssociation::qk_first;
-        else if (*a == "kv")
-            assoc = SsaAssociation::kv_first;
-        else if (*a != "auto")
-            spec.fail("association", "must be \"auto\", \"qk\" or \"kv\"");
-    }
+    const auto assoc = named_choice<SsaAssociation>(spec, "association",
+                                                    {{"auto", SsaAssociation::automatic},
+                                                     {"qk", SsaAssociation::qk_first},
+                                                     {"kv", SsaAssociation::kv_first}},
+                                                    "must be \"auto\", \"qk\" or \"kv\"");
     auto n = std::make_unique<SsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
                                        std::move(qkv.v), qkv.heads, read_sj_lif(spec, "lif_", 1.0f),
                                        read_sj_lif(spec, "attn_", 0.5f),
@@ -90,14 +101,9 @@ std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
 
 std::unique_ptr<Node> build_sdsa(const NodeSpec& spec) {
     auto qkv = read_qkv(spec);
-    auto form = SdsaForm::qk_first;
-    if (auto f = spec.string_opt("form")) {
-        if (*f == "kv")
-            form = SdsaForm::kv_first;
-        else if (*f != "qk")
-            spec.fail("form",
-                      "must be \"qk\" (the paper's equation) or \"kv\" (the official code)");
-    }
+    const auto form = named_choice<SdsaForm>(
+        spec, "form", {{"qk", SdsaForm::qk_first}, {"kv", SdsaForm::kv_first}},
+        "must be \"qk\" (the paper's equation) or \"kv\" (the official code)");
     auto n = std::make_unique<SdsaNode>(
         spec.name(), std::move(qkv.q), std::move(qkv.k), std::move(qkv.v), qkv.heads,
         read_sj_lif(spec, "lif_", 1.0f), read_sj_lif(spec, "attn_", 0.5f), form);

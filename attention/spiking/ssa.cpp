@@ -60,6 +60,7 @@ SsaNode::SsaNode(std::string name, Projection q, Projection k, Projection v, std
       scale_(scale),
       assoc_(assoc) {
     closed_form_ = AttentionClosedForm::qkv_products;
+    neurons_per_element_ = 4;  // Q, K, V and attention LIFs
 }
 
 std::unique_ptr<NodeState> SsaNode::make_state() const {
@@ -88,19 +89,11 @@ bool SsaNode::reset_state(NodeState* state) const {
 }
 
 bool SsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
-    auto* s = dynamic_cast<const State*>(state);
-    if (!s) return false;
-    out = s->hout;
-    return true;
+    return membrane_of(state, &State::hout, out);
 }
 
 bool SsaNode::attention_maps(const NodeState* state, AttentionMaps& out) const {
-    auto* s = dynamic_cast<const State*>(state);
-    return s && export_maps(s->maps, out);
-}
-
-std::uint64_t SsaNode::neurons_per_step() const {
-    return 4 * static_cast<std::uint64_t>(tokens_ * dim_);  // Q, K, V and attention LIFs
+    return maps_of<State>(state, out);
 }
 
 std::vector<std::pair<std::string, double>> SsaNode::attributes() const {

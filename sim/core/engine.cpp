@@ -370,19 +370,10 @@ void timed_step_node(const RunShared& r, Workspace& ws, StepContext& ctx, int u)
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void copy_outputs(const Activity& src, Activity& dst) {
-    dst.values = src.values;
-    dst.active = src.active;
-    dst.ternary = src.ternary;
-    dst.all_ones = src.all_ones;
-    dst.listed = src.listed;
-    dst.unlisted = src.unlisted;
-}
-
 // The sources of delayed edges: this step's output is what those edges carry next step.
 void keep_delayed_outputs(const Graph& g, Workspace& ws) {
     for (int u : g.delayed_sources())
-        copy_outputs(ws.out[static_cast<std::size_t>(u)], ws.prev[static_cast<std::size_t>(u)]);
+        ws.prev[static_cast<std::size_t>(u)] = ws.out[static_cast<std::size_t>(u)];
 }
 
 // Argmax of the output summed over time; ties go to the lowest index.
@@ -421,7 +412,7 @@ void run_node_major(const RunShared& r, Workspace& ws, StepContext& ctx, std::ve
                           steps[static_cast<std::size_t>(v)][ti]);
             std::swap(ws.out[k], steps[k][ti]);
             // A constant node is stepped at t = 0 only; later steps keep that output.
-            if (t > 0 && r.constant[k]) copy_outputs(steps[k][0], ws.out[k]);
+            if (t > 0 && r.constant[k]) ws.out[k] = steps[k][0];
             if (r.cfg.time_nodes)
                 timed_step_node(r, ws, ctx, u);
             else

@@ -2,28 +2,18 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <map>
 
 namespace ternion {
 
 const char* category_name(NodeCategory c) {
-    switch (c) {
-        case NodeCategory::input:
-            return "input";
-        case NodeCategory::output:
-            return "output";
-        case NodeCategory::synaptic:
-            return "synaptic";
-        case NodeCategory::neuron:
-            return "neuron";
-        case NodeCategory::attention:
-            return "attention";
-        case NodeCategory::readout:
-            return "readout";
-        case NodeCategory::other:
-            return "other";
-    }
-    return "other";
+    // In NodeCategory's order.
+    static constexpr const char* names[] = {"input",     "output",  "synaptic", "neuron",
+                                            "attention", "readout", "other"};
+    static_assert(std::size(names) == static_cast<std::size_t>(NodeCategory::other) + 1);
+    const auto k = static_cast<std::size_t>(c);
+    return k < std::size(names) ? names[k] : "other";
 }
 
 int Graph::add_node(std::unique_ptr<Node> node) {

@@ -9,25 +9,19 @@
 
 namespace ternion {
 
-struct LayerRecord {
+// What the run measured of a node (NodeStats: totals over samples and steps), with the node's
+// own facts beside it.
+struct LayerRecord : NodeStats {
     std::string name, type;
     NodeCategory category = NodeCategory::other;
     bool spiking = false;
-    std::int64_t neurons = 0;  // output elements per step
-    std::int64_t in_size = 0;  // input elements per step
-    OpCounts ops;              // totals over samples and steps
-    std::uint64_t nonzero_out = 0, positive_out = 0, negative_out = 0;
-    std::uint64_t nonzero_in = 0;
-    bool input_ternary = true;                // all inputs in {-1,0,+1}: NeuroBench counts ACs
+    std::int64_t neurons = 0;                 // output elements per step
+    std::int64_t in_size = 0;                 // input elements per step
     std::uint64_t dense_macs_per_step = 0;    // the ANN-equivalent MACs of one step
     std::uint64_t dense_synops_per_step = 0;  // NeuroBench "Dense" per step
     std::uint64_t param_count = 0;
     std::uint64_t weight_count = 0;  // connection weights, bias excluded
     double weight_density = -1.0;
-    AttentionCounts attention;                      // attention nodes: totals by stage
-    SynapseCounts synapses;                         // (non-zero input, non-zero weight) pairs
-    TallySlots tallies{};                           // NodeStats::tallies: RunRecord::tallies' slots
-    double seconds = 0.0;                           // see NodeStats (--node-times)
     ModuleShape modules;                            // Node::module_shape()
     std::optional<AttentionShape> attention_shape;  // set for attention nodes
     CountTraits traits;                             // Node::count_traits()
@@ -64,28 +58,19 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         const Node& n = g.node(u);
         const NodeStats& s = r.nodes[static_cast<std::size_t>(u)];
         LayerRecord l;
+        static_cast<NodeStats&>(l) = s;
         l.name = n.name();
         l.type = n.type();
         l.category = n.category();
         l.spiking = n.is_spiking();
         l.neurons = n.out_size();
         l.in_size = n.category() == NodeCategory::input ? 0 : n.in_size();
-        l.ops = s.ops;
-        l.nonzero_out = s.nonzero_out;
-        l.positive_out = s.positive_out;
-        l.negative_out = s.negative_out;
-        l.nonzero_in = s.nonzero_in;
-        l.input_ternary = s.input_ternary;
         l.dense_macs_per_step = n.dense_macs_per_step();
         l.dense_synops_per_step = n.dense_synops_per_step();
         l.param_count = n.param_count();
         l.weight_count = n.weight_count();
         l.weight_density = n.weight_density();
         l.traits = n.count_traits();
-        l.attention = s.attention;
-        l.synapses = s.synapses;
-        l.tallies = s.tallies;
-        l.seconds = s.seconds;
         l.modules = n.module_shape();
         l.attention_shape = n.attention_shape();
         rec.layers.push_back(std::move(l));

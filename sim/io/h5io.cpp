@@ -77,20 +77,21 @@ bool Reader::exists(const std::string& obj) const {
     return true;
 }
 
-bool Reader::is_group(const std::string& obj) const {
-    if (!exists(obj)) return false;
+namespace {
+// Whether the object at `obj`, which exists, is of HDF5 object type `type`.
+bool object_is(hid_t file, const std::string& obj, H5O_type_t type) {
     H5O_info_t oi;
-    if (H5Oget_info_by_name2(file_.id(), obj.c_str(), &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
-        return false;
-    return oi.type == H5O_TYPE_GROUP;
+    return H5Oget_info_by_name2(file, obj.c_str(), &oi, H5O_INFO_BASIC, H5P_DEFAULT) >= 0 &&
+           oi.type == type;
+}
+}  // namespace
+
+bool Reader::is_group(const std::string& obj) const {
+    return exists(obj) && object_is(file_.id(), obj, H5O_TYPE_GROUP);
 }
 
 bool Reader::is_dataset(const std::string& obj) const {
-    if (!exists(obj)) return false;
-    H5O_info_t oi;
-    if (H5Oget_info_by_name2(file_.id(), obj.c_str(), &oi, H5O_INFO_BASIC, H5P_DEFAULT) < 0)
-        return false;
-    return oi.type == H5O_TYPE_DATASET;
+    return exists(obj) && object_is(file_.id(), obj, H5O_TYPE_DATASET);
 }
 
 std::vector<std::string> Reader::children(const std::string& group) const {
@@ -742,45 +743,36 @@ namespace {
 hid_t open_obj(hid_t file, const std::string& obj) {
     return H5Oopen(file, obj.empty() ? "/" : obj.c_str(), H5P_DEFAULT);
 }
+
+// Writes the scalar attribute obj@name of HDF5 type `type` from `value`, replacing one of that
+// name; errors name `path`.
+void write_scalar_attr(hid_t file, const std::string& path, const std::string& obj,
+                       const std::string& name, hid_t type, const void* value) {
+    Handle o(open_obj(file, obj), H5Oclose);
+    if (!o) throw InputError(path, obj, "no such object for attribute " + name);
+    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
+    if (H5Aexists(o.id(), name.c_str()) > 0) H5Adelete(o.id(), name.c_str());
+    Handle a(H5Acreate2(o.id(), name.c_str(), type, space.id(), H5P_DEFAULT, H5P_DEFAULT),
+             H5Aclose);
+    if (!a || H5Awrite(a.id(), type, value) < 0)
+        throw InputError(path, obj + "@" + name, "cannot write attribute");
+}
 }  // namespace
 
 void Writer::attr(const std::string& obj, const std::string& name, const std::string& value) {
-    Handle o(open_obj(file_.id(), obj), H5Oclose);
-    if (!o) throw InputError(path_, obj, "no such object for attribute " + name);
     Handle type(H5Tcopy(H5T_C_S1), H5Tclose);
     H5Tset_size(type.id(), H5T_VARIABLE);
     H5Tset_cset(type.id(), H5T_CSET_UTF8);
-    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-    if (H5Aexists(o.id(), name.c_str()) > 0) H5Adelete(o.id(), name.c_str());
-    Handle a(H5Acreate2(o.id(), name.c_str(), type.id(), space.id(), H5P_DEFAULT, H5P_DEFAULT),
-             H5Aclose);
     const char* p = value.c_str();
-    if (!a || H5Awrite(a.id(), type.id(), &p) < 0)
-        throw InputError(path_, obj + "@" + name, "cannot write attribute");
+    write_scalar_attr(file_.id(), path_, obj, name, type.id(), &p);
 }
 
 void Writer::attr(const std::string& obj, const std::string& name, double value) {
-    Handle o(open_obj(file_.id(), obj), H5Oclose);
-    if (!o) throw InputError(path_, obj, "no such object for attribute " + name);
-    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-    if (H5Aexists(o.id(), name.c_str()) > 0) H5Adelete(o.id(), name.c_str());
-    Handle a(
-        H5Acreate2(o.id(), name.c_str(), H5T_NATIVE_DOUBLE, space.id(), H5P_DEFAULT, H5P_DEFAULT),
-        H5Aclose);
-    if (!a || H5Awrite(a.id(), H5T_NATIVE_DOUBLE, &value) < 0)
-        throw InputError(path_, obj + "@" + name, "cannot write attribute");
+    write_scalar_attr(file_.id(), path_, obj, name, H5T_NATIVE_DOUBLE, &value);
 }
 
 void Writer::attr(const std::string& obj, const std::string& name, std::int64_t value) {
-    Handle o(open_obj(file_.id(), obj), H5Oclose);
-    if (!o) throw InputError(path_, obj, "no such object for attribute " + name);
-    Handle space(H5Screate(H5S_SCALAR), H5Sclose);
-    if (H5Aexists(o.id(), name.c_str()) > 0) H5Adelete(o.id(), name.c_str());
-    Handle a(
-        H5Acreate2(o.id(), name.c_str(), H5T_NATIVE_INT64, space.id(), H5P_DEFAULT, H5P_DEFAULT),
-        H5Aclose);
-    if (!a || H5Awrite(a.id(), H5T_NATIVE_INT64, &value) < 0)
-        throw InputError(path_, obj + "@" + name, "cannot write attribute");
+    write_scalar_attr(file_.id(), path_, obj, name, H5T_NATIVE_INT64, &value);
 }
 
 namespace {

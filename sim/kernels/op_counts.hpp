@@ -41,16 +41,21 @@ struct OpCounts {
     }
     bool operator==(const OpCounts&) const = default;
 
-    // Visit (name, value) pairs in the fixed field order.
+    // Visit (name, value) pairs in the fixed field order; for_each_mut passes the values by
+    // reference.
     template <class F>
     void for_each(F&& f) const {
-#define TERNION_OP_VISIT(name) f(std::string_view(#name), name);
-        TERNION_OP_FIELDS(TERNION_OP_VISIT)
-#undef TERNION_OP_VISIT
+        visit(*this, f);
     }
     template <class F>
     void for_each_mut(F&& f) {
-#define TERNION_OP_VISIT(name) f(std::string_view(#name), name);
+        visit(*this, f);
+    }
+
+  private:
+    template <class Self, class F>
+    static void visit(Self& self, F& f) {
+#define TERNION_OP_VISIT(name) f(std::string_view(#name), self.name);
         TERNION_OP_FIELDS(TERNION_OP_VISIT)
 #undef TERNION_OP_VISIT
     }

@@ -10,21 +10,35 @@ namespace ternion::synaptic {
 
 namespace {
 
-// ------------------------------------------------------------------ Scale
-
-class ScaleNode final : public Node {
+// Scale and Delay: a synaptic node whose parameter holds one value for every element or one per
+// input element; the output has the input's shape.
+class PerElementNode : public Node {
   public:
-    explicit ScaleNode(const NodeSpec& s) : Node(s.name(), s.type()) { scale_ = s.floats("scale"); }
+    using Node::Node;
     NodeCategory category() const override { return NodeCategory::synaptic; }
-    Shape declared_in_shape() const override {
-        return scale_.size() > 1 ? Shape{static_cast<std::int64_t>(scale_.size())} : Shape{};
+
+  protected:
+    // The input shape `count` values declare: [count], or none for a single value.
+    static Shape per_element_shape(std::size_t count) {
+        return count > 1 ? Shape{static_cast<std::int64_t>(count)} : Shape{};
     }
-    void bind(const Shape& in) override {
-        if (scale_.size() != 1 && static_cast<std::int64_t>(scale_.size()) != numel(in))
-            fail("scale",
-                 "has " + std::to_string(scale_.size()) + " values for input " + shape_str(in));
+    // Refuses an input that `count` values of `param` do not fit.
+    void bind_per_element(const char* param, std::size_t count, const Shape& in) {
+        if (count != 1 && static_cast<std::int64_t>(count) != numel(in))
+            fail(param, "has " + std::to_string(count) + " values for input " + shape_str(in));
         in_shape_ = out_shape_ = in;
     }
+};
+
+// ------------------------------------------------------------------ Scale
+
+class ScaleNode final : public PerElementNode {
+  public:
+    explicit ScaleNode(const NodeSpec& s) : PerElementNode(s.name(), s.type()) {
+        scale_ = s.floats("scale");
+    }
+    Shape declared_in_shape() const override { return per_element_shape(scale_.size()); }
+    void bind(const Shape& in) override { bind_per_element("scale", scale_.size(), in); }
     void step(const Activity& in, NodeState*, Activity& out,
               const StepContext& ctx) const override {
         out.clear();
@@ -123,9 +137,9 @@ struct DelayState : NodeState {
     std::int64_t head = 0;
 };
 
-class DelayNode final : public Node {
+class DelayNode final : public PerElementNode {
   public:
-    explicit DelayNode(const NodeSpec& s) : Node(s.name(), s.type()) {
+    explicit DelayNode(const NodeSpec& s) : PerElementNode(s.name(), s.type()) {
         delay_s_ = s.floats("delay");
         dt_ = s.options().dt;
         for (float d : delay_s_)
@@ -137,15 +151,9 @@ class DelayNode final : public Node {
             steps_.push_back(static_cast<std::int64_t>(steps));
         }
     }
-    NodeCategory category() const override { return NodeCategory::synaptic; }
-    Shape declared_in_shape() const override {
-        return delay_s_.size() > 1 ? Shape{static_cast<std::int64_t>(delay_s_.size())} : Shape{};
-    }
+    Shape declared_in_shape() const override { return per_element_shape(delay_s_.size()); }
     void bind(const Shape& in) override {
-        if (steps_.size() != 1 && static_cast<std::int64_t>(steps_.size()) != numel(in))
-            fail("delay",
-                 "has " + std::to_string(steps_.size()) + " values for input " + shape_str(in));
-        in_shape_ = out_shape_ = in;
+        bind_per_element("delay", steps_.size(), in);
         max_ = *std::max_element(steps_.begin(), steps_.end());
     }
     std::unique_ptr<NodeState> make_state() const override {

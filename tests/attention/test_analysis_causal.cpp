@@ -2,6 +2,9 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <initializer_list>
+#include <tuple>
+#include <vector>
 
 #include "attention/analysis/analysis_causal.hpp"
 
@@ -21,6 +24,15 @@ Eigen::MatrixXd row_normalised(Eigen::MatrixXd A) {
 
 FisherZTest tester(const Eigen::MatrixXd& A, std::int64_t n = 768, double alpha = 0.01) {
     return FisherZTest{correlation(attention_covariance(A)), n, alpha};
+}
+
+// The testers of an n-node linear SEM with weights G(i, j) = w for each {i, j, w} of `edges`:
+// on its mixing matrix as is and row-normalised.
+std::vector<FisherZTest> sem_testers(int n,
+                                     std::initializer_list<std::tuple<int, int, double>> edges) {
+    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(n, n);
+    for (const auto& [i, j, w] : edges) G(i, j) = w;
+    return {tester(sem_mixing(G)), tester(row_normalised(sem_mixing(G)))};
 }
 
 std::vector<std::string> names(int n) {
@@ -109,11 +121,7 @@ TEST_CASE("fact 6: with rho fixed, more records lower the p-value monotonically"
 }
 
 TEST_CASE("fact 7: chain 0 -> 1 -> 2 keeps 0 - 1 - 2, drops 0 - 2, orients nothing") {
-    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(3, 3);
-    G(1, 0) = 0.8;
-    G(2, 1) = 0.9;
-    for (const auto& A : {sem_mixing(G), row_normalised(sem_mixing(G))}) {
-        const auto t = tester(A);
+    for (const auto& t : sem_testers(3, {{1, 0, 0.8}, {2, 1, 0.9}})) {
         CHECK(std::fabs(partial_correlation(t.R, 0, 2, {1})) < 1e-12);
         CHECK(std::fabs(t.R(0, 2)) > 0.3);  // marginally dependent
         const auto g = pc_search(t, 3);
@@ -128,11 +136,7 @@ TEST_CASE("fact 7: chain 0 -> 1 -> 2 keeps 0 - 1 - 2, drops 0 - 2, orients nothi
 }
 
 TEST_CASE("fact 8: collider 0 -> 2 <- 1 comes out as a v-structure") {
-    Eigen::MatrixXd G = Eigen::MatrixXd::Zero(3, 3);
-    G(2, 0) = 0.7;
-    G(2, 1) = 0.6;
-    for (const auto& A : {sem_mixing(G), row_normalised(sem_mixing(G))}) {
-        const auto t = tester(A);
+    for (const auto& t : sem_testers(3, {{2, 0, 0.7}, {2, 1, 0.6}})) {
         CHECK(std::fabs(t.R(0, 1)) < 1e-12);                          // marginally independent
         CHECK(std::fabs(partial_correlation(t.R, 0, 1, {2})) > 0.2);  // dependent given 2
         const auto g = pc_search(t, 3);

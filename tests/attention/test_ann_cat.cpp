@@ -11,26 +11,17 @@
 #include "attention/ann/ann_attention.hpp"
 #include "attention/ann/fft.hpp"
 #include "sim/core/error.hpp"
+#include "tests/support/ann_values.hpp"
 
 using namespace ternion;
 using namespace ternion::ann;
+using namespace ternion::test;
 using MatD = Eigen::MatrixXd;
 
 namespace {
 
-std::vector<float> randv(std::size_t n, unsigned seed, float scale = 1.0f) {
-    std::mt19937 g(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(g);
-    return v;
-}
-
 MatD to_d(const MatR& m) {
     return m.cast<double>();
-}
-MatR from_ptr(const std::vector<float>& v, std::int64_t r, std::int64_t c) {
-    return Eigen::Map<const MatR>(v.data(), r, c);
 }
 
 // Roll[i, j] = z[(i - j) mod n]
@@ -95,9 +86,9 @@ struct CatWeights {
         w.set("b_O", bO, {D});
     }
     MatD dense(const MatD& x, bool causal = false, bool renorm = false) const {
-        return dense_cat(x, to_d(from_ptr(WA, D, H)), to_d(from_ptr(bA, 1, H)),
-                         to_d(from_ptr(WV, D, D)), to_d(from_ptr(bV, 1, D)),
-                         to_d(from_ptr(WO, D, D)), to_d(from_ptr(bO, 1, D)), causal, renorm);
+        return dense_cat(x, to_d(mr(WA, D, H)), to_d(mr(bA, 1, H)), to_d(mr(WV, D, D)),
+                         to_d(mr(bV, 1, D)), to_d(mr(WO, D, D)), to_d(mr(bO, 1, D)), causal,
+                         renorm);
     }
 };
 
@@ -318,7 +309,7 @@ TEST_CASE("CAT over column groups: heads filling groups, sharing them, and spann
                 Options o;
                 o.renormalize = true;
                 auto a = make_attention(kind, cw.w, o);
-                MatR x = from_ptr(randv(n * D, 72), n, D);
+                MatR x = mr(randv(n * D, 72), n, D);
                 MatR y = run(*a, x);
                 const bool causal = std::string(kind) == "cat-causal";
                 MatD ref = cw.dense(to_d(x), causal, causal);
@@ -358,7 +349,7 @@ TEST_CASE("CAT forward equals the dense circulant computation (incl. prime N)") 
         CatWeights cw(16, 4, 21);
         auto a = make_attention("cat", cw.w);
         CHECK(a->heads() == 4);
-        MatR x = from_ptr(randv(n * 16, 5), n, 16);
+        MatR x = mr(randv(n * 16, 5), n, 16);
         MatR y = run(*a, x);
         MatD ref = cw.dense(to_d(x));
         CHECK((to_d(y) - ref).cwiseAbs().maxCoeff() < 1e-4 * (1.0 + ref.cwiseAbs().maxCoeff()));
@@ -379,7 +370,7 @@ TEST_CASE("C1/C2: the CAT weight matrix is Roll(softmax(z)), doubly stochastic")
     auto a = make_attention("cat", cw.w);
     MatR x = MatR::Identity(n, n);
     MatD Y = to_d(run(*a, x));
-    Eigen::VectorXd z = (to_d(x) * to_d(from_ptr(cw.WA, n, 1))).col(0).array() + double(cw.bA[0]);
+    Eigen::VectorXd z = (to_d(x) * to_d(mr(cw.WA, n, 1))).col(0).array() + double(cw.bA[0]);
     MatD R = roll(softmax(z));
     CHECK((Y - R).cwiseAbs().maxCoeff() < 1e-6);
     for (std::int64_t i = 0; i < n; ++i) {
@@ -401,9 +392,9 @@ TEST_CASE("C5: uniform scores give the token mean of V; C6: one-hot scores shift
     std::fill(cw.WA.begin(), cw.WA.end(), 0.0f);
     cw.bA.assign(1, 0.0f);
     cw.sync();
-    MatR x = from_ptr(randv(n * D, 6), n, D);
-    MatD V = to_d(x) * to_d(from_ptr(cw.WV, D, D));
-    V.rowwise() += to_d(from_ptr(cw.bV, 1, D)).row(0);
+    MatR x = mr(randv(n * D, 6), n, D);
+    MatD V = to_d(x) * to_d(mr(cw.WV, D, D));
+    V.rowwise() += to_d(mr(cw.bV, 1, D)).row(0);
     {
         auto a = make_attention("cat", cw.w);
         MatD Y = to_d(run(*a, x));
@@ -415,8 +406,8 @@ TEST_CASE("C5: uniform scores give the token mean of V; C6: one-hot scores shift
     for (std::int64_t i = 0; i < n; ++i) x(i, 0) = i == k ? 1.0f : 0.0f;
     cw.WA[0] = 200.0f;  // W_A[0, 0]
     cw.sync();
-    V = to_d(x) * to_d(from_ptr(cw.WV, D, D));
-    V.rowwise() += to_d(from_ptr(cw.bV, 1, D)).row(0);
+    V = to_d(x) * to_d(mr(cw.WV, D, D));
+    V.rowwise() += to_d(mr(cw.bV, 1, D)).row(0);
     auto a = make_attention("cat", cw.w);
     MatD Y = to_d(run(*a, x));
     for (std::int64_t i = 0; i < n; ++i)
@@ -459,7 +450,7 @@ TEST_CASE("C9: head h depends only on its V channels and column h of W_A") {
     CatWeights cw(D, H, 51);
     cw.WO = identity(D);
     cw.sync();
-    MatR x = from_ptr(randv(n * D, 10), n, D);
+    MatR x = mr(randv(n * D, 10), n, D);
     MatR y0 = run(*make_attention("cat", cw.w), x);
     // perturb head 1's V columns (4..7)
     for (std::int64_t r = 0; r < D; ++r) cw.WV[r * D + 5] += 1.0f;
@@ -504,7 +495,7 @@ TEST_CASE("C10: causal variant is a lower-triangular Toeplitz product, O(N log N
     }
     // The kind against the dense masked computation, with and without renormalisation.
     CatWeights cw(8, 2, 61);
-    MatR x = from_ptr(randv(20 * 8, 15), 20, 8);
+    MatR x = mr(randv(20 * 8, 15), 20, 8);
     for (bool renorm : {false, true}) {
         CAPTURE(renorm);
         Options o;
@@ -521,8 +512,8 @@ TEST_CASE("C10: causal variant is a lower-triangular Toeplitz product, O(N log N
     cw.sync();
     cw.w.set_scalar("renormalize", 1);
     MatD y = to_d(run(*make_attention("cat-causal", cw.w), x));
-    MatD V = to_d(x) * to_d(from_ptr(cw.WV, 8, 8));
-    V.rowwise() += to_d(from_ptr(cw.bV, 1, 8)).row(0);
+    MatD V = to_d(x) * to_d(mr(cw.WV, 8, 8));
+    V.rowwise() += to_d(mr(cw.bV, 1, 8)).row(0);
     for (std::int64_t i = 0; i < 20; ++i)
         CHECK((y.row(i) - V.topRows(i + 1).colwise().mean()).cwiseAbs().maxCoeff() < 1e-5);
 }
@@ -543,7 +534,7 @@ TEST_CASE("C11 and op counts: CAT's closed form, FFT work grows as N log N") {
     e.weight_read_bytes = 4 * (D * H + H + 2 * (D * D + D));
     CHECK(a->op_counts(n) == e);
     OpCounts got;
-    MatR x = from_ptr(randv(n * D, 1), n, D);
+    MatR x = mr(randv(n * D, 1), n, D);
     run(*a, x, &got);
     CHECK(got == e);
     // the mixing part (without projections) is far below the dense N^2 D at large N
@@ -566,11 +557,11 @@ TEST_CASE("C12: averaged-key CAT") {
     w.set("b_V", bV, {D});
     w.set("W_O", identity(D), {D, D});
     w.set_scalar("heads", H);
-    MatR x = from_ptr(randv(n * D, 85), n, D);
+    MatR x = mr(randv(n * D, 85), n, D);
     // dense reference: z_h = Q_h . mean(K_h) / sqrt(dh), softmax over tokens, Roll(z*) V_h
-    MatD Q = to_d(x) * to_d(from_ptr(WQ, D, D)), K = to_d(x) * to_d(from_ptr(WK, D, D));
-    MatD V = to_d(x) * to_d(from_ptr(WV, D, D));
-    V.rowwise() += to_d(from_ptr(bV, 1, D)).row(0);
+    MatD Q = to_d(x) * to_d(mr(WQ, D, D)), K = to_d(x) * to_d(mr(WK, D, D));
+    MatD V = to_d(x) * to_d(mr(WV, D, D));
+    V.rowwise() += to_d(mr(bV, 1, D)).row(0);
     MatD ref(n, D);
     for (std::int64_t h = 0; h < H; ++h) {
         Eigen::VectorXd kbar = K.middleCols(h * dh, dh).colwise().mean().transpose();

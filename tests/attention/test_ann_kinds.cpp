@@ -15,26 +15,18 @@
 #include "sim/core/node_spec.hpp"
 #include "sim/io/h5_params.hpp"
 #include "sim/io/h5io.hpp"
+#include "tests/support/ann_values.hpp"
 
 using namespace ternion;
 using namespace ternion::ann;
+using namespace ternion::test;
 using MatD = Eigen::MatrixXd;
 using RowD = Eigen::RowVectorXd;
 
 namespace {
 
-std::vector<float> randv(std::size_t n, unsigned seed, float scale = 1.0f) {
-    std::mt19937 g(seed);
-    std::normal_distribution<float> d(0.0f, scale);
-    std::vector<float> v(n);
-    for (auto& x : v) x = d(g);
-    return v;
-}
 MatD md(const std::vector<float>& v, std::int64_t r, std::int64_t c) {
     return Eigen::Map<const MatR>(v.data(), r, c).cast<double>();
-}
-MatR mr(const std::vector<float>& v, std::int64_t r, std::int64_t c) {
-    return Eigen::Map<const MatR>(v.data(), r, c);
 }
 MatR run(const Attention& a, const MatR& x, const float* t = nullptr, OpCounts* ops = nullptr,
          bool par = false) {

@@ -16,6 +16,8 @@ import os
 import subprocess
 import sys
 
+from torch_reference import compare_accuracy, compare_engines, compare_to_torch, finish
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BUNDLED = os.path.join(ROOT, "models", "bundled")
 IMAGES = "/usr/share/datasets/fashion-mnist/t10k-images-idx3-ubyte.gz"
@@ -41,33 +43,16 @@ def main():
         n = r["samples"] if full else 1000
         counts = r if full else r["first_1000"]
         ev = run(ternion, r["model"], *([] if full else ["--samples", str(n)]))
-        pred = ev["predictions"]
-        bad = [i for i, (a, b) in enumerate(zip(pred, r["predictions"][:n])) if a != b]
-        if len(pred) != n or bad:
-            failures.append(f"{kind}: predictions differ at {bad[:10]}")
-        layers = {L["name"]: L for L in ev["layers"]}
-        for name, c in counts["spikes"].items():
-            if layers[name]["spikes"] != c:
-                failures.append(f"{kind}: {name} spikes {layers[name]['spikes']} != torch {c}")
-        for key, c in counts["aux"].items():
-            node, field = key.split("/")
-            if layers[node]["attention"][field] != c:
-                failures.append(f"{kind}: {key} {layers[node]['attention'][field]} != torch {c}")
-        if full and abs(ev["accuracy"] - r["torch_test_accuracy"]) > 1e-12:
-            failures.append(f"{kind}: accuracy {ev['accuracy']} != torch {r['torch_test_accuracy']}")
+        differ = compare_to_torch(kind, ev, r["predictions"][:n], counts, failures)
+        if full:
+            compare_accuracy(kind, ev, r, failures)
         a = run(ternion, r["model"], "--samples", "50", "--engine", "event")
         d = run(ternion, r["model"], "--samples", "50", "--engine", "dense")
-        for la, ld in zip(a["layers"], d["layers"]):
-            if la["spikes"] != ld["spikes"]:
-                failures.append(f"{kind}: {la['name']} event {la['spikes']} dense {ld['spikes']}")
-        if a["predictions"] != d["predictions"]:
-            failures.append(f"{kind}: event and dense predictions differ")
+        compare_engines(kind, a, d, failures)
         print(f"{kind}: {n} images, ternion accuracy {ev['accuracy']:.4f}, "
-              f"{len(pred) - len(bad)}/{len(pred)} predictions equal PyTorch's, "
+              f"{len(ev['predictions']) - differ}/{len(ev['predictions'])} predictions equal PyTorch's, "
               f"{ev['timing']['simulate_s']:.2f} s simulated")
-    for f in failures:
-        print("FAIL", f)
-    sys.exit(1 if failures else 0)
+    finish(failures)
 
 
 if __name__ == "__main__":

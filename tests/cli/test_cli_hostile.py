@@ -351,14 +351,18 @@ meta_case("reset", "reset", "bounce", "metadata/reset")
 
 
 # Input files.
-def input_case(label, write_input, field, extra=()):
+def input_case(label, write_input, field, extra=("--timesteps", "3"), patch=None):
+    """An IF model run on the input file write_input(f, shape, classes) writes, then `patch`
+    changes (its path)."""
     def build(d):
         nodes, edges, shape, classes = neuron_model("IF", neurons()["IF"])
         mf, inp, tr = (os.path.join(d, x) for x in ("model.h5", "in.h5", "trace.h5"))
         write_nir(mf, nodes, edges)
         with h5py.File(inp, "w") as f:
             write_input(f, shape, classes)
-        args = ["run", mf, "--input", inp, "--no-progress", "--trace", tr, "--timesteps", "3", *extra]
+        if patch:
+            patch(inp)
+        args = ["run", mf, "--input", inp, "--no-progress", "--trace", tr, *extra]
         return args, inp, field, [mf, inp], [tr]
     CASES.append((f"input.{label}", build))
 
@@ -403,17 +407,7 @@ def patch_chunk(fname):
     open(fname, "wb").write(bytes(b))
 
 
-def build_chunk(d):
-    nodes, edges, shape, classes = neuron_model("IF", neurons()["IF"])
-    mf, inp, tr = (os.path.join(d, x) for x in ("model.h5", "in.h5", "trace.h5"))
-    write_nir(mf, nodes, edges)
-    with h5py.File(inp, "w") as f:
-        chunk_too_big(f, shape, classes)
-    patch_chunk(inp)
-    return ["run", mf, "--input", inp, "--no-progress", "--trace", tr], inp, "/spikes", [mf, inp], [tr]
-
-
-CASES.append(("input.chunk_larger_than_dataset", build_chunk))
+input_case("chunk_larger_than_dataset", chunk_too_big, "/spikes", extra=(), patch=patch_chunk)
 
 
 # Options.

@@ -198,14 +198,21 @@ def token_layers_take_their_channel_constants():
             assert np.array_equal(b.reshape(b.shape[0], -1), s2), (profile, engine, "tsn")
 
 
+def quantized_case(tag, samples, steps):
+    """A float_net() in f<tag>.h5, quantized with the defaults into q<tag>.h5, and random input
+    spikes [samples, steps, inputs] in <tag>_in.h5; returns the net and the spikes."""
+    net = float_net()
+    write_float(path(f"f{tag}.h5"), net)
+    run("quantize", path(f"f{tag}.h5"), "-o", path(f"q{tag}.h5"))
+    spikes = (rng.random((samples, steps, net["W1"].shape[1])) < 0.4).astype(np.int8)
+    spikes_file(path(f"{tag}_in.h5"), spikes)
+    return net, spikes
+
+
 @test
 def integer_weights_are_read_at_their_width():
     # 8-bit weights: one byte per synaptic event, against the float model's four.
-    net = float_net()
-    write_float(path("fw.h5"), net)
-    run("quantize", path("fw.h5"), "-o", path("qw.h5"))
-    spikes = (rng.random((2, 10, net["W1"].shape[1])) < 0.4).astype(np.int8)
-    spikes_file(path("w_in.h5"), spikes)
+    quantized_case("w", 2, 10)
     f = {l["name"]: l["ops"] for l in run_json("run", path("fw.h5"), "--input", path("w_in.h5"))["layers"]}
     q = {l["name"]: l["ops"] for l in run_json("run", path("qw.h5"), "--input", path("w_in.h5"))["layers"]}
     assert f["fc1"]["weight_read_bytes"] == 4 * f["fc1"]["ac"] > 0
@@ -216,11 +223,7 @@ def integer_weights_are_read_at_their_width():
 
 @test
 def readout_is_the_integer_sum():
-    net = float_net()
-    write_float(path("fr.h5"), net)
-    run("quantize", path("fr.h5"), "-o", path("qr.h5"))
-    spikes = (rng.random((1, 12, net["W1"].shape[1])) < 0.4).astype(np.int8)
-    spikes_file(path("r_in.h5"), spikes)
+    net, spikes = quantized_case("r", 1, 12)
     tr = path("r_tr.h5")
     run("run", path("qr.h5"), "--input", path("r_in.h5"), "--trace", tr, "--record", "membrane",
         "--record-nodes", "head")

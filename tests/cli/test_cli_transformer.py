@@ -12,6 +12,8 @@ import os
 import subprocess
 import sys
 
+from torch_reference import compare_accuracy, compare_engines, compare_to_torch, finish
+
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 BUNDLED = os.path.join(ROOT, "models", "bundled")
 
@@ -31,35 +33,14 @@ def main():
     for kind in ("bsa", "ssa"):
         r = ref[kind]
         ev = run(ternion, r["model"])
-        pred = ev["predictions"]
-        bad = [i for i, (a, b) in enumerate(zip(pred, r["predictions"])) if a != b]
-        if len(pred) != r["samples"] or bad:
-            failures.append(f"{kind}: predictions differ at {bad[:10]}")
-        layers = {L["name"]: L for L in ev["layers"]}
-        for name, n in r["spikes"].items():
-            if layers[name]["spikes"] != n:
-                failures.append(f"{kind}: {name} spikes {layers[name]['spikes']} != torch {n}")
-        for key, n in r["aux"].items():
-            node, field = key.split("/")
-            if layers[node]["attention"][field] != n:
-                failures.append(f"{kind}: {key} {layers[node]['attention'][field]} != torch {n}")
-        if abs(ev["accuracy"] - r["torch_test_accuracy"]) > 1e-12:
-            failures.append(f"{kind}: accuracy {ev['accuracy']} != torch {r['torch_test_accuracy']}")
+        differ = compare_to_torch(kind, ev, r["predictions"], r, failures)
+        compare_accuracy(kind, ev, r, failures)
         a = run(ternion, r["model"], "--samples", "40", "--engine", "event")
         d = run(ternion, r["model"], "--samples", "40", "--engine", "dense")
-        for la, ld in zip(a["layers"], d["layers"]):
-            if la["spikes"] != ld["spikes"]:
-                failures.append(f"{kind}: {la['name']} event {la['spikes']} dense {ld['spikes']}")
-            if la["type"].startswith("ternion.") and la["category"] == "attention" and \
-                    la["ops"] != ld["ops"]:
-                failures.append(f"{kind}: {la['name']} ops differ between engines")
-        if a["predictions"] != d["predictions"]:
-            failures.append(f"{kind}: event and dense predictions differ")
+        compare_engines(kind, a, d, failures, attention_ops=True)
         print(f"{kind}: ternion accuracy {ev['accuracy']:.4f}, torch {r['torch_test_accuracy']:.4f}, "
-              f"{len(pred) - len(bad)}/{len(pred)} predictions agree")
-    for f in failures:
-        print("FAIL", f)
-    sys.exit(1 if failures else 0)
+              f"{len(ev['predictions']) - differ}/{len(ev['predictions'])} predictions agree")
+    finish(failures)
 
 
 if __name__ == "__main__":

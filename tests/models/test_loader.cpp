@@ -27,6 +27,16 @@ ModelFile small(std::map<std::string, Param> lif = {
     return f;
 }
 
+// Input[n] -> Linear -> Output.
+ModelFile linear(double n, Param weight) {
+    ModelFile f;
+    f.node("input", "Input", {{"shape", P({n})}})
+        .node("fc", "Linear", {{"weight", std::move(weight)}})
+        .node("output", "Output")
+        .chain({"input", "fc", "output"});
+    return f;
+}
+
 // Loading must fail with one InputError/OptionError whose text names `file` and `field`.
 void expect_error(const std::function<void()>& fn, const std::string& file,
                   const std::string& field) {
@@ -151,13 +161,7 @@ TEST_CASE("bad model files: each error names the file and the field") {
         expect_error([&] { load(m.path()); }, m.path(), "must be positive");
     }
     SUBCASE("shapes that do not match between nodes") {
-        ModelFile f;
-        f.node("input", "Input", {{"shape", P({5.0})}})
-            .node("fc", "Linear", {{"weight", P(std::vector<double>(12, 0.5), {3, 4})}})
-            .node("output", "Output")
-            .edge("input", "fc")
-            .edge("fc", "output")
-            .write(m.path());
+        linear(5, P(std::vector<double>(12, 0.5), {3, 4})).write(m.path());
         expect_error([&] { load(m.path()); }, m.path(), "nodes/fc/weight");
     }
     SUBCASE("per-neuron parameters of the wrong length") {
@@ -181,13 +185,7 @@ TEST_CASE("bad model files: each error names the file and the field") {
         expect_error([&] { load(m.path()); }, m.path(), "ghost");
     }
     SUBCASE("a weight that is not a matrix") {
-        ModelFile f;
-        f.node("input", "Input", {{"shape", P({4.0})}})
-            .node("fc", "Linear", {{"weight", P(std::vector<double>(4, 0.5))}})
-            .node("output", "Output")
-            .edge("input", "fc")
-            .edge("fc", "output")
-            .write(m.path());
+        linear(4, P(std::vector<double>(4, 0.5))).write(m.path());
         expect_error([&] { load(m.path()); }, m.path(), "nodes/fc/weight");
     }
 }

@@ -2,6 +2,8 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <optional>
+#include <string>
 
 #include "neuron/neurons.hpp"
 #include "sim/kernels/neuron_rules.hpp"
@@ -28,6 +30,19 @@ std::unique_ptr<Outcome> drive(const std::string& type, std::map<std::string, Pa
         .write(m.path());
     write_data(in.path(), x, {1, n});
     return run_file(m.path(), in.path(), Engine::event, 1, T, lo);
+}
+
+// A NIR LIF with r = 1 at dt = 1 ms (Euler unless `discretization` says), driven by constant x.
+std::unique_ptr<Outcome> drive_lif(double tau, double v_leak, double v_threshold, float x,
+                                   std::int64_t T,
+                                   std::optional<std::string> discretization = std::nullopt) {
+    UserLoadOptions lo;
+    lo.dt = 1e-3;
+    lo.discretization = std::move(discretization);
+    return drive(
+        "LIF",
+        {{"tau", P(tau)}, {"r", P(1.0)}, {"v_leak", P(v_leak)}, {"v_threshold", P(v_threshold)}},
+        {x}, T, lo);
 }
 
 std::vector<std::int64_t> spike_steps(const Outcome& o, std::int64_t T, std::size_t k = 0,
@@ -60,15 +75,7 @@ TEST_CASE("TSN worked example V1: constant 0.6 fires +1 at step 3, -0.6 fires -1
 TEST_CASE("TSN is odd-symmetric (V2) for arbitrary input sequences") {
     TempFile m, a, b;
     const std::int64_t n = 16, T = 60;
-    ModelFile()
-        .node("input", "Input", {{"shape", P({double(n)})}})
-        .node("scale", "Scale", {{"scale", P(1.0)}})
-        .node("neuron", "ternion.TernaryLIF", {{"decay", P(0.7)}, {"v_threshold", P(0.8)}})
-        .node("output", "Output")
-        .edge("input", "scale")
-        .edge("scale", "neuron")
-        .edge("neuron", "output")
-        .write(m.path());
+    scaled_ternary_lif(n, 1.0).write(m.path());
     // Spike input with both polarities: sequences vary per step; the negated file mirrors it.
     std::vector<std::int8_t> s(static_cast<std::size_t>(T * n)), neg(s.size());
     std::uint64_t h = 12345;
@@ -93,11 +100,7 @@ TEST_CASE("TSN is odd-symmetric (V2) for arbitrary input sequences") {
 }
 
 TEST_CASE("NIR LIF, Euler: v_t = 30 (1 - 0.95^(t+1)) first exceeds 10 at t = 7") {
-    UserLoadOptions lo;
-    lo.dt = 1e-3;
-    auto o = drive("LIF",
-                   {{"tau", P(0.02)}, {"r", P(1.0)}, {"v_leak", P(0.0)}, {"v_threshold", P(10.0)}},
-                   {30.0f}, 24, lo);
+    auto o = drive_lif(0.02, 0.0, 10.0, 30.0f, 24);
     CHECK(membrane_of(*o, "neuron", 0, 3)[0] ==
           doctest::Approx(30.0 * (1 - std::pow(0.95, 4))).epsilon(1e-6));
     // Zero reset makes the pattern periodic with period 8.
@@ -105,12 +108,7 @@ TEST_CASE("NIR LIF, Euler: v_t = 30 (1 - 0.95^(t+1)) first exceeds 10 at t = 7")
 }
 
 TEST_CASE("NIR LIF, exact: a = exp(-dt/tau), first spike when a^(t+1) < 2/3, i.e. t = 8") {
-    UserLoadOptions lo;
-    lo.dt = 1e-3;
-    lo.discretization = "exact";
-    auto o = drive("LIF",
-                   {{"tau", P(0.02)}, {"r", P(1.0)}, {"v_leak", P(0.0)}, {"v_threshold", P(10.0)}},
-                   {30.0f}, 9, lo);
+    auto o = drive_lif(0.02, 0.0, 10.0, 30.0f, 9, "exact");
     CHECK(spike_steps(*o, 9) == std::vector<std::int64_t>{8});
     const double a = std::exp(-0.05);
     CHECK(membrane_of(*o, "neuron", 0, 4)[0] ==
@@ -118,11 +116,7 @@ TEST_CASE("NIR LIF, exact: a = exp(-dt/tau), first spike when a^(t+1) < 2/3, i.e
 }
 
 TEST_CASE("NIR LIF leaks toward v_leak without input") {
-    UserLoadOptions lo;
-    lo.dt = 1e-3;
-    auto o = drive("LIF",
-                   {{"tau", P(0.01)}, {"r", P(1.0)}, {"v_leak", P(5.0)}, {"v_threshold", P(100.0)}},
-                   {0.0f}, 20, lo);
+    auto o = drive_lif(0.01, 5.0, 100.0, 0.0f, 20);
     for (int t : {0, 5, 19})
         CHECK(membrane_of(*o, "neuron", 0, t)[0] ==
               doctest::Approx(5.0 * (1 - std::pow(0.9, t + 1))).epsilon(1e-5));

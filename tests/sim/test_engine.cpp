@@ -92,13 +92,7 @@ void write_mlp(const std::string& path, std::mt19937_64& rng, double density) {
                {"v_threshold", P(0.05)},
                {"w_in", P(1.0)}})
         .node("output", "Output")
-        .edge("input", "fc1")
-        .edge("fc1", "lif1")
-        .edge("lif1", "rec")
-        .edge("rec", "lif1")
-        .edge("lif1", "fc2")
-        .edge("fc2", "lif2")
-        .edge("lif2", "output")
+        .chain({"input", "fc1", "lif1", "rec", "lif1", "fc2", "lif2", "output"})
         .write(path);
 }
 
@@ -128,16 +122,8 @@ void write_convnet(const std::string& path, std::mt19937_64& rng) {
         .node("lif", "LIF",
               {{"tau", P(0.01)}, {"r", P(1.0)}, {"v_leak", P(0.0)}, {"v_threshold", P(0.05)}})
         .node("output", "Output")
-        .edge("input", "conv1")
-        .edge("conv1", "sj1")
-        .edge("sj1", "pool1")
-        .edge("pool1", "conv2")
-        .edge("conv2", "if2")
-        .edge("if2", "pool2")
-        .edge("pool2", "flat")
-        .edge("flat", "fc")
-        .edge("fc", "lif")
-        .edge("lif", "output")
+        .chain({"input", "conv1", "sj1", "pool1", "conv2", "if2", "pool2", "flat", "fc", "lif",
+                "output"})
         .write(path);
 }
 
@@ -154,14 +140,8 @@ void write_tokens(const std::string& path, std::mt19937_64& rng) {
               {{"weight", P(random_weights(rng, 4 * 3, 1.0, 1.0), {4, 3})},
                {"bias", P(random_weights(rng, 4, 1.0, 0.1))}})
         .node("output", "Output")
-        .edge("input", "tok")
-        .edge("tok", "lin")
-        .edge("lin", "tsn")
-        .edge("tsn", "res")
-        .edge("tok", "res")
-        .edge("res", "mean")
-        .edge("mean", "head")
-        .edge("head", "output")
+        .chain({"input", "tok", "lin", "tsn", "res"})
+        .chain({"tok", "res", "mean", "head", "output"})
         .write(path);
 }
 
@@ -243,9 +223,7 @@ TEST_CASE("spikes and counts are identical for any thread count") {
               {{"weight", P(random_weights(rng, n_in * n_out, 0.02, 1.0), {n_out, n_in})}})
         .node("lif", "ternion.SJLIF", slow_lif())
         .node("output", "Output")
-        .edge("input", "fc")
-        .edge("fc", "lif")
-        .edge("lif", "output")
+        .chain({"input", "fc", "lif", "output"})
         .write(big.path());
     write_spikes(bigin.path(), random_spikes(rng, 1 * 25 * n_in, 0.05, false), {1, 25, n_in});
     UserLoadOptions lo;
@@ -664,10 +642,7 @@ TEST_CASE("a recurrent edge is delayed one step and carries the Affine's bias at
         .node("if", "IF", {{"r", P(1.0)}, {"v_threshold", P(1.0)}})
         .node("rec", "Affine", {{"weight", P({0.0}, {1, 1})}, {"bias", P({0.7})}})
         .node("output", "Output")
-        .edge("input", "if")
-        .edge("if", "rec")
-        .edge("rec", "if")
-        .edge("if", "output")
+        .chain({"input", "if", "rec", "if", "output"})
         .write(m.path());
     write_data(in.path(), {0.5f}, {1, 1});
     auto o = run_file(m.path(), in.path(), Engine::event, 1, 4);
@@ -686,9 +661,7 @@ TEST_CASE("Delay shifts by round(delay / dt) steps; Scale multiplies elementwise
         .node("delay", "Delay", {{"delay", P({0.002, 0.0})}})
         .node("scale", "Scale", {{"scale", P({2.0, -0.5})}})
         .node("output", "Output")
-        .edge("input", "delay")
-        .edge("delay", "scale")
-        .edge("scale", "output")
+        .chain({"input", "delay", "scale", "output"})
         .write(m.path());
     std::vector<std::int8_t> s{1, 1, 0, 0, 0, 0, 0, 0};  // both inputs spike at t = 0
     write_spikes(in.path(), s, {1, 4, 2});
@@ -727,9 +700,7 @@ TEST_CASE("coincident spikes (integer inputs) cost |x| ACs per weight; analog in
         .node("output", "Output")
         .edge("input", "copy")
         .edge("input", "sum")
-        .edge("copy", "sum")
-        .edge("sum", "fc")
-        .edge("fc", "output")
+        .chain({"copy", "sum", "fc", "output"})
         .write(m.path());
     write_spikes(in.path(), {1, 0, -1}, {1, 1, 3});
     auto o = run_file(m.path(), in.path());

@@ -31,9 +31,7 @@ struct Files {
             .node("fc", "Linear", {{"weight", P(w, {n, n})}})
             .node("lif", "ternion.TernaryLIF", {{"decay", P(0.8)}, {"v_threshold", P(0.3)}})
             .node("output", "Output")
-            .edge("input", "fc")
-            .edge("fc", "lif")
-            .edge("lif", "output")
+            .chain({"input", "fc", "lif", "output"})
             .write(model.path());
         // Two distinct values, 0 and 0.1: the syops spike test passes and its sums are inexact.
         std::vector<float> d(static_cast<std::size_t>(S * n));

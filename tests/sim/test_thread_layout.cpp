@@ -70,12 +70,7 @@ void write_one_token(const std::string& path, std::mt19937_64& rng) {
         .node("lif2", "ternion.SJLIF", lif())
         .node("fc3", "Linear", csr_weights(rng, 10, big, 0.02))
         .node("output", "Output")
-        .edge("input", "fc1")
-        .edge("fc1", "lif1")
-        .edge("lif1", "fc2")
-        .edge("fc2", "lif2")
-        .edge("lif2", "fc3")
-        .edge("fc3", "output")
+        .chain({"input", "fc1", "lif1", "fc2", "lif2", "fc3", "output"})
         .write(path);
 }
 
@@ -89,10 +84,7 @@ void write_tokens(const std::string& path, std::mt19937_64& rng) {
               {{"weight", P(random_weights(rng, 200 * 300, 0.05), {200, 300})},
                {"bias", P(random_weights(rng, 200, 1.0))}})
         .node("output", "Output")
-        .edge("input", "fc1")
-        .edge("fc1", "lif1")
-        .edge("lif1", "fc2")
-        .edge("fc2", "output")
+        .chain({"input", "fc1", "lif1", "fc2", "output"})
         .write(path);
 }
 

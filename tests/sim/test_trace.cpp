@@ -27,15 +27,7 @@ struct TernaryModel {
     TempFile model, input;
     std::int64_t n = 24, T = 9, S = 5;
     TernaryModel() {
-        ModelFile()
-            .node("input", "Input", {{"shape", P({double(n)})}})
-            .node("scale", "Scale", {{"scale", P(0.9)}})
-            .node("neuron", "ternion.TernaryLIF", {{"decay", P(0.7)}, {"v_threshold", P(0.8)}})
-            .node("output", "Output")
-            .edge("input", "scale")
-            .edge("scale", "neuron")
-            .edge("neuron", "output")
-            .write(model.path());
+        scaled_ternary_lif(n, 0.9).write(model.path());
         std::vector<std::int8_t> s(static_cast<std::size_t>(S * T * n));
         std::uint64_t h = 99;
         for (auto& x : s) {
@@ -44,6 +36,14 @@ struct TernaryModel {
         }
         write_spikes(input.path(), s, {S, T, n});
     }
+};
+
+// The model run with every node's outputs captured (what a trace must hold), the traced
+// neuron's index and a file for the trace.
+struct TracedModel : TernaryModel {
+    std::unique_ptr<Outcome> ref = run_file(model.path(), input.path());
+    int u = ref->graph->find("neuron");
+    TempFile tr;
 };
 
 struct Recorded {
@@ -82,19 +82,16 @@ TEST_CASE("index lists: singles, ranges, sorted and unique; bad text names the o
 }
 
 TEST_CASE("spike events decode to the captured spikes; op counts sum to the run's") {
-    TernaryModel m;
-    auto ref = run_file(m.model.path(), m.input.path());
-    const int u = ref->graph->find("neuron");
-    TempFile tr;
+    TracedModel m;
     TraceOptions o;
     o.ops = true;
     o.energy = true;
     o.unit_pj.assign(kOpFieldCount, std::nan(""));
     o.unit_pj[0] = 0.9;  // ac
     o.unit_pj[6] = 0.5;  // neuron_update
-    auto rec = record(m, o, tr.path(), 3);
+    auto rec = record(m, o, m.tr.path(), 3);
 
-    h5::Reader rd(tr.path());
+    h5::Reader rd(m.tr.path());
     CHECK(rd.attr_string("/", "__type__") == "NIRGraphData");
     const std::string g = "/nodes/neuron/observables/spikes";
     CHECK(rd.attr_string(g, "__type__") == "ValuedEventData");
@@ -122,12 +119,12 @@ TEST_CASE("spike events decode to the captured spikes; op counts sum to the run'
             ++events;
         }
         for (std::int64_t t = 0; t < m.T; ++t) {
-            const auto& v = ref->capture.values.at({s, t, u});
+            const auto& v = m.ref->capture.values.at({s, t, m.u});
             CHECK(std::equal(v.begin(), v.end(), grid.begin() + t * m.n));
         }
     }
     CHECK(neg > 0);
-    const auto& st = rec.result.nodes[static_cast<std::size_t>(u)];
+    const auto& st = rec.result.nodes[static_cast<std::size_t>(m.u)];
     CHECK(static_cast<std::uint64_t>(events) == st.nonzero_out);
 
     // Op counts: the per-step sums are the run's totals, for every node and kind.
@@ -158,16 +155,13 @@ TEST_CASE("spike events decode to the captured spikes; op counts sum to the run'
 }
 
 TEST_CASE("grid format and membrane: the captured values, rows of the chosen samples only") {
-    TernaryModel m;
-    auto ref = run_file(m.model.path(), m.input.path());
-    const int u = ref->graph->find("neuron");
-    TempFile tr;
+    TracedModel m;
     TraceOptions o;
     o.spike_format = SpikeFormat::grid;
     o.membrane = true;
     o.samples = {1, 4};
-    record(m, o, tr.path(), 2);
-    h5::Reader rd(tr.path());
+    record(m, o, m.tr.path(), 2);
+    h5::Reader rd(m.tr.path());
     h5::DatasetInfo di;
     auto grid = rd.read_int8("/nodes/neuron/observables/spikes/data", &di);
     CHECK(di.dims == Shape{2, m.T, m.n});
@@ -176,8 +170,8 @@ TEST_CASE("grid format and membrane: the captured values, rows of the chosen sam
     for (std::int64_t row = 0; row < 2; ++row)
         for (std::int64_t t = 0; t < m.T; ++t) {
             const std::int64_t s = row == 0 ? 1 : 4;
-            const auto& want = ref->capture.values.at({s, t, u});
-            const auto& mem = ref->capture.membrane.at({s, t, u});
+            const auto& want = m.ref->capture.values.at({s, t, m.u});
+            const auto& mem = m.ref->capture.membrane.at({s, t, m.u});
             for (std::int64_t i = 0; i < m.n; ++i) {
                 const auto k = static_cast<std::size_t>((row * m.T + t) * m.n + i);
                 CHECK(grid[k] == static_cast<std::int8_t>(want[static_cast<std::size_t>(i)]));

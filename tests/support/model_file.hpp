@@ -4,6 +4,7 @@
 #include <unistd.h>
 #include <cstdio>
 #include <filesystem>
+#include <initializer_list>
 #include <map>
 #include <string>
 #include <variant>
@@ -50,6 +51,11 @@ class ModelFile {
         edges_.push_back(std::move(b));
         return *this;
     }
+    // Edges along `path`: its first node into the second, the second into the third, ...
+    ModelFile& chain(std::initializer_list<std::string> path) {
+        for (auto it = path.begin(); it + 1 < path.end(); ++it) edge(*it, *(it + 1));
+        return *this;
+    }
     ModelFile& meta(std::string k, double v) {
         meta_[k] = v;
         return *this;
@@ -81,6 +87,18 @@ class ModelFile {
     std::vector<std::string> edges_;
     std::map<std::string, double> meta_;
 };
+
+// Input[n] -> Scale (`scale`) -> ternion.TernaryLIF "neuron" (decay 0.7, threshold 0.8) ->
+// Output: spike input of both polarities makes the neuron emit -1 and +1.
+inline ModelFile scaled_ternary_lif(std::int64_t n, double scale) {
+    ModelFile f;
+    f.node("input", "Input", {{"shape", P({static_cast<double>(n)})}})
+        .node("scale", "Scale", {{"scale", P(scale)}})
+        .node("neuron", "ternion.TernaryLIF", {{"decay", P(0.7)}, {"v_threshold", P(0.8)}})
+        .node("output", "Output")
+        .chain({"input", "scale", "neuron", "output"});
+    return f;
+}
 
 // A unique temporary path, removed by the destructor.
 class TempFile {

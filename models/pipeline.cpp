@@ -281,6 +281,11 @@ Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
     open_s_ = seconds_since(t0);
     check_input_fits(graph(), srcs_);
     check_range();
+    if (!req_.chip.empty()) {
+        // A model that does not fit is refused before anything is simulated.
+        chip_ = std::make_shared<const chip::Chip>(chip::load_chip(req_.chip));
+        chip::map_model(graph(), *chip_, map_options());
+    }
     if (req_.record) {
         TraceOptions to = *req_.record;
         to.dt = model_->report.used.dt;
@@ -452,11 +457,26 @@ RunReport Pipeline::finish(RunResult result) const {
     r.cost = hw::price(r.record, profile_, req_.pricing);
     r.price_s = seconds_since(tp);
     if (recorder_) r.trace_bytes = recorder_->estimated_bytes();
+    if (chip_) {
+        chip::MapOptions o = map_options();
+        chip::use_run(r.record, o);
+        if (chip_->family == "dynapcnn") o.has_rates = false;  // placement only: no cycle model
+        r.chip = chip::map_model(graph(), *chip_, o);
+        r.chip_desc = chip_;
+    }
     if (!req_.trace_path.empty()) {
         write_trace(r);
         r.trace_path = req_.trace_path;
     }
     return r;
+}
+
+chip::MapOptions Pipeline::map_options() const {
+    chip::MapOptions o;
+    o.dt = model_->report.used.dt;
+    if (!model_->report.dt_source.empty()) o.dt_source = model_->report.dt_source;
+    o.steps = std::max<std::int64_t>(T_, 1);
+    return o;
 }
 
 void Pipeline::write_trace(const RunReport& r) const {

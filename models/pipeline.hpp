@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "hw/chip/chip.hpp"
 #include "hw/cost_model.hpp"
 #include "models/inputs/inputs.hpp"
 #include "models/nir_loader.hpp"
@@ -93,6 +94,9 @@ struct RunRequest {
     std::string trace_path;              // write them here (needs `record`)
     std::uint64_t max_memory = 0;        // 0: default_memory_limit()
     std::string command_line;            // trace metadata: how the run was asked for
+    // --chip: place the model on this chip (a name or a JSON file) before the run, refusing a
+    // model that does not fit, and price the run's own activity on it (hw/chip/chip.hpp).
+    std::string chip;
     // One process of a run split across `parts` (sim/dist/distributed.hpp, `mpirun -n K ternion
     // run`): it reads only its shard of the input file (InputOptions::part), and its recording
     // holds only its shard's rows, except part 0's, which holds every row to receive the
@@ -122,6 +126,9 @@ struct RunReport {
     double load_s = 0.0, price_s = 0.0;
     std::string trace_path;
     std::uint64_t trace_bytes = 0;
+    // --chip: the placement with the run's activity, and the chip it is on.
+    std::optional<chip::Placement> chip;
+    std::shared_ptr<const chip::Chip> chip_desc;
 };
 
 class Pipeline {
@@ -159,11 +166,13 @@ class Pipeline {
     void check_memory() const;
     void check_limit(double estimate, const std::string& what) const;
     void write_trace(const RunReport& r) const;
+    chip::MapOptions map_options() const;
 
     RunRequest req_;
     std::shared_ptr<const LoadedModel> model_;
     std::vector<std::shared_ptr<const InputSource>> srcs_;
     hw::Profile profile_;
+    std::shared_ptr<const chip::Chip> chip_;  // --chip
     std::unique_ptr<TraceRecorder> recorder_;
     Encoding encoding_ = Encoding::direct;
     std::int64_t T_ = 0, samples_ = 0;

@@ -130,6 +130,7 @@ nlohmann::json report_json(const RunReport& r) {
     if (!r.trace_path.empty())
         j["trace"] = {{"file", r.trace_path}, {"bytes_in_memory", r.trace_bytes}};
     hw::add_to_json(r.cost, j);
+    if (r.chip) j["chip"] = chip::placement_json(*r.chip, *r.chip_desc);
     return j;
 }
 
@@ -173,6 +174,7 @@ std::string report_text(const RunReport& r) {
                          static_cast<double>(r.ann_mac) / std::max<double>(1.0, r.timesteps),
                          static_cast<double>(r.ann_mac), static_cast<long long>(r.timesteps));
     out += hw::format_table(r.cost) + "\n";
+    if (r.chip) out += "\non chip:\n" + chip::placement_text(*r.chip, *r.chip_desc) + "\n";
     if (r.accuracy)
         out += printf_string("accuracy: %.2f%% (%lld/%lld)\n", 100.0 * *r.accuracy,
                              static_cast<long long>(r.correct),

@@ -206,6 +206,10 @@ const std::vector<OptionSpec>& run_option_specs() {
         {"max-memory", "max_memory", T::bytes, "",
          "refuse a run whose estimated memory is above this many bytes, e.g. 8G (default: 80 % "
          "of physical memory)"},
+        {"chip", "chip", T::text, "",
+         "place the model on this chip (`ternion map --chips`, or a JSON file; refused before "
+         "the run if it does not fit) and price the run's own spikes on it: cores, routing, "
+         "latency, energy band (docs/chips.md)"},
         {"node-times", "node_times", T::flag, "",
          "measure where the simulation's time goes, node by node (thread seconds)"},
     };
@@ -258,6 +262,7 @@ void read_run_options(const OptionValues& v, RunRequest& q) {
     if (const auto& s = spec(t, "max-memory"); v.given(s))
         q.max_memory = parse_bytes(s.cli, v.text(s));
     q.time_nodes = v.given(spec(t, "node-times"));
+    if (const auto& s = spec(t, "chip"); v.given(s)) q.chip = v.text(s);
 }
 
 }  // namespace ternion

@@ -8,12 +8,14 @@
 // and the file format.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <vector>
 
 #include "hw/chip/mesh.hpp"
 #include "sim/core/graph.hpp"
+#include "sim/core/layer_record.hpp"
 
 namespace ternion::chip {
 
@@ -117,13 +119,26 @@ struct Placement {
 // What a mapping may use besides the graph: the model's step (Xylo's clock estimate) and
 // measured or assumed firing rates (Xylo's cycles at those rates; a mesh's traffic, latency and
 // energy band), and the time steps of one inference (a mesh's inferences per second).
+// A run's own activity at one node, per sample and step (`ternion run --chip`).
+struct NodeActivity {
+    double rate_out = 0;  // output elements that were non-zero, as a fraction of its outputs
+    double events = 0;    // synaptic events: (non-zero input, non-zero weight) pairs
+};
 struct MapOptions {
     double dt = 1e-3;
     std::string dt_source = "default";
     bool has_rates = false;
     XyloRates rates;
     std::int64_t steps = 1;
+    // Measured activity per node (use_run): a mesh layer takes the output rate of its last
+    // node and the synaptic events of all its nodes instead of the rates above.
+    bool measured = false;
+    std::map<std::string, NodeActivity> activity;
 };
+// Sets `o` from a run: every node's activity, the run's steps, and the three rates Xylo's cycle
+// model takes (the Input nodes'; the spiking nodes' but the last, weighted by their neurons; the
+// last spiking node's).
+void use_run(const RunRecord& rec, MapOptions& o);
 
 // Places `g` on `c` by the rules of the chip's family. Throws InputError(origin, "nodes/<node>",
 // what) naming the node, the limit, what it needs and what the chip holds, when a layer breaks

@@ -13,11 +13,19 @@ namespace {
 
 using I64 = std::int64_t;
 
-// Output rates: spiking layers fire at the hidden rate (the output rate when they feed the
-// model's Output); non-spiking connections send a value every step; pooling, sums and
-// reductions pass on the rate of their inputs (a structural layer's output is non-zero where
-// an input is).
-void rates(MeshPlacement& p) {
+// A measured run (`ternion run --chip`): the activity of the layer's last node that has one.
+const NodeActivity* measured_out(const MapOptions& o, const MeshLayer& l) {
+    if (!o.measured) return nullptr;
+    for (auto it = l.nodes.rbegin(); it != l.nodes.rend(); ++it)
+        if (auto a = o.activity.find(*it); a != o.activity.end()) return &a->second;
+    return nullptr;
+}
+
+// Output rates: a measured run's own; else spiking layers fire at the hidden rate (the output
+// rate when they feed the model's Output); non-spiking connections send a value every step;
+// pooling, sums and reductions pass on the rate of their inputs (a structural layer's output
+// is non-zero where an input is).
+void rates(const MapOptions& o, MeshPlacement& p) {
     for (int pass = 0; pass < 2; ++pass)  // twice: a recurrent source comes later
         for (MeshLayer& l : p.layers) {
             double sum = 0, size = 0;
@@ -28,7 +36,9 @@ void rates(MeshPlacement& p) {
             }
             l.rate_in = size > 0 ? sum / size : 0;
             const bool structural = l.kind == "pooling" || l.kind == "sum" || l.kind == "reduction";
-            l.rate_out = structural       ? std::min(1.0, l.rate_in)
+            const NodeActivity* m = measured_out(o, l);
+            l.rate_out = m                ? m->rate_out
+                         : structural     ? std::min(1.0, l.rate_in)
                          : !l.spiking     ? 1.0
                          : l.feeds_output ? p.rate_out
                                           : p.rate_hidden;
@@ -36,8 +46,13 @@ void rates(MeshPlacement& p) {
 }
 
 // Events, updates and memory words of one step; the op-count and memory levels of the band.
-void work(const MeshSpec& s, MeshLayer& l) {
+void work(const MeshSpec& s, const MapOptions& o, MeshLayer& l) {
     l.events = l.rate_in * static_cast<double>(l.synapses);
+    if (o.measured) {  // the run's own events, over every node of the layer
+        l.events = 0;
+        for (const auto& n : l.nodes)
+            if (auto a = o.activity.find(n); a != o.activity.end()) l.events += a->second.events;
+    }
     l.updates = static_cast<double>(l.neurons);
     const double r = l.rate_out;
     l.band.ops = l.events * s.synaptic_op_pj +
@@ -121,13 +136,46 @@ void latency(const MeshSpec& s, MeshPlacement& p) {
 
 }  // namespace
 
+void use_run(const RunRecord& rec, MapOptions& o) {
+    const double per = static_cast<double>(std::max<std::int64_t>(rec.samples, 1)) *
+                       static_cast<double>(std::max<std::int64_t>(rec.timesteps, 1));
+    double in_spikes = 0, in_size = 0, hid_spikes = 0, hid_size = 0;
+    const LayerRecord* last = nullptr;
+    for (const LayerRecord& l : rec.layers) {
+        if (l.category == NodeCategory::output) continue;
+        const double n = static_cast<double>(std::max<std::int64_t>(l.neurons, 1));
+        const double spikes = static_cast<double>(l.nonzero_out);
+        o.activity[l.name] = {
+            spikes / per / n,
+            static_cast<double>(l.synapses.pairs_ternary + l.synapses.pairs_other) / per};
+        if (l.category == NodeCategory::input) {
+            in_spikes += spikes, in_size += n;
+        } else if (l.spiking) {
+            if (last) {
+                hid_spikes += static_cast<double>(last->nonzero_out);
+                hid_size += static_cast<double>(last->neurons);
+            }
+            last = &l;
+        }
+    }
+    auto rate = [&](double spikes, double size) { return size > 0 ? spikes / per / size : 0.0; };
+    o.measured = o.has_rates = true;
+    o.rates.input = rate(in_spikes, in_size);
+    o.rates.hidden = rate(hid_spikes, hid_size);
+    o.rates.output =
+        last ? rate(static_cast<double>(last->nonzero_out), static_cast<double>(last->neurons))
+             : 0.0;
+    o.steps = std::max<std::int64_t>(rec.timesteps, 1);
+}
+
 void estimate_mesh(const MeshSpec& s, const MapOptions& o, MeshPlacement& p) {
     if (o.has_rates)
         p.rate_in = o.rates.input, p.rate_hidden = o.rates.hidden, p.rate_out = o.rates.output;
     p.rates_given = o.has_rates;
+    p.measured = o.measured;
     p.steps = o.steps;
-    rates(p);
-    for (MeshLayer& l : p.layers) work(s, l);
+    rates(o, p);
+    for (MeshLayer& l : p.layers) work(s, o, l);
     routing(s, p);
     latency(s, p);
     p.band = Band{};

@@ -117,6 +117,7 @@ struct MeshPlacement {
     std::int64_t cores_used = 0, tiles_used = 0, input_neurons = 0;
     double rate_in = 1, rate_hidden = 1, rate_out = 1;
     bool rates_given = false;
+    bool measured = false;  // rates and events are a run's own (ternion run --chip)
     std::int64_t steps = 1;
     RouteTotals routing;          // every layer's packets and the input's, injected by the host
     std::vector<double> core_ns;  // each used core's time per step

@@ -100,6 +100,7 @@ json mesh_json(const Placement& pl, const Chip& c) {
     j["input_neurons"] = p.input_neurons;
     j["rates"] = {{"input", p.rate_in}, {"hidden", p.rate_hidden}, {"output", p.rate_out}};
     j["rates_given"] = p.rates_given;
+    j["measured"] = p.measured;
     j["routing"] = {{"packets", p.routing.packets},
                     {"hops", p.routing.hops},
                     {"energy_pj", p.routing.energy_pj},
@@ -177,7 +178,10 @@ std::string mesh_text(const Placement& pl, const Chip& c) {
            std::to_string(p.tiles_used) + " tiles\n";
     out += "rates   input " + fmt("%g", p.rate_in) + ", hidden " + fmt("%g", p.rate_hidden) +
            ", output " + fmt("%g", p.rate_out) +
-           (p.rates_given ? "" : " (every rate 1, the worst case; give --rates)") + "\n\n";
+           (p.measured      ? " (the run's own; each layer's rate and events are its nodes')"
+            : p.rates_given ? ""
+                            : " (every rate 1, the worst case; give --rates)") +
+           "\n\n";
     out += layers_text(p);
     out += "energy per step (pJ, cumulative): ops " + fmt("%.6g", p.band.levels()[0]) +
            ", +memory " + fmt("%.6g", p.band.levels()[1]) + ", +routing " +
@@ -202,7 +206,9 @@ std::string mesh_text(const Placement& pl, const Chip& c) {
         for (const auto& a : s.assumed) out += " " + a;
         out += "\n";
     }
-    out += "estimates from firing rates, not counts of a run (docs/chips.md)\n";
+    out += p.measured ? "from the run's spike and event counts per sample and step; each spike is "
+                        "routed to every core of the layers it feeds (docs/chips.md)\n"
+                      : "estimates from firing rates, not counts of a run (docs/chips.md)\n";
     return out;
 }
 

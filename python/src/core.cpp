@@ -511,26 +511,8 @@ py::object map_on_chip(const Model& model, const std::string& name,
     return to_py(chip::placement_json(chip::map_model(*model.loaded->graph, c, o), c));
 }
 
-}  // namespace
-
-PYBIND11_MODULE(_core, m) {
-    m.doc() = "ternion's simulator core; use the functions of the `ternion` package";
-    // As in the CLI, every HDF5 file is first read in a child process (sim/io/h5vet.hpp), so a
-    // hostile file cannot crash or hang the interpreter; TERNION_TRUST_HDF5=1 skips it.
-    const char* trust = std::getenv("TERNION_TRUST_HDF5");
-    h5::set_vetting(!(trust && std::string(trust) == "1"));
-    static py::exception<Error> error(m, "Error", PyExc_ValueError);
-    py::register_exception_translator([](std::exception_ptr p) {
-        try {
-            if (p) std::rethrow_exception(p);
-        } catch (const Error& e) {
-            error(e.what());
-        }
-    });
-    py::class_<Model>(m, "Model")
-        .def_property_readonly("path", [](const Model& x) { return x.loaded->path; })
-        .def_property_readonly("default_input", [](const Model& x) { return x.default_input; })
-        .def("info", &model_info);
+// Result's source: the report of one run, read field by field.
+void bind_output(py::module_& m) {
     py::class_<Output>(m, "Output")
         .def("json", [](const Output& o) { return report_json(o.report).dump(); })
         .def("text", [](const Output& o) { return report_text(o.report); })
@@ -547,6 +529,11 @@ PYBIND11_MODULE(_core, m) {
         .def("counts", &counts_of)
         .def("energy", &energy_of)
         .def("node_seconds", &node_seconds_of)
+        .def("chip",
+             [](const Output& o) -> py::object {
+                 if (!o.report.chip) return py::none();
+                 return py::str(chip::placement_json(*o.report.chip, *o.report.chip_desc).dump());
+             })
         .def("recorded_nodes",
              [](const Output& o) {
                  auto* r = o.pipeline->recorder();
@@ -577,6 +564,29 @@ PYBIND11_MODULE(_core, m) {
                           s[static_cast<std::size_t>(i)].end(), a.mutable_data(i, 0));
             return a;
         });
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_core, m) {
+    m.doc() = "ternion's simulator core; use the functions of the `ternion` package";
+    // As in the CLI, every HDF5 file is first read in a child process (sim/io/h5vet.hpp), so a
+    // hostile file cannot crash or hang the interpreter; TERNION_TRUST_HDF5=1 skips it.
+    const char* trust = std::getenv("TERNION_TRUST_HDF5");
+    h5::set_vetting(!(trust && std::string(trust) == "1"));
+    static py::exception<Error> error(m, "Error", PyExc_ValueError);
+    py::register_exception_translator([](std::exception_ptr p) {
+        try {
+            if (p) std::rethrow_exception(p);
+        } catch (const Error& e) {
+            error(e.what());
+        }
+    });
+    py::class_<Model>(m, "Model")
+        .def_property_readonly("path", [](const Model& x) { return x.loaded->path; })
+        .def_property_readonly("default_input", [](const Model& x) { return x.default_input; })
+        .def("info", &model_info);
+    bind_output(m);
     m.def("load", &load, py::arg("path"), py::arg("options") = py::dict());
     m.def("load_bundled", &load_bundled, py::arg("name") = "bsa_digits");
     m.def("build", &build, py::arg("nodes"), py::arg("edges"), py::arg("name"), py::arg("options"),

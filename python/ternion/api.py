@@ -141,6 +141,8 @@ class Result:
                     "layers": {name: pJ}, "by_kind_pj", "exact_pj", "ann_pj" (T passes, one a
                     step), "ann_pj_one_pass", "ann_ratio", "ann_ratio_one_pass", ...}
     node_seconds    {node: thread seconds of its steps} (with node_times=True, else None)
+    chip            with chip=...: the placement priced with this run's spikes, as `ternion map
+                    --json` gives it (cores, routing, latency, "band"), else None
     report          the document `ternion run --json` prints, as a dict
     text            the report `ternion run` prints
     """
@@ -160,6 +162,8 @@ class Result:
         self.node_seconds = out.node_seconds()
         self.counts = out.counts()
         self.energy = out.energy()
+        chip = out.chip()
+        self.chip = None if chip is None else json.loads(chip)
 
     @property
     def report(self):
@@ -184,7 +188,7 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
         first=0, samples=None, record=("spikes",), record_nodes=None, trace=None,
         spike_format="events", max_record_bytes=2 << 30, paper_encoding_once=False,
         node_times=False, arith="float", record_samples=None, record_steps=None,
-        max_memory=None):
+        max_memory=None, chip=None):
     """Runs `model` (from `load`, `load_bundled`, or a path) on `x` and prices it.
 
     x: None (a bundled model's test set), an input file path, or an array: int8/bool spikes
@@ -207,7 +211,8 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
     defines both: models/run_options.cpp), and are refused with the same messages:
     arith="fixed" runs the integer model (--arith), record_samples and record_steps take
     index lists (a list of ints or text such as "0,3,10-19"), max_memory a byte count (8G or
-    an int), max_record_bytes is --max-trace-bytes.
+    an int), max_record_bytes is --max-trace-bytes. chip: place the model on this chip
+    (`chips()`) before the run and price the run's own activity on it (Result.chip).
     """
     if isinstance(model, str):
         model = load(model)
@@ -234,7 +239,7 @@ def run(model, x=None, labels=None, *, layout=None, kind="auto", timesteps=None,
                 record_samples=_items(record_samples), record_steps=_items(record_steps),
                 trace=None if trace is None else str(trace), spike_format=spike_format,
                 max_record_bytes=max_record_bytes, max_memory=max_memory,
-                node_times=bool(node_times))
+                node_times=bool(node_times), chip=None if chip is None else str(chip))
     return Result(_core.run(model, path, arr, lab, opts))
 
 

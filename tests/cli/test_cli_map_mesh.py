@@ -21,7 +21,7 @@ import json
 import numpy as np
 
 from harness import expect_error, finish, path, run, test
-from nirfile import Nir
+from nirfile import Nir, spikes_file
 
 ROOT = __import__("os").path.join(__import__("os").path.dirname(__file__), "..", "..")
 LOIHI = json.load(open(f"{ROOT}/hw/chips/loihi-like.json"))
@@ -203,6 +203,37 @@ def tiny_model_band_equals_the_hand_computed_figures_on_loihi_like():
 
 
 @test
+def run_chip_prices_the_runs_own_spikes():
+    """`ternion run --chip`: each layer's rate and synaptic events are the run's (recounted here
+    from the input array and the run's per-layer spike counts), and the band follows from them
+    by the same rules as `ternion map --rates`."""
+    rng = np.random.default_rng(3)
+    S, T = 3, 5
+    chain("rc.h5", 16, [8, 4])  # weights of ones: every input spike reaches every neuron
+    x = (rng.random((S, T, 16)) < 0.3).astype(np.int8)
+    spikes_file(path("rc_in.h5"), x)
+    j = json.loads(run("run", path("rc.h5"), "--input", path("rc_in.h5"), "--chip", "loihi-like",
+                       "--json", "--no-progress").stdout)
+    spikes = {l["name"]: l["spikes"] for l in j["layers"]}
+    c = j["chip"]
+    assert c["measured"] and c["latency"]["steps"] == T
+    per = S * T
+    layers = {l["name"]: l for l in c["layers"]}
+    (l0, l1) = layers["l0"], layers["l1"]
+    events0, events1 = x.sum() * 8 / per, spikes["n0"] * 4 / per
+    r0, r1 = spikes["n0"] / per / 8, spikes["n1"] / per / 4
+    assert abs(l0["events"] - events0) < 1e-9 and abs(l1["events"] - events1) < 1e-9
+    assert abs(l0["rate_out"] - r0) < 1e-12 and abs(l1["rate_out"] - r1) < 1e-12
+    assert abs(l0["rate_in"] - x.sum() / per / 16) < 1e-12
+    for l, ev, n, r in ((l0, events0, 8, r0), (l1, events1, 4, r1)):
+        ops = ev * 23.6 + n * ((1 - r) * 52 + r * 81)
+        assert abs(l["band_pj"]["ops"] - ops) < 1e-6, (l["name"], l["band_pj"], ops)
+    text = run("run", path("rc.h5"), "--input", path("rc_in.h5"), "--chip", "loihi-like",
+               "--no-progress").stdout
+    assert "on chip:" in text and "the run's own" in text and "latency per step" in text
+
+
+@test
 def tiny_model_memory_level_on_generic_45nm():
     chain("tiny.h5", 4, [3])
     j = mapped("tiny.h5", "generic-45nm", "--rates", "0.5,0.25,0.1")
@@ -298,6 +329,18 @@ def bad_mesh_files_and_options_are_refused():
     expect_error(["map", path("tiny.h5"), "--chip", "loihi-like", "--steps", "0"], "--steps")
     expect_error(["map", path("tiny.h5"), "--chip", "dynapcnn", "--rates", "0.1,0.1,0.1"],
                  "--rates")
+
+
+@test
+def run_chip_refuses_a_model_that_does_not_fit_before_running():
+    conv("rc512.h5", 512, 4, 4)
+    spikes_file(path("rc512_in.h5"), np.zeros((1, 2, 512, 4, 4), np.int8))
+    expect_error(["run", path("rc512.h5"), "--input", path("rc512_in.h5"), "--chip", "loihi-like",
+                  "--trace", path("rc512_tr.h5"), "--no-progress"],
+                 "nodes/conv: one neuron needs 4608 input axons")
+    assert not __import__("os").path.exists(path("rc512_tr.h5"))
+    expect_error(["run", path("rc.h5"), "--input", path("rc_in.h5"), "--chip", "no-such-chip"],
+                 "option --chip")
 
 
 finish()

@@ -781,6 +781,22 @@ def test_map_mesh_band_equals_the_cli(core, ternion_bin, tmp_path):
         core.map(str(tmp_path / "t.h5"), "loihi-like", steps=0)
 
 
+def test_run_on_a_chip_equals_the_cli(core, ternion_bin, lif_net):
+    """run(chip=...) prices the run's own spikes on the chip as `ternion run --chip` does."""
+    r = core.run(lif_net["model"], lif_net["input"], chip="loihi-like")
+    p = subprocess.run([ternion_bin, "run", lif_net["model"], "--input", lif_net["input"],
+                        "--chip", "loihi-like", "--json", "--no-progress"],
+                       capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    cli = json.loads(p.stdout)["chip"]
+    assert r.chip == cli and r.chip["measured"]
+    # The LIF layer's output rate is the run's: its spikes over samples x steps x neurons.
+    (layer,) = [l for l in r.chip["layers"] if "lif" in l["nodes"]]
+    S, T, n = lif_net["ref"].shape
+    assert abs(layer["rate_out"] - lif_net["ref"].sum() / (S * T * n)) < 1e-12
+    assert core.run(lif_net["model"], lif_net["input"]).chip is None
+
+
 def test_node_names_that_cannot_be_trace_groups_are_refused(core, tmp_path):
     """A name becomes /nodes/<name> in a trace: '/', '', '.' and '..' are refused by name."""
     for name in ("a/b", "", ".", ".."):

@@ -25,6 +25,19 @@ SpikingAttentionNode::SpikingAttentionNode(std::string name, std::string type, P
     proj_nnz_ = qkv_.nonzero_weights();
 }
 
+SpikingAttentionNode::SpikingAttentionNode(std::string name, std::string type, Projection q,
+                                           Projection k, std::int64_t heads)
+    : Node(std::move(name), std::move(type)), heads_(heads), parts_(2) {
+    dim_in_ = q.in();
+    dim_ = q.out();
+    head_dim_ = heads_ > 0 ? dim_ / heads_ : 0;
+    proj_params_ = 2 * (q.weight_count() + static_cast<std::uint64_t>(dim_));
+    qkv_ = Projection::concat({&q, &k});
+    proj_nnz_ = qkv_.nonzero_weights();
+    neurons_per_element_ = 2;
+    spiking_v_ = false;
+}
+
 void SpikingAttentionNode::bind(const Shape& in_shape) {
     if (in_shape.size() != 2 || in_shape[1] != dim_in_)
         fail("", "input shape " + shape_str(in_shape) + " does not fit: expected [tokens, " +
@@ -35,12 +48,15 @@ void SpikingAttentionNode::bind(const Shape& in_shape) {
     out_shape_ = {tokens_, dim_};
 }
 
-std::uint64_t SpikingAttentionNode::dense_macs_per_step() const {
+std::uint64_t SpikingAttentionNode::mix_dense_macs_per_step() const {
     const auto n = static_cast<std::uint64_t>(tokens_), d = static_cast<std::uint64_t>(dim_);
-    return 3 * n * static_cast<std::uint64_t>(dim_in_) * d + 2 * n * n * d;
+    return 2 * n * n * d;
+}
+std::uint64_t SpikingAttentionNode::dense_macs_per_step() const {
+    return dense_synops_per_step() + mix_dense_macs_per_step();
 }
 std::uint64_t SpikingAttentionNode::dense_synops_per_step() const {
-    return 3 * static_cast<std::uint64_t>(tokens_ * dim_in_ * dim_);
+    return static_cast<std::uint64_t>(parts_ * tokens_ * dim_in_ * dim_);
 }
 std::uint64_t SpikingAttentionNode::param_count() const {
     return proj_params_;
@@ -62,7 +78,7 @@ std::optional<AttentionShape> SpikingAttentionNode::attention_shape() const {
     a.dim = dim_;
     a.heads = heads_;
     a.dim_in = dim_in_;
-    a.proj_dense_macs_per_step = 3 * static_cast<std::uint64_t>(tokens_ * dim_in_ * dim_);
+    a.proj_dense_macs_per_step = dense_synops_per_step();
     a.closed_form = closed_form_;
     a.spiking_v = spiking_v_;
     a.mask_neurons = mask_neurons_;
@@ -86,7 +102,7 @@ std::vector<std::pair<std::string, std::string>> SpikingAttentionNode::summary()
 SpikingAttentionNode::Buffers SpikingAttentionNode::make_buffers() const {
     Buffers b;
     const auto nd = sz(tokens_ * dim_);
-    b.proj.assign(sz(tokens_ * 3 * dim_), 0.0f);
+    b.proj.assign(sz(tokens_ * parts_ * dim_), 0.0f);
     b.q.assign(nd, 0.0f);
     b.k.assign(nd, 0.0f);
     b.v.assign(nd, 0.0f);
@@ -159,11 +175,12 @@ void SpikingAttentionNode::fire_qkv_lifs(const kernels::SjLif& lif, float* hq, f
         const float vth = lif.v_threshold, vr = lif.charge.v_reset;
         lif.charge.with([&](auto charge) {  // the charge's form chosen once for every row
             for (std::int64_t n = 0; n < N; ++n) {
-                const float* p = b.proj.data() + n * 3 * D;
+                const float* p = b.proj.data() + n * parts_ * D;
                 const std::int64_t o = n * D;
                 kernels::sj_lif_row_with(charge, vth, vr, hq + o, p, b.q.data() + o, D);
                 kernels::sj_lif_row_with(charge, vth, vr, hk + o, p + D, b.k.data() + o, D);
-                kernels::sj_lif_row_with(charge, vth, vr, hv + o, p + 2 * D, b.v.data() + o, D);
+                if (hv)
+                    kernels::sj_lif_row_with(charge, vth, vr, hv + o, p + 2 * D, b.v.data() + o, D);
             }
         });
         std::uint64_t nq = 0, nk = 0, nv = 0;
@@ -172,7 +189,7 @@ void SpikingAttentionNode::fire_qkv_lifs(const kernels::SjLif& lif, float* hq, f
             nk += b.k[i] != 0.0f;
             nv += b.v[i] != 0.0f;
         }
-        book_neurons(ctx, 3 * sz(N * D));
+        book_neurons(ctx, (hv ? 3 : 2) * sz(N * D));
         AttentionCounts& att = counts(ctx);
         att.q_spikes += nq;
         att.k_spikes += nk;

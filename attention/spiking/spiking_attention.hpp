@@ -28,6 +28,9 @@ class SpikingAttentionNode : public Node {
   public:
     SpikingAttentionNode(std::string name, std::string type, spiking::Projection q,
                          spiking::Projection k, spiking::Projection v, std::int64_t heads);
+    // A variant without V (QKFormer's Q-K attention): the fused projection is Q|K.
+    SpikingAttentionNode(std::string name, std::string type, spiking::Projection q,
+                         spiking::Projection k, std::int64_t heads);
 
     NodeCategory category() const override { return NodeCategory::attention; }
     bool is_spiking() const override { return true; }
@@ -55,7 +58,7 @@ class SpikingAttentionNode : public Node {
     // The buffers every variant's step rewrites: projection outputs, Q/K/V and the attention
     // output before its neurons. Each variant's state holds one, beside its own neurons.
     struct Buffers {
-        std::vector<float> proj;        // [N][3D] projection outputs (Q | K | V)
+        std::vector<float> proj;        // [N][parts D] projection outputs (Q | K | V, or Q | K)
         std::vector<float> q, k, v, y;  // [N][D] spikes (V: analog for BSA), attention out
     };
     // The [H][N][N] scores and weights of the last step, kept only when a trace asks.
@@ -89,10 +92,13 @@ class SpikingAttentionNode : public Node {
     static std::uint64_t emit(const std::vector<float>& vals, Activity& out);
     static void book_neurons(const StepContext& ctx, std::uint64_t neurons);
     static void book_spikes(const StepContext& ctx, std::uint64_t spikes);
-    // The Q, K and V LIFs of SSA and SDSA: proj -> q, k, v spikes; books the N*3D neurons and
-    // the attention counts of the three.
+    // The Q, K and V LIFs of SSA and SDSA (without V when `hv` is null): proj -> q, k, v spikes;
+    // books the N*D neurons of each and the attention counts.
     void fire_qkv_lifs(const kernels::SjLif& lif, float* hq, float* hk, float* hv, Buffers& b,
                        const StepContext& ctx) const;
+    // The ANN-equivalent MACs of the attention itself per step (after the projections): the
+    // N x N scores and their product with V unless a variant says otherwise.
+    virtual std::uint64_t mix_dense_macs_per_step() const;
     // The typed counters of this step, or a sink when the caller does not collect them.
     static AttentionCounts& counts(const StepContext& ctx) {
         thread_local AttentionCounts sink;
@@ -107,6 +113,7 @@ class SpikingAttentionNode : public Node {
     std::int64_t dim_in_ = 0, dim_ = 0, heads_ = 1, head_dim_ = 0, tokens_ = 0;
     std::uint64_t proj_params_ = 0, proj_nnz_ = 0;
     int biased_ = 0, normalised_ = 0;
+    std::int64_t parts_ = 3;  // projections fused: Q, K, V (3) or Q, K (2)
     // Neuron updates per step: this many per output element (SSA: Q, K, V and attention LIFs;
     // SDSA: Q, K and V LIFs; BSA: Q, K and output TSNs, V has none), plus mask_neurons_.
     std::int64_t neurons_per_element_ = 3;
@@ -208,6 +215,16 @@ class BsaNode : public SpikingAttentionNode {
 std::unique_ptr<Node> build_ssa(const NodeSpec& spec);
 std::unique_ptr<Node> build_sdsa(const NodeSpec& spec);
 std::unique_ptr<Node> build_bsa(const NodeSpec& spec);
+std::unique_ptr<Node> build_qk_attention(
+    const NodeSpec& spec);  // attention/spiking/qk_attention.cpp
+NodeExample qk_attention_example();
+// The readers every variant's builder shares (spiking_register.cpp): a projection <p>_weight,
+// optional <p>_bias and <p>_bn_*, counted in `biased` / `normalised`; and `heads` dividing dim.
+spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, int& biased,
+                                    int& normalised);
+std::int64_t read_heads(const NodeSpec& spec, std::int64_t dim);
+// The conformance harness's example of the Q/K/V variants: 4 tokens of 8 channels, 2 heads.
+NodeExample attention_example();
 
 // Registers ternion.SSA, ternion.SDSA and ternion.BSA (spiking_register.cpp).
 void register_spiking_attention_nodes(NodeFactory& f);

@@ -11,8 +11,6 @@
 
 namespace ternion {
 
-namespace {
-
 // <p>_weight (out, in), optional <p>_bias (out) and optional <p>_bn_{weight,bias,running_mean,
 // running_var,eps}, folded here in double precision, or kept unfolded in the form <p>_bn_form.
 // `biased` / `normalised` count the projections whose source had a bias / a BatchNorm.
@@ -43,6 +41,16 @@ spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, 
     return spiking::Projection(w, b, out, in);
 }
 
+std::int64_t read_heads(const NodeSpec& spec, std::int64_t dim) {
+    const double h = spec.scalar_or("heads", 1.0);
+    if (h < 1 || h != std::floor(h) || h > static_cast<double>(dim) ||
+        dim % static_cast<std::int64_t>(h) != 0)
+        spec.fail("heads", "must be a positive integer dividing " + std::to_string(dim));
+    return static_cast<std::int64_t>(h);
+}
+
+namespace {
+
 struct Qkv {
     spiking::Projection q, k, v;
     std::int64_t heads = 1;
@@ -62,11 +70,7 @@ Qkv read_qkv(const NodeSpec& spec) {
         if (batchnorm_form(spec, std::string(p) + "_").has_value() !=
             batchnorm_form(spec, "q_").has_value())
             spec.fail(std::string(p) + "_bn_form", "must be folded or unfolded as q_bn_form is");
-    const double h = spec.scalar_or("heads", 1.0);
-    if (h < 1 || h != std::floor(h) || h > static_cast<double>(r.q.out()) ||
-        r.q.out() % static_cast<std::int64_t>(h) != 0)
-        spec.fail("heads", "must be a positive integer dividing " + std::to_string(r.q.out()));
-    r.heads = static_cast<std::int64_t>(h);
+    r.heads = read_heads(spec, r.q.out());
     return r;
 }
 
@@ -120,8 +124,6 @@ std::unique_ptr<Node> build_bsa(const NodeSpec& spec) {
     return n;
 }
 
-namespace {
-
 // Examples for the conformance harness: 4 tokens of 8 channels, 2 heads, a bias on Q and a
 // BatchNorm on K so that both folds run.
 NodeExample attention_example() {
@@ -137,6 +139,8 @@ NodeExample attention_example() {
     e.params.set("heads", 2.0);
     return e;
 }
+namespace {
+
 NodeExample ssa_example() {
     auto e = attention_example();
     // Low thresholds: at 4 tokens and 2 heads of 4 channels the products are small.
@@ -177,6 +181,11 @@ void register_spiking_attention_nodes(NodeFactory& f) {
     f.add("ternion.BSA", wrap(build_bsa),
           "Bipolar self-attention: ternary Q/K, Shiftmax, shift-and-add with analog V, TSN out",
           bsa_example);
+    f.add("ternion.QKAttention", wrap(build_qk_attention),
+          "QKFormer's Q-K attention: LIF(sum of Q over each head's channels) masks K's tokens "
+          "(form \"token\", the official code), or LIF(sum of Q over tokens) masks K's channels "
+          "(form \"channel\"); no V",
+          qk_attention_example);
 }
 
 }  // namespace ternion

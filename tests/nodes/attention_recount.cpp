@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace ternion::test {
 
@@ -100,11 +101,13 @@ std::uint64_t nz(double x) {
     return x != 0.0 ? 1 : 0;
 }
 
-// What the three variants share: shapes, the projections and the per-sample membranes.
+// What the variants share: shapes and the projections (V absent in Q-K attention).
 struct Model {
     std::int64_t N, Din, D, H, dh;
-    Linear q, k, v;
-    Model(const MapParams& p, std::int64_t tokens) : N(tokens), q(p, "q"), k(p, "k"), v(p, "v") {
+    Linear q, k;
+    std::optional<Linear> v;
+    Model(const MapParams& p, std::int64_t tokens) : N(tokens), q(p, "q"), k(p, "k") {
+        if (p.has("v_weight")) v.emplace(p, "v");
         Din = q.in;
         D = q.out;
         H = static_cast<std::int64_t>(scalar_or(p, "heads", 1.0));
@@ -121,7 +124,7 @@ void book_projection(const Model& m, const std::vector<float>& x, AttentionRecou
     for (std::size_t e = 0; e < x.size(); ++e) {
         if (x[e] == 0.0f) continue;
         const auto i = static_cast<std::int64_t>(e) % m.Din;
-        const std::uint64_t f = m.q.fan(i) + m.k.fan(i) + m.v.fan(i);
+        const std::uint64_t f = m.q.fan(i) + m.k.fan(i) + (m.v ? m.v->fan(i) : 0);
         const double a = std::fabs(double(x[e]));
         pairs += f;
         ternary = ternary && a == 1.0;
@@ -212,7 +215,7 @@ void count_qkv_spikes(const Vec& Q, const Vec& K, const Vec& V, AttentionRecount
 // Q, K, V spikes of one step from the projection outputs and the LIF membranes hq, hk, hv.
 void fire_lif_qkv(const Model& m, const Lif& lif, const std::vector<float>& x, Vec* mem,
                   Vec* spikes, AttentionRecount& r) {
-    const Linear* proj[3] = {&m.q, &m.k, &m.v};
+    const Linear* proj[3] = {&m.q, &m.k, &*m.v};
     for (int p = 0; p < 3; ++p) {
         const Vec z = proj[p]->apply(x, m.N);
         for (std::size_t i = 0; i < z.size(); ++i)
@@ -279,6 +282,48 @@ void run_sdsa(const Model& m, const MapParams& p, std::int64_t samples, std::int
     }
 }
 
+// QKFormer's Q-K attention (its official Token_QK_Attention): Q, K = LIF(proj); per head and
+// token (form "token") or per channel ("channel"), a LIF over the sum of binary Q (one AC per
+// query spike) gives a mask; out = mask (.) K.
+void run_qk(const Model& m, const MapParams& p, std::int64_t samples, std::int64_t steps,
+            const InputOf& input, AttentionRecount& r) {
+    const Lif lif(p, "lif_", 1.0), attn(p, "attn_", 0.5);
+    const bool token = !p.has("form") || p.string("form") == "token";
+    const std::size_t nd = at(m.N * m.D), masks = at(token ? m.H * m.N : m.D);
+    for (std::int64_t s = 0; s < samples; ++s) {
+        Vec hq(nd, 0.0), hk(nd, 0.0), hmask(masks, 0.0), Q(nd), K(nd);
+        for (std::int64_t t = 0; t < steps; ++t) {
+            const auto& x = input(s, t);
+            book_projection(m, x, r);
+            const Vec zq = m.q.apply(x, m.N), zk = m.k.apply(x, m.N);
+            for (std::size_t i = 0; i < nd; ++i) {
+                Q[i] = lif.fire(hq[i], zq[i], r.margin);
+                K[i] = lif.fire(hk[i], zk[i], r.margin);
+            }
+            book_neurons(2 * nd, r);
+            count_qkv_spikes(Q, K, Vec(nd, 0.0), r);
+            Vec sum(masks, 0.0);
+            auto mask = [&](std::int64_t n, std::int64_t c) {
+                return at(token ? (c / m.dh) * m.N + n : c);
+            };
+            for (std::int64_t n = 0; n < m.N; ++n)
+                for (std::int64_t c = 0; c < m.D; ++c) sum[mask(n, c)] += Q[at(n * m.D + c)];
+            for (double q : Q) r.att.score_ac += nz(q), r.ops.ac += nz(q);
+            Vec open(masks);
+            for (std::size_t j = 0; j < masks; ++j) {
+                open[j] = attn.fire(hmask[j], sum[j], r.margin);
+                r.att.mask_channels += nz(open[j]);
+            }
+            book_neurons(masks, r);
+            Vec y(nd, 0.0);
+            for (std::int64_t n = 0; n < m.N; ++n)
+                for (std::int64_t c = 0; c < m.D; ++c)
+                    y[at(n * m.D + c)] = open[mask(n, c)] * K[at(n * m.D + c)];
+            book_output(s, t, y, r);
+        }
+    }
+}
+
 // BSA's Shiftmax of one score row (spec 1.4): weights 2^(x_j - gamma), gamma = m + the least
 // k with 2^k >= sum_j 2^(x_j - m), m = max_j x_j.
 Vec shiftmax(const Vec& x) {
@@ -337,7 +382,7 @@ void run_bsa(const Model& m, const MapParams& p, std::int64_t samples, std::int6
         for (std::int64_t t = 0; t < steps; ++t) {
             const auto& x = input(s, t);
             book_projection(m, x, r);
-            const Vec zq = m.q.apply(x, m.N), zk = m.k.apply(x, m.N), V = m.v.apply(x, m.N);
+            const Vec zq = m.q.apply(x, m.N), zk = m.k.apply(x, m.N), V = m.v->apply(x, m.N);
             for (std::size_t i = 0; i < nd; ++i) {
                 Q[i] = qk.fire(hq[i], zq[i], r.margin);
                 K[i] = qk.fire(hk[i], zk[i], r.margin);
@@ -369,6 +414,8 @@ AttentionRecount recount_spiking_attention(const std::string& type, const MapPar
         run_sdsa(m, p, samples, steps, input, r);
     else if (type == "ternion.BSA")
         run_bsa(m, p, samples, steps, input, r);
+    else if (type == "ternion.QKAttention")
+        run_qk(m, p, samples, steps, input, r);
     else  // a new variant with a closed form needs its own independent recount here
         throw std::logic_error("no independent recount for attention type " + type);
     r.ops.spike_write_bytes = 4 * r.ops.spikes_out;

@@ -184,10 +184,10 @@ std::vector<std::uint64_t> probe_fan_out(const Case& c) {
 
 const std::vector<float>& output(const Outcome& o, int node, std::int64_t s, std::int64_t t);
 
-// A spiking attention: one whose spike-spike work has a closed form the conventions know.
+// A spiking attention node (its traits, not its type name): every one needs an independent
+// recount in tests/nodes/attention_recount.cpp, which refuses a variant it does not know.
 bool spiking_attention(const Node& n) {
-    const auto sh = n.attention_shape();
-    return sh && sh->closed_form != AttentionClosedForm::none;
+    return n.attention_shape().has_value() && n.is_spiking();
 }
 
 // Spiking attention: the layer record's typed counters and op counts against the independent
@@ -483,6 +483,7 @@ TEST_CASE("conformance: spiking attention counts in every form") {
         {"ternion.SSA", {"association", "kv"}},
         {"ternion.SDSA", {"form", "kv"}},
         {"ternion.BSA", {"", ""}},  // analog input: the projection books MACs
+        {"ternion.QKAttention", {"form", "channel"}},
     };
     for (const auto& form : forms) {
         // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)

@@ -265,12 +265,26 @@ void read_mesh_memory(const Obj& top, MeshSpec& m) {
     for (const Obj* o : {&r, &st}) m.sources[o->path()] = o->str("source"), o->assumed(m.assumed);
 }
 
+// The ANN equivalent's figures: a multiply-accumulate and an output value's activation, each
+// an energy and a time, and the activations' width.
+void read_mesh_ann(const Obj& top, MeshSpec& m) {
+    Obj a = top.child("ann");
+    a.allow({"mac_pj", "mac_ns", "activation_pj", "activation_ns", "activation_bits", "source",
+             "assumed"});
+    m.ann_mac_pj = a.number("mac_pj"), m.ann_mac_ns = a.number("mac_ns");
+    m.ann_activation_pj = a.number("activation_pj");
+    m.ann_activation_ns = a.number("activation_ns");
+    m.ann_activation_bits = a.count("activation_bits");
+    m.sources[a.path()] = a.str("source"), a.assumed(m.assumed);
+}
+
 void read_mesh(const Obj& top, Chip& c) {
     top.allow({"name", "description", "family", "technology", "mesh", "core", "energy", "noc",
-               "timing", "memory", "static"});
+               "timing", "memory", "static", "ann"});
     read_mesh_grid(top, c.mesh);
     read_mesh_costs(top, c.mesh);
     read_mesh_memory(top, c.mesh);
+    read_mesh_ann(top, c.mesh);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // A mesh placement's step at given firing rates: synaptic events and neuron updates per layer,
 // the spikes routed between cores, each core's time and the step's critical path, and the
-// energy band: op count, + SRAM accesses, + routing, + static power x step time (docs/chips.md).
-// Everything is an estimate from rates, not a count of a run.
+// energy band: op count, + SRAM accesses, + routing, + static power x step time; and the same
+// band for the ANN equivalent's one pass on the same cores (docs/chips.md). Everything is an
+// estimate from rates (or a run's counts), not a simulation of the chip.
 #include <algorithm>
 #include <set>
 
@@ -101,6 +102,19 @@ void routing(const MeshSpec& s, MeshPlacement& p) {
     p.routing = route(m, all, s.cores());
 }
 
+// Davies et al. give the barrier for 1 and for 32 tiles; between them, linear in the tiles.
+double barrier_ns(const MeshSpec& s, const MeshPlacement& p) {
+    const double t = static_cast<double>(std::max<I64>(p.tiles_used, 1));
+    return s.tiles() > 1 ? s.barrier_ns_one + (s.barrier_ns_all - s.barrier_ns_one) * (t - 1) /
+                                                  static_cast<double>(s.tiles() - 1)
+                         : s.barrier_ns_one;
+}
+
+I64 slowest(const std::vector<double>& ns) {
+    const auto it = std::max_element(ns.begin(), ns.end());
+    return it == ns.end() ? -1 : it - ns.begin();
+}
+
 // Each core: its synaptic events (the layer's, in proportion to the synapses it holds) and
 // neuron updates one after the other, then its packets leave one by one and the last flies
 // its hops. The step ends when the slowest core is done and the mesh-wide barrier has passed.
@@ -120,18 +134,78 @@ void latency(const MeshSpec& s, MeshPlacement& p) {
                            p.routing.core_packets[k] * s.spike_ns +
                            std::max(0.0, flight - s.spike_ns);
         }
-    const auto it = std::max_element(p.core_ns.begin(), p.core_ns.end());
-    p.critical_core = it == p.core_ns.end() ? -1 : it - p.core_ns.begin();
-    const double slowest = it == p.core_ns.end() ? 0 : *it;
-    // Davies et al. give the barrier for 1 and for 32 tiles; between them, linear in the tiles.
-    const double t = static_cast<double>(std::max<I64>(p.tiles_used, 1));
-    p.barrier_ns = s.tiles() > 1
-                       ? s.barrier_ns_one + (s.barrier_ns_all - s.barrier_ns_one) * (t - 1) /
-                                                static_cast<double>(s.tiles() - 1)
-                       : s.barrier_ns_one;
-    p.step_ns = slowest + p.barrier_ns;
+    p.critical_core = slowest(p.core_ns);
+    p.barrier_ns = barrier_ns(s, p);
+    p.step_ns = (p.critical_core < 0 ? 0 : p.core_ns[p.critical_core]) + p.barrier_ns;
     p.inference_ns = p.step_ns * static_cast<double>(p.steps);
     p.inferences_per_s = p.inference_ns > 0 ? 1e9 / p.inference_ns : 0;
+}
+
+// The ANN equivalent of one layer, one pass (an ANN has no time steps): every synapse one
+// dense MAC; every neuron (Q, K and V included) one activation; every stored weight read once
+// from the core's synapse SRAM at the weight width; every output value and score entry
+// written and read once in the state SRAM at the activation width. Where the per-op figures
+// include the SRAM (loihi-like), as for the SNN, memory adds nothing.
+void ann_work(const MeshSpec& s, MeshLayer& l) {
+    MeshLayer::Ann& a = l.ann;
+    a.macs = static_cast<double>(l.synapses);
+    a.outputs = static_cast<double>(l.neurons);
+    double stored = 0;
+    for (const CoreUse& c : l.cores) stored += static_cast<double>(c.stored);
+    const double ab = static_cast<double>(s.access_bits);
+    a.weight_words = stored * static_cast<double>(s.weight_bits) / ab;
+    a.activation_words = (a.outputs + static_cast<double>(l.score_entries)) * 2 *
+                         static_cast<double>(s.ann_activation_bits) / ab;
+    a.band = Band{};
+    a.band.ops = a.macs * s.ann_mac_pj + a.outputs * s.ann_activation_pj;
+    a.band.memory =
+        s.memory_in_ops
+            ? 0
+            : a.weight_words * sram_pj(s, static_cast<double>(s.synapse_memory_bytes)) +
+                  a.activation_words * sram_pj(s, static_cast<double>(s.state_memory_bytes));
+}
+
+// The ANN's traffic, time and static energy of one pass: every output value (and every input
+// value, injected by the host) is a packet to every core of the layers it feeds, by the SNN's
+// routing rule; each core takes its MACs and activations at the chip's op times, then sends its
+// packets; the pass is the slowest core plus the barrier.
+void ann_pass(const MeshSpec& s, MeshPlacement& p) {
+    const Mesh m = Mesh::uniform(s);
+    const auto dst = destinations(p);
+    std::vector<Flow> all;
+    if (!dst[0].empty()) all.push_back({-1, dst[0], static_cast<double>(p.input_neurons)});
+    for (std::size_t i = 0; i < p.layers.size(); ++i) {
+        MeshLayer& l = p.layers[i];
+        std::vector<Flow> mine;
+        for (const CoreUse& c : l.cores)
+            mine.push_back({c.core, dst[i + 1], static_cast<double>(c.out_neurons)});
+        const RouteTotals t = route(m, mine, s.cores());
+        l.ann.packets = t.packets, l.ann.hops = t.hops, l.ann.band.routing = t.energy_pj;
+        all.insert(all.end(), mine.begin(), mine.end());
+    }
+    const RouteTotals r = route(m, all, s.cores());
+    MeshPlacement::AnnTotals& a = p.ann;
+    a.core_ns.assign(static_cast<std::size_t>(p.cores_used), 0);
+    for (const MeshLayer& l : p.layers)
+        for (const CoreUse& c : l.cores) {
+            const auto k = static_cast<std::size_t>(c.core);
+            a.core_ns[k] = static_cast<double>(c.synapses) * s.ann_mac_ns +
+                           static_cast<double>(c.neurons) * s.ann_activation_ns +
+                           r.core_packets[k] * s.spike_ns +
+                           std::max(0.0, r.core_flight_ns[k] - s.spike_ns);
+        }
+    a.critical_core = slowest(a.core_ns);
+    a.pass_ns = (a.critical_core < 0 ? 0 : a.core_ns[a.critical_core]) + barrier_ns(s, p);
+    a.packets = r.packets, a.hops = r.hops, a.macs = 0;
+    a.band = Band{};
+    for (MeshLayer& l : p.layers) {
+        l.ann.band.statics =
+            s.static_w_per_core * static_cast<double>(l.cores.size()) * a.pass_ns * 1e3;
+        a.macs += l.ann.macs;
+        a.band.ops += l.ann.band.ops, a.band.memory += l.ann.band.memory;
+        a.band.routing += l.ann.band.routing, a.band.statics += l.ann.band.statics;
+    }
+    a.band.routing += r.host_pj;
 }
 
 }  // namespace
@@ -187,6 +261,8 @@ void estimate_mesh(const MeshSpec& s, const MapOptions& o, MeshPlacement& p) {
         p.band.routing += l.band.routing, p.band.statics += l.band.statics;
     }
     p.band.routing += p.routing.host_pj;
+    for (MeshLayer& l : p.layers) ann_work(s, l);
+    ann_pass(s, p);
 }
 
 }  // namespace ternion::chip

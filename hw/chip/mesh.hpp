@@ -37,6 +37,10 @@ struct MeshSpec {
     std::vector<std::array<double, 2>> sram_pj;
     bool memory_in_ops = false;  // the per-op energies already include the core's SRAM reads
     double static_w_per_core = 0;
+    // The ANN equivalent on this chip: energy and time of one multiply-accumulate and of one
+    // output value's activation (bias, requantisation, nonlinearity), and the activations' width.
+    double ann_mac_pj = 0, ann_mac_ns = 0, ann_activation_pj = 0, ann_activation_ns = 0;
+    std::int64_t ann_activation_bits = 8;
     // Sources per section, and the keys each section marks as assumed.
     std::map<std::string, std::string> sources;
     std::vector<std::string> assumed;  // "section.key"
@@ -110,6 +114,13 @@ struct MeshLayer {
     // Per step: synaptic events, neuron updates, packets leaving, their hops; memory words.
     double events = 0, updates = 0, packets = 0, hops = 0, weight_words = 0, state_words = 0;
     Band band;  // per step
+    // The ANN equivalent, one pass: every synapse a dense MAC, every stored weight read once,
+    // every output value (and score entry) written and read once and sent to the cores of the
+    // layers it feeds.
+    struct Ann {
+        double macs = 0, outputs = 0, weight_words = 0, activation_words = 0, packets = 0, hops = 0;
+        Band band;  // one pass
+    } ann;
 };
 
 struct MeshPlacement {
@@ -124,6 +135,15 @@ struct MeshPlacement {
     std::int64_t critical_core = -1;
     double barrier_ns = 0, step_ns = 0, inference_ns = 0, inferences_per_s = 0;
     Band band;  // per step, every layer
+    // The ANN equivalent, one pass: each core's MACs and activations at the chip's op times
+    // and its packets, the slowest core plus the barrier; the band over every layer and the
+    // input's values, injected by the host.
+    struct AnnTotals {
+        double macs = 0, packets = 0, hops = 0, pass_ns = 0;
+        std::vector<double> core_ns;
+        std::int64_t critical_core = -1;
+        Band band;
+    } ann;
 };
 
 }  // namespace ternion::chip

@@ -1,6 +1,8 @@
 // A mesh placement as JSON (`ternion map --json`, Python's ternion.map) and as text: the layers
 // on their cores, the routing, the step's latency and the energy band, with the chip's sources
 // and the values its file marks as assumed.
+#include <algorithm>
+#include <array>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -15,6 +17,67 @@ using nlohmann::json;
 json band_json(const Band& b) {
     const auto v = b.levels();
     return {{"ops", v[0]}, {"memory", v[1]}, {"routing", v[2]}, {"static", v[3]}};
+}
+
+json ratio(double snn, double ann) {
+    return ann > 0 ? json(snn / ann) : json(nullptr);
+}
+
+// SNN/ANN at each level of the band: the SNN's inference against the ANN's band.
+json ratios(const Band& snn, const Band& ann) {
+    const auto a = ann.levels();
+    const auto s = snn.levels();
+    return {{"ops", ratio(s[0], a[0])},
+            {"memory", ratio(s[1], a[1])},
+            {"routing", ratio(s[2], a[2])},
+            {"static", ratio(s[3], a[3])}};
+}
+
+Band times(Band b, double t) {
+    b.ops *= t, b.memory *= t, b.routing *= t, b.statics *= t;
+    return b;
+}
+
+// One pass (an ANN has no time steps) and, for comparison, T passes (one a step, as the run
+// report's ANN equivalent), with the SNN's inference of T steps over each.
+json ann_layer_json(const MeshLayer& l, double steps) {
+    const Band snn = times(l.band, steps), t = times(l.ann.band, steps);
+    return {{"macs", l.ann.macs},
+            {"outputs", l.ann.outputs},
+            {"weight_words", l.ann.weight_words},
+            {"activation_words", l.ann.activation_words},
+            {"packets", l.ann.packets},
+            {"hops", l.ann.hops},
+            {"band_pj", band_json(l.ann.band)},
+            {"t_passes_pj", band_json(t)},
+            {"snn_over_ann", ratios(snn, l.ann.band)},
+            {"snn_over_ann_t_passes", ratios(snn, t)}};
+}
+
+json ann_json(const MeshPlacement& p, const MeshSpec& s) {
+    const auto& a = p.ann;
+    const double steps = static_cast<double>(p.steps);
+    const Band snn = times(p.band, steps), t = times(a.band, steps);
+    json cores = json::array();
+    for (std::size_t k = 0; k < a.core_ns.size(); ++k)
+        cores.push_back({{"core", k}, {"ns", a.core_ns[k]}});
+    return {
+        {"passes", p.steps},
+        {"macs_per_pass", a.macs},
+        {"packets_per_pass", a.packets},
+        {"hops_per_pass", a.hops},
+        {"latency", {{"cores", cores}, {"critical_core", a.critical_core}, {"pass_ns", a.pass_ns}}},
+        {"figures",
+         {{"mac_pj", s.ann_mac_pj},
+          {"mac_ns", s.ann_mac_ns},
+          {"activation_pj", s.ann_activation_pj},
+          {"activation_ns", s.ann_activation_ns},
+          {"activation_bits", s.ann_activation_bits},
+          {"weight_bits", s.weight_bits}}},
+        {"one_pass_pj", band_json(a.band)},
+        {"t_passes_pj", band_json(t)},
+        {"snn_over_ann", ratios(snn, a.band)},
+        {"snn_over_ann_t_passes", ratios(snn, t)}};
 }
 
 json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
@@ -55,7 +118,8 @@ json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
               {"hops", l.hops},
               {"weight_words", l.weight_words},
               {"state_words", l.state_words},
-              {"band_pj", band_json(l.band)}};
+              {"band_pj", band_json(l.band)},
+              {"ann", ann_layer_json(l, static_cast<double>(p.steps))}};
     j["attention"] = nullptr;
     if (l.kind == "attention")
         j["attention"] = {
@@ -119,10 +183,9 @@ json mesh_json(const Placement& pl, const Chip& c) {
                     {"steps", p.steps},
                     {"inference_ns", p.inference_ns},
                     {"inferences_per_s", p.inferences_per_s}};
-    Band inf = p.band;
-    const double t = static_cast<double>(p.steps);
-    inf.ops *= t, inf.memory *= t, inf.routing *= t, inf.statics *= t;
+    const Band inf = times(p.band, static_cast<double>(p.steps));
     j["band"] = {{"step_pj", band_json(p.band)}, {"inference_pj", band_json(inf)}};
+    j["ann"] = ann_json(p, c.mesh);
     j["notes"] = pl.notes;
     j["sources"] = c.mesh.sources;
     j["assumed"] = c.mesh.assumed;
@@ -165,6 +228,52 @@ std::string layers_text(const MeshPlacement& p) {
     return out;
 }
 
+std::string levels_text(const std::array<double, 4>& v, const char* f) {
+    return std::string("ops ") + fmt(f, v[0]) + ", +memory " + fmt(f, v[1]) + ", +routing " +
+           fmt(f, v[2]) + ", +static " + fmt(f, v[3]);
+}
+
+std::array<double, 4> over(const Band& snn, const Band& ann) {
+    const auto s = snn.levels(), a = ann.levels();
+    std::array<double, 4> r{};
+    for (std::size_t i = 0; i < 4; ++i) r[i] = a[i] > 0 ? s[i] / a[i] : 0;
+    return r;
+}
+
+// The ANN equivalent per layer (one pass) and in total, with SNN/ANN at each level: the SNN's
+// inference of T steps over one pass, and over T passes (one a step).
+std::string ann_text(const MeshPlacement& p) {
+    std::size_t w = 5;
+    for (const MeshLayer& l : p.layers) w = std::max(w, l.name.size());
+    const int W = static_cast<int>(w);
+    const double T = static_cast<double>(p.steps);
+    char line[512];
+    std::string out =
+        "\nANN equivalent, one pass (every synapse a dense MAC, every stored weight "
+        "read once, every output value written, read and sent once):\n";
+    std::snprintf(line, sizeof line, "%-*s %12s %11s %11s %11s %11s %9s\n", W, "layer", "MACs",
+                  "ops pJ", "+memory", "+routing", "+static", "SNN/ANN");
+    out += line;
+    for (const MeshLayer& l : p.layers) {
+        const auto v = l.ann.band.levels();
+        std::snprintf(line, sizeof line, "%-*s %12.6g %11.5g %11.5g %11.5g %11.5g %9.4g\n", W,
+                      l.name.c_str(), l.ann.macs, v[0], v[1], v[2], v[3],
+                      over(times(l.band, T), l.ann.band)[3]);
+        out += line;
+    }
+    const Band snn = times(p.band, T), t = times(p.ann.band, T);
+    const std::string n = std::to_string(p.steps);
+    out += "(SNN/ANN: the SNN's inference of " + n + " step(s) over one pass, at +static)\n";
+    out += "ANN per pass (pJ, cumulative): " + levels_text(p.ann.band.levels(), "%.6g") +
+           "; latency " + fmt("%.6g", p.ann.pass_ns) + " ns (slowest core " +
+           std::to_string(p.ann.critical_core) + ")\n";
+    out += "SNN/ANN per inference, one pass:             " +
+           levels_text(over(snn, p.ann.band), "%.4g") + "\n";
+    out += "SNN/ANN per inference, T=" + n +
+           " passes (one a step): " + levels_text(over(snn, t), "%.4g") + "\n";
+    return out;
+}
+
 }  // namespace
 
 std::string mesh_text(const Placement& pl, const Chip& c) {
@@ -200,6 +309,7 @@ std::string mesh_text(const Placement& pl, const Chip& c) {
                fmt("%g", s.clock_hz / 1e6) + " MHz";
     out += "; " + fmt("%.6g", p.inferences_per_s) + " inferences/s at " + std::to_string(p.steps) +
            " step(s)\n";
+    out += ann_text(p);
     for (const auto& n : pl.notes) out += "note: " + n + "\n";
     if (!s.assumed.empty()) {
         out += "assumed values (chip file):";

@@ -14,7 +14,13 @@ and the energy band, each recounted here from the chip file and the rules of doc
   the longest flight's hops; the step: the slowest core + the barrier (linear in the tiles);
 - the band: ops (events x E_syn + updates x ((1 - r) E_upd + r E_act)), + memory (SRAM words at
   Horowitz's size table, unless the per-op figures include them), + routing, + static power x
-  cores x step time.
+  cores x step time;
+- the ANN equivalent, one pass: ops (synapses x E_mac + neurons x E_activation), + memory (every
+  stored weight read once at the weight width, every output value and score entry written and
+  read once at the activation width), + routing (every output value a packet, the routing rule
+  above at rate 1), + static power x cores x the pass (each core's MACs and activations at the
+  ANN's op times, its packets, the slowest core + the barrier); SNN/ANN = the SNN's inference
+  of T steps over one pass (and over T passes) at each level.
 """
 import json
 
@@ -106,6 +112,62 @@ def recount_routing(c, j):
     return per_layer, input_pj, flights
 
 
+def sram(c, nbytes):
+    """Horowitz's table as docs/chips.md states it: linear between sizes, from (0, 0) below."""
+    x0 = y0 = 0.0
+    for x1, y1 in c["memory"]["sram_pj"]:
+        if nbytes <= x1:
+            return y0 + (y1 - y0) * (nbytes - x0) / (x1 - x0)
+        x0, y0 = x1, y1
+    return y0
+
+
+def check_ann(c, j):
+    """The ANN equivalent's band, per layer and in total, recounted from the placement and the
+    chip file: every rate 1 for the routing (every value sent), each core's MACs at mac_ns."""
+    a, core = c["ann"], c["core"]
+    dense = json.loads(json.dumps(j))
+    dense["rates"]["input"] = 1.0
+    for l in dense["layers"]:
+        l["rate_out"] = 1.0
+    per_layer, input_pj, flights = recount_routing(c, dense)
+    ab = c["memory"]["access_bits"]
+    in_ops = c["memory"]["included_in_ops"]
+    t = c["timing"]
+    times = {}
+    for l in j["layers"]:
+        for k in l["cores"]:
+            pk, fl = flights[k["core"]]
+            times[k["core"]] = (k["synapses"] * a["mac_ns"] + k["neurons"] * a["activation_ns"]
+                                + pk * c["noc"]["spike_ns"] + max(0.0, fl - c["noc"]["spike_ns"]))
+    tiles, all_tiles = j["tiles_used"], c["mesh"]["width"] * c["mesh"]["height"]
+    barrier = t["barrier_ns_one_tile"] + (t["barrier_ns_all_tiles"] - t["barrier_ns_one_tile"]) \
+        * (tiles - 1) / (all_tiles - 1)
+    pass_ns = max(times.values()) + barrier
+    assert abs(j["ann"]["latency"]["pass_ns"] - pass_ns) < 1e-9, (j["ann"]["latency"], pass_ns)
+    total = [0.0] * 4
+    for l in j["layers"]:
+        stored = sum(k["stored_weights"] for k in l["cores"])
+        score = l["attention"]["score_entries"] if l["attention"] else 0
+        ops = l["synapses"] * a["mac_pj"] + l["neurons"] * a["activation_pj"]
+        mem = 0.0 if in_ops else (
+            stored * core["weight_bits"] / ab * sram(c, core["synapse_memory_bytes"])
+            + (l["neurons"] + score) * 2 * a["activation_bits"] / ab
+            * sram(c, core["state_memory_bytes"]))
+        route = per_layer[l["name"]][2]
+        static = c["static"]["power_per_core_w"] * len(l["cores"]) * pass_ns * 1e3
+        want = [ops, ops + mem, ops + mem + route, ops + mem + route + static]
+        got = [l["ann"]["band_pj"][k] for k in ("ops", "memory", "routing", "static")]
+        assert all(abs(g - w) < 1e-6 * max(1.0, w) for g, w in zip(got, want)), \
+            (l["name"], got, want)
+        assert l["ann"]["macs"] == l["synapses"]
+        total = [x + y for x, y in zip(total, [ops, mem, route, static])]
+    total[2] += input_pj
+    want = [sum(total[:i + 1]) for i in range(4)]
+    got = [j["ann"]["one_pass_pj"][k] for k in ("ops", "memory", "routing", "static")]
+    assert all(abs(g - w) < 1e-6 * max(1.0, w) for g, w in zip(got, want)), (got, want)
+
+
 def check_routing(c, j):
     per_layer, input_pj, _ = recount_routing(c, j)
     for l in j["layers"]:
@@ -139,6 +201,14 @@ def routing_on_a_2x2_mesh_equals_an_independent_count():
     e = 0.25 * 8 * (2 * 1.7 + 3.0 + 4.0) + 0.25 * 2 * (2 * 1.7 + 4.0 + 3.0)
     assert abs(l0["band_pj"]["routing"] - l0["band_pj"]["memory"] - e) < 1e-9
     check_routing(c, j)
+    # The ANN sends every one of l0's 10 values to both cores of l1: the same hops at rate 1.
+    a0 = l0["ann"]
+    assert abs(a0["packets"] - 10 * 2) < 1e-9 and abs(a0["hops"] - (8 * 2 + 2 * 2)) < 1e-9
+    assert abs(a0["band_pj"]["routing"] - a0["band_pj"]["memory"] - e / 0.25) < 1e-9
+    check_ann(c, j)
+    # The same mesh with generic-45nm's figures, where the SRAM levels count.
+    g = mesh_chip("mesh2g.json", 2, 2, 2, 4, base=GENERIC)
+    check_ann(g, mapped("m2.h5", path("mesh2g.json"), "--rates", "0.5,0.25,0.125"))
 
 
 @test
@@ -170,6 +240,7 @@ def routing_and_critical_path_on_a_4x4_mesh_equal_an_independent_count():
     assert abs(lat["step_ns"] - (max(times.values()) + barrier)) < 1e-9
     assert lat["critical_core"] == max(times, key=times.get)
     assert abs(lat["inferences_per_s"] - 1e9 / (3 * lat["step_ns"])) < 1e-6
+    check_ann(c, j)
 
 
 @test
@@ -200,6 +271,96 @@ def tiny_model_band_equals_the_hand_computed_figures_on_loihi_like():
     text = run("map", path("tiny.h5"), "--chip", "loihi-like", "--rates", "0.5,0.25,0.1").stdout
     for part in ("loihi-like", "l0", "latency per step", "+routing", "inferences/s"):
         assert part in text, (part, text)
+
+
+LEVELS = ("ops", "memory", "routing", "static")
+
+
+@test
+def tiny_model_ann_equivalent_by_hand_on_loihi_like():
+    # Input [4] -> Linear 4->3 -> LIF at rates 0.5 / 0.25 / 0.1, T = 2 (the SNN's band above).
+    # The ANN's one pass: 12 MACs at one synaptic op each (23.6 pJ, assumed) and 3 activations
+    # at one inactive neuron update each (52 pJ); memory inside those figures; the host sends
+    # all 4 input values to core 0 (tile (0,0), no hops): 4 x 1.7 pJ; core 0 takes
+    # 12 x 3.5 + 3 x 5.3 ns, then the one-tile barrier; static 0.1 mW x that.
+    a = LOIHI["ann"]
+    assert (a["mac_pj"], a["activation_pj"], a["mac_ns"], a["activation_ns"]) == \
+        (23.6, 52, 3.5, 5.3)
+    chain("tiny.h5", 4, [3])
+    j = mapped("tiny.h5", "loihi-like", "--rates", "0.5,0.25,0.1", "--steps", "2")
+    ops = 12 * 23.6 + 3 * 52                           # 439.2 pJ
+    pass_ns = 12 * 3.5 + 3 * 5.3 + 113                 # 170.9 ns
+    static = 1e-4 * pass_ns * 1e3                      # 17.09 pJ
+    ann = [ops, ops, ops + 4 * 1.7, ops + 4 * 1.7 + static]
+    got = [j["ann"]["one_pass_pj"][k] for k in LEVELS]
+    assert all(abs(g - w) < 1e-9 for g, w in zip(got, ann)), (got, ann)
+    assert abs(ann[3] - 463.09) < 1e-9
+    assert abs(j["ann"]["latency"]["pass_ns"] - pass_ns) < 1e-9 and j["ann"]["macs_per_pass"] == 12
+    # The layer alone: no packets of its own (it feeds only the Output).
+    lb = j["layers"][0]["ann"]["band_pj"]
+    assert abs(lb["routing"] - ops) < 1e-9 and abs(lb["static"] - (ops + static)) < 1e-9
+    # The SNN's inference (2 steps of the band above): 2 x (306.3, 306.3, 309.7, 324.783).
+    step = 0.5 * 12 * 3.5 + 3 * (0.9 * 5.3 + 0.1 * 8.4) + 113
+    snn_step = [306.3, 306.3, 306.3 + 2 * 1.7, 306.3 + 2 * 1.7 + 1e-4 * step * 1e3]
+    snn = [2 * v for v in snn_step]
+    for k, s_, a_ in zip(LEVELS, snn, ann):
+        assert abs(j["ann"]["snn_over_ann"][k] - s_ / a_) < 1e-9, (k, j["ann"]["snn_over_ann"])
+        assert abs(j["ann"]["snn_over_ann_t_passes"][k] - s_ / (2 * a_)) < 1e-9
+        assert abs(j["ann"]["t_passes_pj"][k] - 2 * a_) < 1e-9
+    assert abs(j["ann"]["snn_over_ann"]["static"] - 649.566 / 463.09) < 1e-9
+    text = run("map", path("tiny.h5"), "--chip", "loihi-like", "--rates", "0.5,0.25,0.1",
+               "--steps", "2").stdout
+    for part in ("ANN equivalent, one pass", "SNN/ANN per inference, one pass",
+                 "T=2 passes (one a step)", "ann.mac_pj"):
+        assert part in text, (part, text)
+
+
+@test
+def tiny_model_ann_equivalent_by_hand_on_generic_45nm():
+    # One pass: 12 MACs x (int8 mult 0.2 + int32 add 0.1 pJ) + 3 requantisations x 3.2 pJ;
+    # memory: the 12 stored int8 weights read once, 12 x 8 / 64 = 1.5 words of the 32 KB SRAM
+    # (20 pJ), and 3 int8 outputs written and read, 3 x 2 x 8 / 64 = 0.75 words of the 8 KB
+    # SRAM (10 pJ); routing: the 4 input values, 1 pJ each within tile (0,0); core 0 takes
+    # 12 + 3 cycles of 1 ns, then the one-tile barrier of 10 ns; static 0.1 mW x 25 ns.
+    a = GENERIC["ann"]
+    assert abs(a["mac_pj"] - (0.2 + 0.1)) < 1e-12
+    assert abs(a["activation_pj"] - (3.1 + 0.1)) < 1e-12
+    chain("tiny.h5", 4, [3])
+    j = mapped("tiny.h5", "generic-45nm", "--rates", "0.5,0.25,0.1", "--steps", "2")
+    ops = 12 * 0.3 + 3 * 3.2                                 # 13.2 pJ
+    mem = 1.5 * 20 + 0.75 * 10                               # 37.5 pJ
+    static = 1e-4 * (12 + 3 + 10) * 1e3                      # 2.5 pJ
+    ann = [ops, ops + mem, ops + mem + 4, ops + mem + 4 + static]
+    got = [j["ann"]["one_pass_pj"][k] for k in LEVELS]
+    assert all(abs(g - w) < 1e-9 for g, w in zip(got, ann)), (got, ann)
+    # The SNN's step (the memory-level test above): ops 0.5 x 12 x 0.03 + 3 (0.9 x 3.2 + 0.1 x
+    # 3.3), memory 0.75 x 20 + 1.5 x 10, the input's 2 spikes x 1 pJ, static 0.1 mW x (6 + 3 +
+    # 10) ns; the inference is 2 steps.
+    s_ops = 0.5 * 12 * 0.03 + 3 * (0.9 * 3.2 + 0.1 * 3.3)
+    s_step = [s_ops, s_ops + 30, s_ops + 30 + 2, s_ops + 30 + 2 + 1e-4 * 19 * 1e3]
+    for k, s_, a_ in zip(LEVELS, s_step, ann):
+        assert abs(j["ann"]["snn_over_ann"][k] - 2 * s_ / a_) < 1e-9, (k, j["ann"])
+        assert abs(j["ann"]["snn_over_ann_t_passes"][k] - s_ / a_) < 1e-9
+    lr = j["layers"][0]["ann"]["snn_over_ann"]
+    assert abs(lr["memory"] - 2 * (s_ops + 30) / (ops + mem)) < 1e-9
+
+
+@test
+def snn_over_ann_grows_with_the_firing_rate_and_the_ann_does_not_move():
+    chain("sweep.h5", 32, [64, 48, 10])
+    for chip in ("loihi-like", "generic-45nm"):
+        prev, ann0 = None, None
+        for r in (0.005, 0.02, 0.05, 0.1, 0.2, 0.35, 0.5):
+            j = mapped("sweep.h5", chip, "--rates", f"{r},{r},{r}", "--steps", "4")
+            ann = [j["ann"]["one_pass_pj"][k] for k in LEVELS]
+            snn = [j["band"]["inference_pj"][k] for k in LEVELS]
+            ratio = [j["ann"]["snn_over_ann"][k] for k in LEVELS]
+            assert all(abs(q - s_ / a_) < 1e-12 * q for q, s_, a_ in zip(ratio, snn, ann))
+            ann0 = ann0 or ann
+            assert all(abs(a_ - b_) < 1e-9 * b_ for a_, b_ in zip(ann, ann0)), (chip, r)
+            if prev:
+                assert all(q > p for q, p in zip(ratio, prev)), (chip, r, ratio, prev)
+            prev = ratio
 
 
 @test
@@ -326,6 +487,11 @@ def bad_mesh_files_and_options_are_refused():
     json.dump(c, open(path("bad.json"), "w"))
     chain("tiny.h5", 4, [3])
     expect_error(["map", path("tiny.h5"), "--chip", path("bad.json")], "core.assumed")
+    c = json.loads(json.dumps(LOIHI))
+    del c["ann"]["mac_pj"]
+    json.dump(c, open(path("bad_ann.json"), "w"))
+    expect_error(["map", path("tiny.h5"), "--chip", path("bad_ann.json")], "ann.mac_pj",
+                 "missing")
     expect_error(["map", path("tiny.h5"), "--chip", "loihi-like", "--steps", "0"], "--steps")
     expect_error(["map", path("tiny.h5"), "--chip", "dynapcnn", "--rates", "0.1,0.1,0.1"],
                  "--rates")

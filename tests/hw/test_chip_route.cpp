@@ -4,6 +4,8 @@
 // chip-model.md E.5's worked values. The shipped loihi-like file is read for D.4's example.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "hw/chip/chip.hpp"
 
 using namespace ternion::chip;
@@ -87,4 +89,22 @@ TEST_CASE("SRAM energy by size: Horowitz's table, linear between sizes (chip-mod
     CHECK(sram_pj(s, 5120) == doctest::Approx(1.5625 * 4));
     CHECK(sram_pj(s, 4 << 20) == doctest::Approx(25 * 4));
     CHECK(sram_pj(s, 32768) == doctest::Approx(20));
+}
+
+TEST_CASE("the ANN equivalent's figures of the shipped mesh chips") {
+    // generic-45nm: Horowitz's int8 multiply (0.2 pJ) and int32 add (0.1 pJ) per MAC; the
+    // requantisation of an output an int32 multiply and add (3.1 + 0.1 pJ).
+    const Chip g = load_chip("generic-45nm");
+    CHECK(g.mesh.ann_mac_pj == doctest::Approx(0.2 + 0.1));
+    CHECK(g.mesh.ann_activation_pj == doctest::Approx(3.1 + 0.1));
+    CHECK(g.mesh.ann_activation_bits == 8);
+    // loihi-like has no MAC unit: a MAC is priced as one synaptic op and an output as one
+    // inactive neuron update, and the file says so (assumed).
+    const Chip l = load_chip("loihi-like");
+    CHECK(l.mesh.ann_mac_pj == l.mesh.synaptic_op_pj);
+    CHECK(l.mesh.ann_mac_ns == l.mesh.synaptic_op_ns);
+    CHECK(l.mesh.ann_activation_pj == l.mesh.neuron_update_pj);
+    const auto& a = l.mesh.assumed;
+    CHECK(std::find(a.begin(), a.end(), "ann.mac_pj") != a.end());
+    CHECK(l.mesh.sources.count("ann") == 1);
 }

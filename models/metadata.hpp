@@ -10,11 +10,12 @@
 namespace ternion {
 
 // A number: a numeric scalar dataset or a numeric attribute; nullopt when absent. A dataset of
-// another kind is an error naming it (a typo'd value is never taken as "not given").
+// another kind (or an attribute of another type) is an error naming it: a typo'd value is
+// never taken as "not given".
 std::optional<double> metadata_number(const h5::Reader& r, const std::string& group,
                                       const std::string& key);
 // A string: a string dataset or a string attribute; nullopt when absent; a dataset of another
-// kind is an error naming it.
+// kind is an error naming it, and so is an attribute of another type.
 std::optional<std::string> metadata_string(const h5::Reader& r, const std::string& group,
                                            const std::string& key);
 

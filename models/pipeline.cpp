@@ -95,7 +95,7 @@ void check_input_fits(const Graph& g, const std::vector<std::shared_ptr<const In
     const auto& l = src.labels();
     for (std::size_t i = 0; i < l.size(); ++i)
         if (l[i] < 0 || l[i] >= classes)
-            throw InputError(src.describe(), "/labels",
+            throw InputError(src.labels_file(), src.labels_field(),
                              "label " + std::to_string(l[i]) + " at index " + std::to_string(i) +
                                  " is outside [0, " + std::to_string(classes) +
                                  "), the model's output size");

@@ -1,4 +1,5 @@
 // IDX images and labels (MNIST, Fashion-MNIST), gzip-compressed or raw.
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -189,11 +190,28 @@ std::unique_ptr<InputSource> open_idx(const std::string& path, const InputOption
     Shape full{samples};
     full.insert(full.end(), shape.begin(), shape.end());
     auto src = encode_values(path, "/data", full, data->data(), data, o, held);
-    src->set_labels(std::move(labels));
+    src->set_labels(std::move(labels), lpath, "data");
     return src;
 }
 
+// Every input is sniffed here before its reader opens it again (and an HDF5 input is opened
+// more than once): a FIFO or a device gives its bytes to the first open only, so the reader
+// would block or read another stream. Refused by name instead; a regular file behind a link
+// (/dev/stdin redirected from a file) is read as usual.
+static void check_regular_input(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || S_ISREG(st.st_mode) || S_ISDIR(st.st_mode)) return;
+    const char* kind = S_ISFIFO(st.st_mode)   ? "a FIFO (pipe)"
+                       : S_ISSOCK(st.st_mode) ? "a socket"
+                                              : "a device";
+    throw InputError(path, "",
+                     std::string("is ") + kind +
+                         ", not a regular file: an input is read more than once (its format is "
+                         "sniffed first); save the stream to a file");
+}
+
 bool looks_like_idx(const std::string& path) {
+    check_regular_input(path);
     std::ifstream f(path, std::ios::binary);
     unsigned char m[8] = {0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF};
     f.read(reinterpret_cast<char*>(m), 8);

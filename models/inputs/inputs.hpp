@@ -67,7 +67,8 @@ struct InputOptions {
 InputOptions for_node(const InputOptions& o, const std::string& node);
 
 // Whether `path` is read as IDX: its name holds "idx" or "ubyte", or it starts like an IDX file
-// (gzip magic, or 0x00 0x00 type ndims).
+// (gzip magic, or 0x00 0x00 type ndims). Every reader asks this first: it throws InputError for
+// a FIFO, socket or device, which could not be read again after the sniff.
 bool looks_like_idx(const std::string& path);
 
 // The sibling labels file of IDX images ("t10k-images-idx3-ubyte.gz" ->

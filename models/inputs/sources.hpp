@@ -50,8 +50,19 @@ class RowSource {
 // An input read from a file or an array: replayed spikes or frames, or encoded analog data.
 class FileSource : public InputSource {
   public:
-    void set_labels(std::vector<std::int64_t> l) { labels_ = std::move(l); }
+    // `file`, `field`: where the labels were read, when not this source's own file.
+    void set_labels(std::vector<std::int64_t> l, std::string file = "", std::string field = "") {
+        labels_ = std::move(l);
+        labels_file_ = std::move(file);
+        labels_field_ = std::move(field);
+    }
     const std::vector<std::int64_t>& labels() const override { return labels_; }
+    std::string labels_file() const override {
+        return labels_file_.empty() ? describe() : labels_file_;
+    }
+    std::string labels_field() const override {
+        return labels_field_.empty() ? InputSource::labels_field() : labels_field_;
+    }
     // "replayed spikes (samples-first)", "poisson encoding", ... (input_label)
     virtual std::string label() const = 0;
     // "spikes", "frames", or the analog encoding's name (input_encoding)
@@ -59,6 +70,7 @@ class FileSource : public InputSource {
 
   private:
     std::vector<std::int64_t> labels_;
+    std::string labels_file_, labels_field_;
 };
 
 // Spikes (or, with `frames`, analog frames) replayed from `rows`; only the held samples are read.

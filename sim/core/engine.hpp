@@ -33,6 +33,10 @@ class InputSource {
     // "/inputs/<node>/data", ...), empty when the source has none.
     virtual std::string describe() const = 0;
     virtual std::string dataset() const { return ""; }
+    // Where the labels came from, for errors about them: an IDX input's labels are another
+    // file's ("data" of the labels file), not the images'.
+    virtual std::string labels_file() const { return describe(); }
+    virtual std::string labels_field() const { return "/labels"; }
 };
 
 // Called from worker threads after each node's step; one sample is only ever on one thread.

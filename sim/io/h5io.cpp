@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -602,23 +603,33 @@ Writer::Writer(const std::string& path) : path_(path) {
 }
 
 namespace {
-// A file whose write failed (a full disk) cannot be closed: libhdf5 keeps its identifier when
-// the final flush fails, and its exit handler then crashes closing it again. Such a file is
-// being abandoned (write_atomically removes it): truncating it frees the space the flush needs,
-// and the second close succeeds.
-void close_or_discard(hid_t f, const std::string& path) {
-    if (H5Fclose(f) >= 0) return;
-    if (::truncate(path.c_str(), 0) == 0) H5Fclose(f);
-}
+std::atomic<bool> g_unclosed{false};  // a Writer's close failed (files_left_unclosed)
 }  // namespace
 
 Writer::~Writer() {
-    if (file_) close_or_discard(file_.release(), path_);
+    if (!file_) return;
+    const hid_t f = file_.release();
+    // Abandoned (close() failed, or an exception is passing through the writer: the caller
+    // removes the file). libhdf5 keeps a file whose final flush failed (a full disk) half-open,
+    // and closing it a second time crashes (in H5F__close, or in its exit handler): so the file
+    // is emptied first, which frees the space the one close needs to flush.
+    if (failed_ || std::uncaught_exceptions() > exceptions_) {
+        const int emptied = ::truncate(path_.c_str(), 0);
+        (void)emptied;  // one that cannot be emptied is closed all the same
+    }
+    // A failed close is not retried (that is the crash); see files_left_unclosed.
+    if (H5Fclose(f) < 0) g_unclosed = true;
+}
+
+bool files_left_unclosed() {
+    return g_unclosed;
 }
 
 void Writer::close() {
-    if (file_ && H5Fflush(file_.id(), H5F_SCOPE_GLOBAL) < 0)
-        throw InputError(path_, "", "flush failed");
+    if (file_ && H5Fflush(file_.id(), H5F_SCOPE_GLOBAL) < 0) {
+        failed_ = true;
+        throw InputError(path_, "", "write failed at the final flush (disk full?)");
+    }
     file_.reset();
 }
 

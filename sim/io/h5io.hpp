@@ -5,6 +5,7 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <exception>
 #include <functional>
 #include <optional>
 #include <set>
@@ -131,7 +132,8 @@ class Reader {
 class Writer {
   public:
     explicit Writer(const std::string& path);  // creates/truncates
-    // Closes the file if close() was not reached (an exception): see close_or_discard.
+    // Closes the file if close() was not reached; a file abandoned by an exception or a failed
+    // close() is emptied first (its caller removes it).
     ~Writer();
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
@@ -165,7 +167,14 @@ class Writer {
                    bool compress, std::size_t elem_size);
     std::string path_;
     Handle file_;
+    bool failed_ = false;                          // close() failed: the file is abandoned
+    int exceptions_ = std::uncaught_exceptions();  // unwinding at construction
 };
+
+// Whether a Writer's file could not be closed even after it was emptied (a full disk):
+// libhdf5 keeps it half-open and its exit handler crashes on it, so the process should leave
+// without running exit handlers (the CLI calls _Exit after its error line).
+bool files_left_unclosed();
 
 // A creation property list of `plist_class` (H5P_DATASET_CREATE, H5P_GROUP_CREATE) that keeps
 // no modification times: files written twice from the same data are the same bytes.

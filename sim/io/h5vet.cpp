@@ -240,7 +240,7 @@ void limit(int resource, rlim_t value) {
 }
 
 [[noreturn]] void child(const std::string& path, const VetLimits& lim) {
-    for (int s : {SIGINT, SIGTERM, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
+    for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT})
         std::signal(s, SIG_DFL);  // die by the signal, untouched by the parent's handlers
     limit(RLIMIT_CORE, 0);        // a crash must not leave a core file behind
     // Whatever the child might print (a sanitizer's report) would break the one-line rule;

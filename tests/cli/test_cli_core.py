@@ -319,6 +319,82 @@ def full_disk_ends_with_one_error_and_the_old_file_intact():
         subprocess.run(["umount", d])
 
 
+
+@test
+def encode_onto_a_full_disk_never_crashes():
+    """encode --output onto a 1 MiB tmpfs, at sizes around the point where the data still fits
+    but the file's final flush does not: libhdf5 keeps such a file half-open, and closing it a
+    second time crashed (SIGSEGV, the temporary left behind). Each size either writes the file
+    or ends with one error naming the output, exit 1, no temporary, the old file intact."""
+    d = small_tmpfs("full-encode")
+    if d is None:
+        return
+    try:
+        out = os.path.join(d, "e.h5")
+        outcomes = set()
+        for steps in range(250, 601, 25):
+            with open(out, "w") as f:
+                f.write("old")  # also frees what the last size wrote
+            p = run("encode", "--input", DIGITS, "--output", out, "--encoding", "poisson",
+                    "--timesteps", steps, check=False)
+            what = f"{steps} steps: exit {p.returncode}, {p.stderr!r}"
+            assert p.returncode in (0, 1), what  # not -11 (SIGSEGV)
+            assert not [f for f in os.listdir(d) if ".tmp-" in f], what
+            outcomes.add(p.returncode)
+            if p.returncode == 0:
+                with h5py.File(out) as f:
+                    assert f["spikes"].shape[1] == steps, what
+                continue
+            err = p.stderr.strip().splitlines()
+            assert len(err) == 1 and err[0].startswith(f"ternion: error: {out}: "), what
+            assert open(out).read() == "old", what
+        assert outcomes == {0, 1}, f"the sizes did not cross the full-disk point: {outcomes}"
+    finally:
+        subprocess.run(["umount", d])
+
+
+def signal_during_trace_write(sig, target):
+    """Starts a traced run, sends `sig` once the trace's temporary has data in it; returns the
+    exit status and stderr, or None when the write ended before it could be signalled."""
+    d = os.path.dirname(target)
+    for samples in (300, 1000):
+        proc = subprocess.Popen([TERNION, "run", "--samples", str(samples), "--record",
+                                 "spikes,membrane", "--no-progress", "--trace", target],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        signalled = False
+        while proc.poll() is None and not signalled:
+            tmps = [os.path.join(d, f) for f in os.listdir(d) if ".tmp-" in f]
+            try:
+                if tmps and os.path.getsize(tmps[0]) > 0:
+                    proc.send_signal(sig)
+                    signalled = True
+            except FileNotFoundError:
+                pass
+            time.sleep(0.002)
+        _, err = proc.communicate(timeout=120)
+        if signalled:
+            return proc.returncode, err
+    return None
+
+
+@test
+def hangup_or_term_during_a_trace_write_keeps_the_old_trace():
+    """SIGHUP (the terminal closed) or SIGTERM while the trace is being written: the process
+    dies by the signal (non-zero), the temporary is removed and the old trace is untouched.
+    SIGHUP's default action used to leave the temporary behind."""
+    d = path("signalled")
+    os.makedirs(d, exist_ok=True)
+    target = os.path.join(d, "t.h5")
+    for sig in (signal.SIGHUP, signal.SIGTERM):
+        with open(target, "w") as f:
+            f.write("old trace")
+        got = signal_during_trace_write(sig, target)
+        assert got is not None, f"{sig.name}: the trace was written before it could be signalled"
+        assert got[0] == -sig, (sig.name, got)
+        assert sorted(os.listdir(d)) == ["t.h5"], (sig.name, os.listdir(d))
+        assert open(target).read() == "old trace", sig.name
+
+
 @test
 def interrupted_run_leaves_no_file():
     """SIGINT during a long run: no trace at the target and no temporary left."""

@@ -348,6 +348,29 @@ meta_case("dt.nan", "dt", np.float64(np.nan), "metadata/dt")
 meta_case("dt.negative", "dt", np.float64(-1e-3), "metadata/dt")
 meta_case("discretization", "discretization", "sideways", "metadata/discretization")
 meta_case("reset", "reset", "bounce", "metadata/reset")
+meta_case("from.int", "from", np.int64(3), "metadata/from")
+meta_case("discretization.int", "discretization", np.int64(1), "metadata/discretization")
+
+
+# The same keys as attributes of /node/metadata (the other place NIR files keep them): a value
+# of another type (or several values) is refused naming the key; it was taken as "not given".
+def meta_attr_case(label, key, value):
+    def build(d):
+        nodes, edges, shape, classes = neuron_model("IF", neurons()["IF"])
+        mf, inp, tr = (os.path.join(d, x) for x in ("model.h5", "in.h5", "trace.h5"))
+        write_nir(mf, nodes, edges)
+        with h5py.File(mf, "r+") as f:
+            f["node"].require_group("metadata").attrs[key] = value
+        spikes(inp, (2, 4, *shape), labels=[0, classes - 1])
+        args = ["run", mf, "--input", inp, "--no-progress", "--trace", tr]
+        return args, mf, f"/node/metadata/{key}: must be", [mf, inp], [tr]
+    CASES.append((f"metadata.attr.{label}", build))
+
+
+for key, value in [("from", np.int64(3)), ("discretization", np.int64(1)), ("reset", np.int64(0)),
+                   ("encoding", np.float64(1.0)), ("dt", "0.001"), ("timesteps", "4"),
+                   ("from", np.array([b"snntorch", b"norse"]))]:
+    meta_attr_case(f"{key}.{np.asarray(value).dtype.kind}{np.asarray(value).ndim}", key, value)
 
 
 # Input files.

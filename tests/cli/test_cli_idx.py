@@ -13,12 +13,15 @@
 import gzip
 import os
 import resource
+import stat
 import struct
+import subprocess
+import threading
 
 import h5py
 import numpy as np
 
-from harness import expect_error, finish, path, peak_rss_mb, run, run_json, test
+from harness import TERNION, expect_error, finish, path, peak_rss_mb, run, run_json, test
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 MODEL = os.path.join(HERE, "..", "..", "models", "bundled", "bsa_digits.h5")  # input [1, 8, 8]
@@ -160,6 +163,91 @@ def hostile_idx_files():
     z[-6] ^= 0xFF  # CRC-32
     refused("crc", bytes(z), "gzip")
     refused("cut", gzip.compress(good)[:-12], "gzip")
+
+
+@test
+def label_out_of_range_names_the_labels_file():
+    # A label >= the model's classes is the labels file's fault: its name and field ("data",
+    # as for its other errors), not the images' (they were blamed).
+    bad = LABELS.copy()
+    bad[3] = 11  # bsa_digits has 10 classes
+    for gz in (False, True):
+        ext = ".gz" if gz else ""
+        imgs = write(f"oor{int(gz)}-images-idx3-ubyte{ext}", idx_bytes(PIXELS), gz)
+        sib = write(f"oor{int(gz)}-labels-idx1-ubyte{ext}", idx_bytes(bad), gz)
+        expect_error(["run", MODEL, "--input", imgs, "--timesteps", 4, "--no-progress"],
+                     f"ternion: error: {sib}: data: label 11 at index 3 is outside [0, 10)")
+        lab = write(f"oor-explicit{int(gz)}{ext}", idx_bytes(bad), gz)
+        expect_error(["run", MODEL, "--input", path("plain.idx3"), "--labels", lab, "--timesteps", 4,
+                      "--no-progress"], f"ternion: error: {lab}: data: label 11 at index 3")
+    # HDF5 labels stay blamed on the input's /labels
+    h5 = reference_h5()
+    import h5py as _h5
+    with _h5.File(h5, "r+") as f:
+        f["labels"][3] = 11
+    expect_error(["run", MODEL, "--input", h5, "--timesteps", 4, "--no-progress"],
+                 f"{h5}: /labels: label 11 at index 3")
+
+
+def feed_fifo(fifo, data):
+    """A writer that blocks until a reader opens `fifo`, then writes `data` (a daemon thread: a
+    reader that never comes does not hold the test up)."""
+    def feed():
+        try:
+            with open(fifo, "wb") as f:
+                f.write(data)
+        except OSError:
+            pass
+    threading.Thread(target=feed, daemon=True).start()
+
+
+def release_fifo(fifo):
+    """Opens and closes `fifo` for reading without blocking, so a writer still waiting returns."""
+    try:
+        os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
+    except OSError:
+        pass
+
+
+@test
+def an_input_through_a_fifo_is_refused_naming_it():
+    # The input's format is sniffed (its first bytes read) before its reader opens it again: a
+    # FIFO's bytes go to the first open only, and the reader then waited for ever (or read
+    # nothing). Refused before it is opened, naming the file; a labels file, opened once, may
+    # be a FIFO.
+    for name, data in (("in-images-idx3-ubyte", idx_bytes(PIXELS)),
+                       ("in.idx", gzip.compress(idx_bytes(PIXELS))), ("in.npy", b"\x93NUMPY")):
+        fifo = path("fifo-" + name)
+        os.mkfifo(fifo)
+        feed_fifo(fifo, data)
+        try:
+            p = subprocess.run([TERNION, "run", MODEL, "--input", fifo, "--timesteps", "4",
+                                "--no-progress"], capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise AssertionError(f"ternion run --input {name} (a FIFO) did not finish in 30 s")
+        finally:
+            release_fifo(fifo)
+        err = p.stderr.strip().splitlines()
+        assert p.returncode == 1 and len(err) == 1, (p.returncode, p.stderr)
+        assert err[0].startswith(f"ternion: error: {fifo}: is a FIFO (pipe), not a regular file"), err
+        assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    expect_error(["encode", "--input", fifo, "--output", path("fifo-enc.h5"), "--encoding",
+                  "poisson", "--timesteps", 4], f"{fifo}: is a FIFO")
+    assert not os.path.exists(path("fifo-enc.h5"))
+    # labels through a FIFO: read once, as a file
+    lab = path("labels.fifo")
+    os.mkfifo(lab)
+    feed_fifo(lab, idx_bytes(LABELS))
+    try:
+        p = subprocess.run([TERNION, "run", MODEL, "--input", path("plain.idx3"), "--labels", lab,
+                            "--timesteps", "4", "--no-progress", "--json"], capture_output=True,
+                           text=True, timeout=30)
+    finally:
+        release_fifo(lab)
+    assert p.returncode == 0, p.stderr
+    ref = run_json("run", MODEL, "--input", reference_h5(), "--timesteps", 4)
+    import json
+    same_run(json.loads(p.stdout), ref)
 
 
 @test

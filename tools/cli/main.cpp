@@ -15,7 +15,8 @@
 
 namespace {
 
-// SIGINT/SIGTERM: drop any half-written output, then exit as interrupted.
+// SIGINT, SIGTERM, SIGHUP (the terminal closed), SIGQUIT: drop any half-written output, then die
+// by the signal (a non-zero status); an existing output is left as it was.
 extern "C" void on_signal(int sig) {
     ternion::h5::remove_temporaries();
     std::signal(sig, SIG_DFL);
@@ -91,8 +92,7 @@ int main(int argc, char** argv) {
         usage();
         return argc < 2 ? 2 : 0;
     }
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) std::signal(sig, on_signal);
     // Every HDF5 file the user names is first read in a child process (sim/io/h5vet.hpp).
     const char* trust = std::getenv("TERNION_TRUST_HDF5");
     ternion::h5::set_vetting(!(trust && std::strcmp(trust, "1") == 0));
@@ -103,5 +103,11 @@ int main(int argc, char** argv) {
     const ternion::cli::Args args(argv + 2, argv + argc);
     const int code = dispatch(cmd, args);
     ternion::dist::finalize();
+    // libhdf5's exit handler would crash closing a file it could not close (a full disk); the
+    // temporary is already removed and the error printed, so leave without exit handlers.
+    if (ternion::h5::files_left_unclosed()) {
+        std::fflush(nullptr);
+        std::_Exit(code);
+    }
     return code;
 }

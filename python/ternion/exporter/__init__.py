@@ -4,7 +4,8 @@ Supported modules (matched by class name and attributes, so SpikingJelly and the
 need not be importable here): SpikingJelly LIFNode/MultiStepLIFNode, ParametricLIFNode,
 IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in (or kept: fold_bn=False),
 MaxPool2d, AvgPool2d, Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
-Spikformer (SPS, SSA blocks, MLP, head), the official Spike-driven Transformer v1 (sdt.py) and
+Spikformer (SPS, SSA blocks, MLP, head), the official Spike-driven Transformer v1 (sdt.py), the
+official QKFormer (qkformer.py) and
 this repository's DigitsSpikformer; snnTorch Leaky,
 Synaptic, RLeaky and RSynaptic (recurrent nn.Linear, nn.Conv2d or one-to-one V), Norse LIFBoxCell, LIFCell, LIBoxCell and IAFCell, Sinabs IAF, LIF and ExpLeak
 (peers.py: the file then carries that framework's conventions, metadata/from). Anything else
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 
 from . import converters as cv
 from . import peers
+from . import qkformer
 from . import sdt
 from .graph import ExportError, Graph, fold_bn, write_model
 
@@ -63,6 +65,8 @@ class Exporter:
             return cv.convert_digits_spikformer(self, m, path, x)
         if sdt.is_sdt(m):
             return sdt.convert_sdt(self, m, path, x)
+        if qkformer.is_qkformer(m):
+            return qkformer.convert_qkformer(self, m, path, x)
         if sdt.is_ms_sps(m):
             return sdt.convert_ms_sps(self, m, path, x)
         if sdt.is_ms_block(m):
@@ -112,7 +116,7 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
       * [T, B, ...] for multi-step networks (SpikingJelly step_mode 'm', MultiStep* neurons,
         SeqToANNContainer): T becomes the file's `timesteps`;
       * [B, ...] for models that repeat their input over time themselves (Spikformer,
-        Spike-driven Transformer, DigitsSpikformer: T from the model, direct encoding) or
+        Spike-driven Transformer, QKFormer, DigitsSpikformer: T from the model, direct encoding) or
         single-step networks (then pass `timesteps`).
     time_first overrides that choice. Only its shape is used. The file describes the module in
     eval mode, BatchNorm with its running statistics:
@@ -129,7 +133,8 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
       extension."""
     ex = Exporter(fold_bn)
     shape = tuple(example_input.shape)
-    whole = cv.is_spikformer(module) or sdt.is_sdt(module) or cv.is_digits_spikformer(module)
+    whole = cv.is_spikformer(module) or sdt.is_sdt(module) or qkformer.is_qkformer(module) or \
+        cv.is_digits_spikformer(module)
     if time_first is None:
         time_first = not whole and _multi_step(module)
     if time_first:

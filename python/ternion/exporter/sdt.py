@@ -54,13 +54,15 @@ def join(ex, name, inputs):
 
 
 def pointwise(ex, conv, bn, path):
-    """A 1x1 convolution + BatchNorm as (weight (out, in), bias, None) with the BatchNorm folded,
-    or with fold_bn=False (weight, bias or None, the BatchNorm's datasets): on tokens [N, C] it
-    is an Affine over channels."""
-    if not cv.is_conv(conv, 2):
-        raise ExportError(f"{cv.describe(conv, path)}: expected a 1x1 Conv2d")
-    ok = (tuple(conv.kernel_size) == (1, 1) and cv.pair(conv.stride) == (1, 1) and
-          conv.padding in (0, (0, 0), "valid") and cv.pair(conv.dilation) == (1, 1) and
+    """A 1x1 convolution (Conv2d, or a kernel-1 Conv1d as QKFormer's) + BatchNorm as
+    (weight (out, in), bias, None) with the BatchNorm folded, or with fold_bn=False (weight, bias
+    or None, the BatchNorm's datasets): on tokens [N, C] it is an Affine over channels."""
+    dims = 2 if cv.is_conv(conv, 2) else 1 if cv.is_conv(conv, 1) else 0
+    if not dims:
+        raise ExportError(f"{cv.describe(conv, path)}: expected a 1x1 Conv2d (or kernel-1 Conv1d)")
+    one = (1,) * dims
+    ok = (tuple(conv.kernel_size) == one and tuple(conv.stride) == one and
+          conv.padding in (0, (0,) * dims, "valid") and tuple(conv.dilation) == one and
           conv.groups == 1)
     if not ok:
         raise ExportError(f"{cv.describe(conv, path)}: only 1x1 convolutions with stride 1, no "

@@ -278,13 +278,29 @@ void read_mesh_ann(const Obj& top, MeshSpec& m) {
     m.sources[a.path()] = a.str("source"), a.assumed(m.assumed);
 }
 
+// Attention's internal adds, shifts and compares (optional: without the section each is priced
+// as a synaptic op, the chip's cheapest accumulate).
+void read_mesh_attention(const Obj& top, MeshSpec& m) {
+    m.add_pj = m.shift_pj = m.cmp_pj = m.synaptic_op_pj;
+    m.add_ns = m.shift_ns = m.cmp_ns = m.synaptic_op_ns;
+    if (!top.has("attention")) return;
+    Obj a = top.child("attention");
+    a.allow({"add_pj", "shift_pj", "compare_pj", "add_ns", "shift_ns", "compare_ns", "source",
+             "assumed"});
+    m.add_pj = a.number("add_pj"), m.shift_pj = a.number("shift_pj");
+    m.cmp_pj = a.number("compare_pj"), m.add_ns = a.number("add_ns");
+    m.shift_ns = a.number("shift_ns"), m.cmp_ns = a.number("compare_ns");
+    m.sources[a.path()] = a.str("source"), a.assumed(m.assumed);
+}
+
 void read_mesh(const Obj& top, Chip& c) {
     top.allow({"name", "description", "family", "technology", "mesh", "core", "energy", "noc",
-               "timing", "memory", "static", "ann"});
+               "timing", "memory", "static", "ann", "attention"});
     read_mesh_grid(top, c.mesh);
     read_mesh_costs(top, c.mesh);
     read_mesh_memory(top, c.mesh);
     read_mesh_ann(top, c.mesh);
+    read_mesh_attention(top, c.mesh);
 }
 
 }  // namespace

@@ -123,6 +123,10 @@ struct Placement {
 struct NodeActivity {
     double rate_out = 0;  // output elements that were non-zero, as a fraction of its outputs
     double events = 0;    // synaptic events: (non-zero input, non-zero weight) pairs
+    // Attention nodes: the run's typed counters per sample and step (AttentionCounts).
+    bool attention = false;
+    double adds = 0, shifts = 0, cmps = 0, q_spikes = 0, k_spikes = 0, v_spikes = 0;
+    double qk_first_heads = 0, kv_first_heads = 0;
 };
 struct MapOptions {
     double dt = 1e-3;

@@ -4,6 +4,7 @@
 // band for the ANN equivalent's one pass on the same cores (docs/chips.md). Everything is an
 // estimate from rates (or a run's counts), not a simulation of the chip.
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "hw/chip/chip.hpp"
@@ -46,6 +47,85 @@ void rates(const MapOptions& o, MeshPlacement& p) {
         }
 }
 
+// Attention's arithmetic of one step: a measured run's own counters, else the closed forms at
+// the hidden rate r for Q, K and V (docs/chips.md). Score entries written: SSA's N x N per head
+// evaluated as (Q K^T) V (dh x dh as Q (K^T V)), BSA's N x N per head, SDSA's D column sums,
+// QKAttention's sums of Q per mask neuron.
+void attention_work(const MapOptions& o, double r, MeshLayer& l) {
+    using F = AttentionClosedForm;
+    MeshLayer::Att& w = l.att;
+    const AttentionShape& a = l.shape;
+    const double N = static_cast<double>(a.tokens), D = static_cast<double>(a.dim);
+    const double H = static_cast<double>(a.heads), dh = H > 0 ? D / H : 0, nd = N * D;
+    const F f = a.closed_form;
+    const bool rows = f == F::qkv_products || f == F::ternary_shiftmax;
+    w.entries = rows ? H * N * N : f == F::column_sum ? D : static_cast<double>(a.mask_neurons);
+    w.mixed = nd;  // every output neuron's input, one value a step
+    const auto m = o.measured ? o.activity.find(l.name) : o.activity.end();
+    if (m != o.activity.end() && m->second.attention) {
+        const NodeActivity& x = m->second;
+        w.adds = x.adds, w.shifts = x.shifts, w.cmps = x.cmps;
+        w.q = x.q_spikes, w.k = x.k_spikes, w.v = a.spiking_v ? x.v_spikes : nd;
+        if (f == F::qkv_products) w.entries = x.qk_first_heads * N * N + x.kv_first_heads * dh * dh;
+        return;
+    }
+    w.q = w.k = r * nd;
+    w.v = !a.spiking_v ? nd : f == F::none ? 0 : r * nd;
+    w.adds = w.shifts = w.cmps = 0;
+    if (f == F::qkv_products) {
+        // Q K^T: a coincidence per channel; then each non-zero score (probability z) adds the
+        // V spikes of its key.
+        const double z = 1 - std::pow(1 - r * r, dh);
+        w.adds = H * N * N * dh * r * r + H * N * N * z * dh * r;
+    } else if (f == F::ternary_shiftmax) {
+        w.adds = H * N * N * dh * r * r + 2 * H * N * N + H * N * N * dh;
+        w.shifts = H * N * N + H * N * N * dh, w.cmps = H * N * N;
+    } else if (f == F::column_sum) {
+        w.adds = nd * r * r;
+    } else if (a.mask_neurons > 0) {
+        w.adds = nd * r;
+    }
+}
+
+// The overlap of units [a, b) with [lo, hi).
+I64 overlap(I64 a, I64 b, I64 lo, I64 hi) {
+    return std::max<I64>(0, std::min(b, hi) - std::max(a, lo));
+}
+
+// Attention's internal traffic: Q, K and V from the cores holding them to every core with score
+// rows (the products and weighted sums are formed beside the scores), the mixed values from
+// there to every core holding output neurons. A core's units run in order: Q, K, V neurons,
+// score rows, output neurons. `ann`: every value a packet.
+std::vector<Flow> attention_flows(const MeshLayer& l, bool ann) {
+    std::vector<Flow> f;
+    if (l.kind != "attention" || l.cores.empty()) return f;
+    const I64 nd = l.shape.tokens * l.shape.dim, rows = l.shape.heads * l.shape.tokens;
+    const double ndd = static_cast<double>(nd);
+    std::vector<I64> score, out;
+    I64 u = 0;
+    for (const CoreUse& c : l.cores) {
+        const I64 u1 = u + c.neurons + c.score_rows;
+        if (c.score_rows > 0) score.push_back(c.core);
+        if (overlap(u, u1, 3 * nd + rows, 4 * nd + rows) > 0) out.push_back(c.core);
+        u = u1;
+    }
+    const MeshLayer::Att& w = l.att;
+    const double fq = ann ? 1 : w.q / ndd, fk = ann ? 1 : w.k / ndd, fv = ann ? 1 : w.v / ndd;
+    u = 0;
+    for (const CoreUse& c : l.cores) {
+        const I64 u1 = u + c.neurons + c.score_rows;
+        const double sent = static_cast<double>(overlap(u, u1, 0, nd)) * fq +
+                            static_cast<double>(overlap(u, u1, nd, 2 * nd)) * fk +
+                            static_cast<double>(overlap(u, u1, 2 * nd, 3 * nd)) * fv;
+        if (sent > 0) f.push_back({c.core, score, sent});
+        if (c.score_rows > 0 && rows > 0)
+            f.push_back(
+                {c.core, out, static_cast<double>(c.score_rows) / static_cast<double>(rows) * ndd});
+        u = u1;
+    }
+    return f;
+}
+
 // Events, updates and memory words of one step; the op-count and memory levels of the band.
 void work(const MeshSpec& s, const MapOptions& o, MeshLayer& l) {
     l.events = l.rate_in * static_cast<double>(l.synapses);
@@ -56,18 +136,24 @@ void work(const MeshSpec& s, const MapOptions& o, MeshLayer& l) {
     }
     l.updates = static_cast<double>(l.neurons);
     const double r = l.rate_out;
+    MeshLayer::Att& w = l.att;
+    w.band.ops = w.adds * s.add_pj + w.shifts * s.shift_pj + w.cmps * s.cmp_pj;
     l.band.ops = l.events * s.synaptic_op_pj +
-                 l.updates * ((1 - r) * s.neuron_update_pj + r * s.neuron_active_pj);
+                 l.updates * ((1 - r) * s.neuron_update_pj + r * s.neuron_active_pj) + w.band.ops;
     const double ab = static_cast<double>(s.access_bits);
+    const double state_pj = sram_pj(s, static_cast<double>(s.state_memory_bytes));
     l.weight_words = l.events * static_cast<double>(s.synapse_bits) / ab;
-    // Each state read and written once per update; each score entry written and read once.
-    l.state_words = (l.updates * static_cast<double>(s.states_per_neuron) +
-                     static_cast<double>(l.score_entries)) *
-                    2 * static_cast<double>(s.state_bits) / ab;
+    // Each state read and written once per update; each score entry produced written and read
+    // once.
+    const double score_words = w.entries * 2 * static_cast<double>(s.state_bits) / ab;
+    l.state_words = l.updates * static_cast<double>(s.states_per_neuron) * 2 *
+                        static_cast<double>(s.state_bits) / ab +
+                    score_words;
+    w.band.memory = s.memory_in_ops ? 0 : score_words * state_pj;
     l.band.memory = s.memory_in_ops
                         ? 0
                         : l.weight_words * sram_pj(s, static_cast<double>(s.synapse_memory_bytes)) +
-                              l.state_words * sram_pj(s, static_cast<double>(s.state_memory_bytes));
+                              l.state_words * state_pj;
 }
 
 // Per producer (a layer, or the input at index 0 of `dst` shifted by one): the cores holding
@@ -95,6 +181,10 @@ void routing(const MeshSpec& s, MeshPlacement& p) {
             mine.push_back({c.core, dst[i + 1], l.rate_out * static_cast<double>(c.out_neurons)});
             c.axons_out = c.out_neurons * static_cast<I64>(dst[i + 1].size());
         }
+        const std::vector<Flow> inner = attention_flows(l, false);
+        const RouteTotals a = route(m, inner, s.cores());
+        l.att.packets = a.packets, l.att.hops = a.hops, l.att.band.routing = a.energy_pj;
+        mine.insert(mine.end(), inner.begin(), inner.end());
         const RouteTotals t = route(m, mine, s.cores());
         l.packets = t.packets, l.hops = t.hops, l.band.routing = t.energy_pj;
         all.insert(all.end(), mine.begin(), mine.end());
@@ -115,12 +205,22 @@ I64 slowest(const std::vector<double>& ns) {
     return it == ns.end() ? -1 : it - ns.begin();
 }
 
+// An attention core's share of the node's score work: its score rows over all of them.
+double score_share(const MeshLayer& l, const CoreUse& c) {
+    const I64 rows = l.shape.heads * l.shape.tokens;
+    return l.kind == "attention" && rows > 0
+               ? static_cast<double>(c.score_rows) / static_cast<double>(rows)
+               : 0;
+}
+
 // Each core: its synaptic events (the layer's, in proportion to the synapses it holds) and
 // neuron updates one after the other, then its packets leave one by one and the last flies
 // its hops. The step ends when the slowest core is done and the mesh-wide barrier has passed.
 void latency(const MeshSpec& s, MeshPlacement& p) {
     p.core_ns.assign(static_cast<std::size_t>(p.cores_used), 0);
-    for (const MeshLayer& l : p.layers)
+    for (const MeshLayer& l : p.layers) {
+        const double att_ns =
+            l.att.adds * s.add_ns + l.att.shifts * s.shift_ns + l.att.cmps * s.cmp_ns;
         for (const CoreUse& c : l.cores) {
             const double share =
                 l.synapses > 0 ? static_cast<double>(c.synapses) / static_cast<double>(l.synapses)
@@ -128,12 +228,13 @@ void latency(const MeshSpec& s, MeshPlacement& p) {
             const double r = l.rate_out;
             const auto k = static_cast<std::size_t>(c.core);
             const double flight = p.routing.core_flight_ns[k];
-            p.core_ns[k] = l.events * share * s.synaptic_op_ns +
+            p.core_ns[k] = l.events * share * s.synaptic_op_ns + score_share(l, c) * att_ns +
                            static_cast<double>(c.neurons) *
                                ((1 - r) * s.neuron_update_ns + r * s.neuron_active_ns) +
                            p.routing.core_packets[k] * s.spike_ns +
                            std::max(0.0, flight - s.spike_ns);
         }
+    }
     p.critical_core = slowest(p.core_ns);
     p.barrier_ns = barrier_ns(s, p);
     p.step_ns = (p.critical_core < 0 ? 0 : p.core_ns[p.critical_core]) + p.barrier_ns;
@@ -148,7 +249,7 @@ void latency(const MeshSpec& s, MeshPlacement& p) {
 // include the SRAM (loihi-like), as for the SNN, memory adds nothing.
 void ann_work(const MeshSpec& s, MeshLayer& l) {
     MeshLayer::Ann& a = l.ann;
-    a.macs = static_cast<double>(l.synapses);
+    a.macs = static_cast<double>(l.synapses) + l.att.dense_macs;  // attention: dense scores
     a.outputs = static_cast<double>(l.neurons);
     double stored = 0;
     for (const CoreUse& c : l.cores) stored += static_cast<double>(c.stored);
@@ -179,6 +280,9 @@ void ann_pass(const MeshSpec& s, MeshPlacement& p) {
         std::vector<Flow> mine;
         for (const CoreUse& c : l.cores)
             mine.push_back({c.core, dst[i + 1], static_cast<double>(c.out_neurons)});
+        const std::vector<Flow> inner = attention_flows(l, true);
+        l.ann.att_packets = route(m, inner, s.cores()).packets;
+        mine.insert(mine.end(), inner.begin(), inner.end());
         const RouteTotals t = route(m, mine, s.cores());
         l.ann.packets = t.packets, l.ann.hops = t.hops, l.ann.band.routing = t.energy_pj;
         all.insert(all.end(), mine.begin(), mine.end());
@@ -189,10 +293,11 @@ void ann_pass(const MeshSpec& s, MeshPlacement& p) {
     for (const MeshLayer& l : p.layers)
         for (const CoreUse& c : l.cores) {
             const auto k = static_cast<std::size_t>(c.core);
-            a.core_ns[k] = static_cast<double>(c.synapses) * s.ann_mac_ns +
-                           static_cast<double>(c.neurons) * s.ann_activation_ns +
-                           r.core_packets[k] * s.spike_ns +
-                           std::max(0.0, r.core_flight_ns[k] - s.spike_ns);
+            a.core_ns[k] =
+                (static_cast<double>(c.synapses) + score_share(l, c) * l.att.dense_macs) *
+                    s.ann_mac_ns +
+                static_cast<double>(c.neurons) * s.ann_activation_ns +
+                r.core_packets[k] * s.spike_ns + std::max(0.0, r.core_flight_ns[k] - s.spike_ns);
         }
     a.critical_core = slowest(a.core_ns);
     a.pass_ns = (a.critical_core < 0 ? 0 : a.core_ns[a.critical_core]) + barrier_ns(s, p);
@@ -219,9 +324,19 @@ void use_run(const RunRecord& rec, MapOptions& o) {
         if (l.category == NodeCategory::output) continue;
         const double n = static_cast<double>(std::max<std::int64_t>(l.neurons, 1));
         const double spikes = static_cast<double>(l.nonzero_out);
-        o.activity[l.name] = {
-            spikes / per / n,
-            static_cast<double>(l.synapses.pairs_ternary + l.synapses.pairs_other) / per};
+        NodeActivity& act = o.activity[l.name];
+        act.rate_out = spikes / per / n;
+        act.events = static_cast<double>(l.synapses.pairs_ternary + l.synapses.pairs_other) / per;
+        if (l.attention_shape) {
+            const AttentionCounts& a = l.attention;
+            const auto d = [per](std::uint64_t v) { return static_cast<double>(v) / per; };
+            act.attention = true;
+            act.adds = d(a.score_ac + a.norm_ac + a.mix_ac);
+            act.shifts = d(a.norm_shift + a.mix_shift), act.cmps = d(a.norm_cmp);
+            act.q_spikes = d(a.q_spikes), act.k_spikes = d(a.k_spikes),
+            act.v_spikes = d(a.v_spikes);
+            act.qk_first_heads = d(a.qk_first_heads), act.kv_first_heads = d(a.kv_first_heads);
+        }
         if (l.category == NodeCategory::input) {
             in_spikes += spikes, in_size += n;
         } else if (l.spiking) {
@@ -249,7 +364,10 @@ void estimate_mesh(const MeshSpec& s, const MapOptions& o, MeshPlacement& p) {
     p.measured = o.measured;
     p.steps = o.steps;
     rates(o, p);
-    for (MeshLayer& l : p.layers) work(s, o, l);
+    for (MeshLayer& l : p.layers) {
+        if (l.kind == "attention") attention_work(o, p.rate_hidden, l);
+        work(s, o, l);
+    }
     routing(s, p);
     latency(s, p);
     p.band = Band{};

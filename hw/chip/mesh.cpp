@@ -309,6 +309,11 @@ void Builder::attention(int u, const AttentionShape& a) {
     MeshLayer& L = p_.layers.back();
     L.qkv_neurons = qkv, L.score_entries = rows * a.tokens;
     L.spiking = g_.node(u).is_spiking();
+    L.shape = a;
+    // The ANN's scores and weighted sums: the node's dense MACs beyond its projections.
+    const std::uint64_t dense = g_.node(u).dense_macs_per_step();
+    L.att.dense_macs = static_cast<double>(
+        dense > a.proj_dense_macs_per_step ? dense - a.proj_dense_macs_per_step : 0);
 }
 
 [[noreturn]] void Builder::unit_fails(int l, I64 i, const UnitNeed& n, I64 axons) const {
@@ -410,8 +415,10 @@ void notes(const MeshSpec& s, Placement& p) {
                               " neurons) and score buffer (" + num(l.score_entries) +
                               " entries) fit on cores " + std::to_string(l.cores.front().core) +
                               "-" + std::to_string(l.cores.back().core) +
-                              "; the Q.K products, the weighted sums of V and the traffic "
-                              "inside the node are not priced yet");
+                              "; its scores, normalisation and weighted sums of V are priced " +
+                              (p.mesh.measured ? "from the run's attention counters"
+                                               : "from the closed forms at the hidden rate") +
+                              ", its Q/K/V spikes routed to the score rows' cores (docs/chips.md)");
     }
 }
 

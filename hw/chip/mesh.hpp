@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/kernels/op_counts.hpp"
+
 namespace ternion::chip {
 
 struct MeshSpec {
@@ -30,6 +32,9 @@ struct MeshSpec {
     double spike_pj = 0, hop_pj_ew = 0, hop_pj_ns = 0;
     double spike_ns = 0, hop_ns_ew = 0, hop_ns_ns = 0;
     double synaptic_op_ns = 0, neuron_update_ns = 0, neuron_active_ns = 0;
+    // Attention's internal arithmetic (score accumulates and Shiftmax's adds, its shifts, its
+    // compares): the chip file's `attention` section, else a synaptic op's figures.
+    double add_pj = 0, shift_pj = 0, cmp_pj = 0, add_ns = 0, shift_ns = 0, cmp_ns = 0;
     double barrier_ns_one = 0, barrier_ns_all = 0;  // one tile; every tile of the mesh
     double clock_hz = 0;                            // 0: asynchronous (no cycle count)
     // SRAM energy per access of access_bits, by the memory's size in bytes (ascending).
@@ -114,12 +119,23 @@ struct MeshLayer {
     // Per step: synaptic events, neuron updates, packets leaving, their hops; memory words.
     double events = 0, updates = 0, packets = 0, hops = 0, weight_words = 0, state_words = 0;
     Band band;  // per step
+    // Attention's internal work per step (docs/chips.md): score and mixing adds, shifts and
+    // compares; score entries written (and read); Q, K and V spikes (values where V is analog)
+    // sent to the score rows' cores; mixed values sent on to the output neurons' cores. Its
+    // share of `band` (ops, memory, routing) is `att_band`.
+    AttentionShape shape;
+    struct Att {
+        double adds = 0, shifts = 0, cmps = 0, entries = 0, q = 0, k = 0, v = 0, mixed = 0;
+        double packets = 0, hops = 0, dense_macs = 0;  // dense_macs: the ANN's, one pass
+        Band band;
+    } att;
     // The ANN equivalent, one pass: every synapse a dense MAC, every stored weight read once,
     // every output value (and score entry) written and read once and sent to the cores of the
     // layers it feeds.
     struct Ann {
         double macs = 0, outputs = 0, weight_words = 0, activation_words = 0, packets = 0, hops = 0;
-        Band band;  // one pass
+        double att_packets = 0;  // attention's internal values, routed
+        Band band;               // one pass
     } ann;
 };
 

@@ -80,6 +80,31 @@ json ann_json(const MeshPlacement& p, const MeshSpec& s) {
         {"snn_over_ann_t_passes", ratios(snn, t)}};
 }
 
+// Attention's internal work per step, its part of the layer's band (cumulative as the band),
+// and the ANN's dense score MACs and internal values of one pass.
+json attention_json(const MeshLayer& l) {
+    const MeshLayer::Att& a = l.att;
+    static const char* forms[] = {"none", "qkv_products", "column_sum", "ternary_shiftmax"};
+    const auto v = a.band.levels();
+    return {{"qkv_neurons", l.qkv_neurons},
+            {"score_entries", l.score_entries},
+            {"fits", true},
+            {"closed_form", forms[static_cast<int>(l.shape.closed_form)]},
+            {"adds", a.adds},
+            {"shifts", a.shifts},
+            {"compares", a.cmps},
+            {"entries_written", a.entries},
+            {"q_spikes", a.q},
+            {"k_spikes", a.k},
+            {"v_sent", a.v},
+            {"mixed_values", a.mixed},
+            {"packets", a.packets},
+            {"hops", a.hops},
+            {"band_pj", {{"ops", v[0]}, {"memory", v[1]}, {"routing", v[2]}}},
+            {"ann_macs", a.dense_macs},
+            {"ann_packets", l.ann.att_packets}};
+}
+
 json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
     json cores = json::array();
     for (const CoreUse& c : l.cores) {
@@ -121,9 +146,7 @@ json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
               {"band_pj", band_json(l.band)},
               {"ann", ann_layer_json(l, static_cast<double>(p.steps))}};
     j["attention"] = nullptr;
-    if (l.kind == "attention")
-        j["attention"] = {
-            {"qkv_neurons", l.qkv_neurons}, {"score_entries", l.score_entries}, {"fits", true}};
+    if (l.kind == "attention") j["attention"] = attention_json(l);
     return j;
 }
 

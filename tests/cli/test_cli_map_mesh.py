@@ -394,6 +394,94 @@ def run_chip_prices_the_runs_own_spikes():
     assert "on chip:" in text and "the run's own" in text and "latency per step" in text
 
 
+F32 = np.float32
+
+
+def attention_model(fname, typ, N=4, D=8, H=2):
+    """Input [N, D] -> one ternion.SSA or ternion.BSA node -> Output."""
+    p = {"q_weight": np.full((D, D), 0.2, F32), "k_weight": np.full((D, D), 0.2, F32),
+         "v_weight": np.full((D, D), 0.2, F32), "q_bias": np.zeros(D, F32), "heads": np.int64(H)}
+    if typ == "ternion.SSA":
+        p.update({"lif_tau": F32(2.0), "attn_tau": F32(2.0), "scale": F32(0.125)})
+    else:
+        p.update({"qk_decay": F32(0.5), "out_v_threshold": F32(0.5)})
+    (Nir().node("input", "Input", shape=np.array([N, D])).node("attn", typ, **p)
+     .node("output", "Output", shape=np.array([N, D]))
+     .edge("input", "attn").edge("attn", "output").write(path(fname)))
+
+
+def attention_layer(j):
+    (a,) = [l for l in j["layers"] if l["kind"] == "attention"]
+    return a
+
+
+@test
+def attention_ops_at_given_rates_follow_the_closed_forms():
+    """`ternion map --rates`: Q, K and V fire at the hidden rate r. N = 4, D = 8, H = 2, dh = 4.
+    SSA: H N^2 dh r^2 score adds, then each non-zero score (probability z = 1 - (1 - r^2)^dh)
+    adds the dh r V spikes of its key. BSA: H N^2 dh r^2 ternary products, Shiftmax's 2 H N^2
+    adds, H N^2 shifts and H N^2 compares, and H N^2 dh shifts and adds with analog V. On
+    loihi-like each is a synaptic op (23.6 pJ); on generic-45nm an int8 add (0.03 pJ), and each
+    of the H N^2 score entries is written and read (16 bits: 2 x 16 / 64 words at 10 pJ)."""
+    N, D, H, r = 4, 8, 2, 0.2
+    dh = D // H
+    z = 1 - (1 - r * r) ** dh
+    want = {"ternion.SSA": (H * N * N * dh * r * r + H * N * N * z * dh * r, 0, 0, N * D * r),
+            "ternion.BSA": (H * N * N * dh * r * r + 2 * H * N * N + H * N * N * dh,
+                            H * N * N + H * N * N * dh, H * N * N, N * D)}
+    ops = {}
+    for typ, (adds, shifts, cmps, v) in want.items():
+        f = f"att_{typ[8:]}.h5"
+        attention_model(f, typ, N, D, H)
+        for chip, e in (("loihi-like", 23.6), ("generic-45nm", 0.03)):
+            a = attention_layer(mapped(f, chip, "--rates", f"{r},{r},{r}"))
+            t = a["attention"]
+            assert abs(t["adds"] - adds) < 1e-9 and t["shifts"] == shifts, (typ, t)
+            assert t["compares"] == cmps and t["entries_written"] == H * N * N, (typ, t)
+            assert abs(t["q_spikes"] - N * D * r) < 1e-9 and abs(t["v_sent"] - v) < 1e-9
+            assert abs(t["band_pj"]["ops"] - (adds + shifts + cmps) * e) < 1e-9, (typ, chip, t)
+            mem = 0 if chip == "loihi-like" else H * N * N * 2 * 16 / 64 * 10
+            assert abs(t["band_pj"]["memory"] - t["band_pj"]["ops"] - mem) < 1e-9, (typ, chip)
+            assert t["band_pj"]["routing"] > t["band_pj"]["memory"] and t["packets"] > 0
+            assert a["band_pj"]["ops"] >= t["band_pj"]["ops"]
+            # The ANN: dense N x N scores and products, 2 N^2 D MACs beyond the projections.
+            assert t["ann_macs"] == 2 * N * N * D and a["ann"]["macs"] == 3 * N * D * D + 2 * N * N * D
+            ops[typ, chip] = a["band_pj"]["ops"]
+    for chip in ("loihi-like", "generic-45nm"):
+        assert ops["ternion.BSA", chip] > ops["ternion.SSA", chip], (chip, ops)
+
+
+@test
+def run_chip_prices_attention_from_the_runs_counters():
+    """`ternion run --chip`: the attention part is the run's own counters per sample and step
+    (its JSON's `attention`: score_ac + norm_ac + mix_ac adds, norm_shift + mix_shift shifts,
+    norm_cmp compares; Q, K, V spikes; SSA's entries from the heads evaluated (Q K^T) V)."""
+    rng = np.random.default_rng(5)
+    S, T, N, D = 2, 3, 4, 8
+    x = (rng.random((S, T, N, D)) < 0.5).astype(np.int8)
+    spikes_file(path("att_in.h5"), x)
+    bands = {}
+    for typ in ("SSA", "BSA"):
+        attention_model(f"att_{typ}.h5", f"ternion.{typ}", N, D, 2)
+        j = json.loads(run("run", path(f"att_{typ}.h5"), "--input", path("att_in.h5"),
+                           "--chip", "loihi-like", "--json", "--no-progress").stdout)
+        (rec,) = [l for l in j["layers"] if l["name"] == "attn"]
+        c, per = rec["attention"], S * T
+        adds = (c["score_ac"] + c["norm_ac"] + c["mix_ac"]) / per
+        shifts, cmps = (c["norm_shift"] + c["mix_shift"]) / per, c["norm_cmp"] / per
+        t = attention_layer(j["chip"])["attention"]
+        assert abs(t["adds"] - adds) < 1e-9 and abs(t["shifts"] - shifts) < 1e-9, (typ, t, c)
+        assert abs(t["compares"] - cmps) < 1e-9 and abs(t["q_spikes"] - c["q_spikes"] / per) < 1e-9
+        assert abs(t["band_pj"]["ops"] - (adds + shifts + cmps) * 23.6) < 1e-6, (typ, t)
+        if typ == "SSA":
+            entries = (c["qk_first_heads"] * N * N + c["kv_first_heads"] * 4 * 4) / per
+            assert abs(t["entries_written"] - entries) < 1e-9 and t["v_sent"] == c["v_spikes"] / per
+        else:
+            assert t["entries_written"] == 2 * N * N and t["v_sent"] == N * D  # analog V
+        bands[typ] = j["chip"]["band"]["inference_pj"]
+    assert bands["SSA"] != bands["BSA"], bands
+
+
 @test
 def tiny_model_memory_level_on_generic_45nm():
     chain("tiny.h5", 4, [3])
@@ -463,6 +551,7 @@ def too_many_neurons_names_the_cores():
 def bundled_models_on_both_mesh_chips():
     import os
     d = f"{ROOT}/models/bundled"
+    bands = {}
     for m in ("bsa_digits", "ssa_digits"):
         for chip in ("loihi-like", "generic-45nm"):
             j = json.loads(run("map", f"{d}/{m}.h5", "--chip", chip, "--json",
@@ -472,6 +561,10 @@ def bundled_models_on_both_mesh_chips():
             assert len(att) == 1 and att[0]["attention"]["score_entries"] == 4 * 16 * 16
             b = j["band"]["inference_pj"]
             assert b["ops"] <= b["memory"] <= b["routing"] <= b["static"]
+            bands[m, chip] = b
+    # Attention's internal work is priced: the two models, equal otherwise, now differ.
+    for chip in ("loihi-like", "generic-45nm"):
+        assert bands["bsa_digits", chip]["ops"] > bands["ssa_digits", chip]["ops"], chip
     # The Fashion-MNIST models hold 32 x 28 x 28 + 96 x 14 x 14 convolution neurons and need
     # more cores than either chip has: one error naming the node.
     for m in ("bsa_fmnist", "ssa_fmnist"):

@@ -108,3 +108,80 @@ TEST_CASE("the ANN equivalent's figures of the shipped mesh chips") {
     CHECK(std::find(a.begin(), a.end(), "ann.mac_pj") != a.end());
     CHECK(l.mesh.sources.count("ann") == 1);
 }
+
+namespace {
+
+// One attention node (N = 4 tokens, D = 4, H = 2 heads, dh = 2) on a 2 x 1 mesh: core 0 holds
+// its 48 Q, K and V neurons, core 1 its 8 score rows and 16 output neurons; the input feeds it.
+MeshPlacement attention_on_two_cores(ternion::AttentionClosedForm form, bool spiking_v) {
+    MeshPlacement p;
+    MeshLayer l;
+    l.name = "attn", l.kind = "attention", l.nodes = {"attn"}, l.sources = {-1};
+    l.shape.tokens = 4, l.shape.dim = 4, l.shape.heads = 2, l.shape.dim_in = 4;
+    l.shape.closed_form = form, l.shape.spiking_v = spiking_v;
+    l.qkv_neurons = 48, l.score_entries = 32, l.neurons = 64, l.out_neurons = 16;
+    l.cores = {CoreUse{0, 48, 0, 0, 0, 0, 0, 0, 0, 0}, CoreUse{1, 16, 16, 0, 0, 0, 0, 0, 0, 8}};
+    p.layers = {l};
+    p.cores_used = 2, p.tiles_used = 2, p.input_neurons = 16;
+    return p;
+}
+
+MeshSpec two_tiles() {
+    MeshSpec s;
+    s.width = 2, s.height = 1, s.cores_per_tile = 1, s.neurons = 1024;
+    s.spike_pj = 1.7, s.spike_ns = 2.1, s.hop_pj_ew = 3.0, s.hop_pj_ns = 4.0;
+    s.hop_ns_ew = 4.1, s.hop_ns_ns = 6.5;
+    s.state_bits = 16, s.state_memory_bytes = 8192, s.access_bits = 64, s.sram_pj = {{8192, 10}};
+    s.add_pj = 1, s.shift_pj = 10, s.cmp_pj = 100, s.add_ns = 1, s.shift_ns = 2, s.cmp_ns = 3;
+    return s;
+}
+
+MapOptions at_half() {
+    MapOptions o;
+    o.has_rates = true;
+    o.rates.input = o.rates.hidden = o.rates.output = 0.5;
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("attention on a mesh: SSA's closed form at rate r, its score buffer and Q/K/V traffic") {
+    MeshPlacement p = attention_on_two_cores(ternion::AttentionClosedForm::qkv_products, true);
+    estimate_mesh(two_tiles(), at_half(), p);
+    const MeshLayer::Att& a = p.layers[0].att;
+    // H N^2 dh r^2 = 2 x 16 x 2 x 0.25 = 16 score adds; a score is non-zero with probability
+    // z = 1 - (1 - r^2)^dh = 0.4375 and then adds dh r = 1 V spike: 2 x 16 x 0.4375 x 2 x 0.5 = 14.
+    CHECK(a.adds == doctest::Approx(30));
+    CHECK(a.shifts == 0);
+    CHECK(a.cmps == 0);
+    CHECK(a.band.ops == doctest::Approx(30));
+    // H N^2 = 32 entries written and read, 16 bits each: 32 x 2 x 16 / 64 = 16 words at 10 pJ.
+    CHECK(a.entries == 32);
+    CHECK(a.band.memory == doctest::Approx(160));
+    // Q, K, V: 3 x 16 x 0.5 = 24 spikes, core 0 -> core 1, one hop each; the 16 mixed values stay
+    // on core 1 (no hop).
+    CHECK(a.packets == doctest::Approx(24 + 16));
+    CHECK(a.hops == doctest::Approx(24));
+    CHECK(a.band.routing == doctest::Approx(24 * (1.7 + 3.0) + 16 * 1.7));
+    // Core 1 does the 30 adds at 1 ns (neuron times are 0 here), then sends 16 packets (0 hops).
+    CHECK(p.core_ns[1] == doctest::Approx(30 * 1 + 16 * 2.1));
+    // The ANN: the node's dense score MACs are its own (none set here); its internal values at
+    // rate 1: 48 to core 1, 16 kept there.
+    CHECK(p.layers[0].ann.att_packets == doctest::Approx(48 + 16));
+}
+
+TEST_CASE("attention on a mesh: BSA's ternary scores, Shiftmax and analog V at rate r") {
+    MeshPlacement p = attention_on_two_cores(ternion::AttentionClosedForm::ternary_shiftmax, false);
+    estimate_mesh(two_tiles(), at_half(), p);
+    const MeshLayer::Att& a = p.layers[0].att;
+    // Scores H N^2 dh r^2 = 16; Shiftmax 2 H N^2 = 64 adds, H N^2 = 32 shifts and 32 compares;
+    // shift-and-add with V: H N^2 dh = 64 shifts and 64 adds.
+    CHECK(a.adds == doctest::Approx(16 + 64 + 64));
+    CHECK(a.shifts == doctest::Approx(32 + 64));
+    CHECK(a.cmps == doctest::Approx(32));
+    CHECK(a.band.ops == doctest::Approx(144 * 1 + 96 * 10 + 32 * 100));
+    // V is analog: all 16 values are sent every step, with 8 Q and 8 K spikes.
+    CHECK(a.packets == doctest::Approx(8 + 8 + 16 + 16));
+    CHECK(a.band.routing == doctest::Approx(32 * (1.7 + 3.0) + 16 * 1.7));
+    CHECK(p.core_ns[1] == doctest::Approx(144 * 1 + 96 * 2 + 32 * 3 + 16 * 2.1));
+}

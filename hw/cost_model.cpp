@@ -64,6 +64,7 @@ PriceContext price_context(const RunRecord& run, const Profile& p) {
     }
     if (const auto mac = p.ops.find("mac"); mac != p.ops.end() && mac->second.bits > 0)
         x.ann_activation_bytes = mac->second.bits / 8.0;
+    if (p.widths) x.widths = &*p.widths;
     return x;
 }
 
@@ -88,6 +89,23 @@ double ann_memory_pj_per_pass(const LayerRecord& l, const PriceContext& x) {
            x.unit[kSpikeBytes] * activations * x.ann_activation_bytes;
 }
 
+// The layer's price per unit: the profile's, or, for a connection layer with integer weights
+// under a profile with a width table, an AC as one add at the accumulator's width (its
+// consumers' integer current; 32 bits when they are float) and a MAC as a multiply at the
+// weights' stored width plus that add.
+KindArray layer_units(const LayerRecord& l, PriceContext& x, std::string& basis) {
+    KindArray u = x.unit;
+    const int wb = 8 * l.traits.weight_value_bytes;
+    if (!x.widths || !l.traits.connection || wb == 0 || wb >= 32) return u;
+    const int acc = l.traits.accumulator_bits > 0 ? l.traits.accumulator_bits : 32;
+    u[kAc] = x.widths->add_pj(acc);
+    u[kMac] = x.widths->mult_pj(wb) + u[kAc];
+    x.width_priced = true;
+    basis = "AC as an int" + std::to_string(acc) + " add, MAC as an int" + std::to_string(wb) +
+            " multiply + that add (profile widths)";
+    return u;
+}
+
 // One layer's counts in the report's convention, priced, with its ANN equivalent.
 LayerCost price_layer(const LayerRecord& l, CostReport& r, PriceContext& x,
                       const Convention& conv) {
@@ -99,8 +117,11 @@ LayerCost price_layer(const LayerRecord& l, CostReport& r, PriceContext& x,
     l.ops.for_each(
         [&](std::string_view, std::uint64_t v) { c.count[k++] = static_cast<double>(v); });
     conv.count(l, c, x, r);
+    std::string width_basis;
+    const KindArray unit = layer_units(l, x, width_basis);
+    if (!width_basis.empty()) c.basis += (c.basis.empty() ? "" : "; ") + width_basis;
     for (int i = 0; i < kKinds; ++i) {
-        c.energy_pj[i] = x.unit[i] * c.count[i];
+        c.energy_pj[i] = unit[i] * c.count[i];
         c.energy_total_pj += c.energy_pj[i];
     }
     // The same graph run as an ANN for the same T steps: every synaptic op a dense MAC.
@@ -110,7 +131,7 @@ LayerCost price_layer(const LayerRecord& l, CostReport& r, PriceContext& x,
     // What the exact count costs, for reports under another convention.
     int k2 = 0;
     l.ops.for_each([&](std::string_view, std::uint64_t v) {
-        r.exact_pj_per_inference += x.unit[k2++] * static_cast<double>(v) * x.invS;
+        r.exact_pj_per_inference += unit[k2++] * static_cast<double>(v) * x.invS;
     });
     return c;
 }
@@ -123,11 +144,17 @@ void add_totals(CostReport& r, const Profile& p, const PriceContext& x) {
         r.ann_pj_per_inference += c.ann_pj;
         r.ann_memory_pj_per_inference += c.ann_memory_pj;
     }
+    // Priced by operand width, a kind's layers have their own unit prices: sum their energies.
+    KindArray layer_sum{};
+    if (x.width_priced)
+        for (const LayerCost& c : r.layers)
+            for (int i = 0; i < kKinds; ++i) layer_sum[i] += c.energy_pj[i];
     for (int i = 0; i < kKinds; ++i) {
-        r.total_energy_pj[i] = x.unit[i] * r.total_count[i];
+        r.total_energy_pj[i] = x.width_priced ? layer_sum[i] : x.unit[i] * r.total_count[i];
         r.total_pj += r.total_energy_pj[i];
         r.per_inference_count[i] = x.S > 0 ? r.total_count[i] / x.Sd : 0.0;
-        r.per_inference_energy_pj[i] = x.unit[i] * r.per_inference_count[i];
+        r.per_inference_energy_pj[i] = x.width_priced ? (x.S > 0 ? layer_sum[i] / x.Sd : 0.0)
+                                                      : x.unit[i] * r.per_inference_count[i];
         r.per_inference_pj += r.per_inference_energy_pj[i];
         if (r.total_count[i] > 0) {
             if (!x.priced[i])
@@ -152,6 +179,11 @@ void add_notes(CostReport& r, const Profile& p, const Convention& conv, const Pr
             fmt(x.ann_activation_bytes) +
             "-byte activation written per output where the SNN writes spikes; an ANN has no "
             "membrane state to read or write");
+    if (x.width_priced)
+        r.notes.push_back(
+            "integer layers' ACs and MACs are priced by operand width (profile '" + p.name +
+            "' widths: an add at the accumulator's width, a multiply at the weights'; between "
+            "the listed widths an add is linear in the bits, a multiply in the bits squared)");
     if (!r.profile_verified)
         r.notes.push_back("some figures of profile '" + p.name + "' are marked unverified");
 }

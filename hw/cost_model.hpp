@@ -84,9 +84,23 @@ struct NumberFormats {
     bool verified = true;
 };
 
+// Integer operations priced by operand width (Horowitz: int8 and int32 adds and multiplies):
+// points (bits, pJ) per kind, read between and beyond them along the nearest two points, an add
+// linear in the bits and a multiply linear in the bits squared (an array multiplier's size).
+// Connection layers with integer weights then price an AC as one add at their accumulator's
+// width and a MAC as one multiply at the weights' width plus that add.
+struct WidthTable {
+    std::vector<std::pair<int, double>> add, mult;  // ascending bits
+    std::string source;
+    bool verified = true;
+    double add_pj(int bits) const;
+    double mult_pj(int bits) const;
+};
+
 struct Profile {
     std::string name, description, path, technology;
     std::optional<NumberFormats> formats;
+    std::optional<WidthTable> widths;
     std::map<std::string, OpPrice> ops;  // compute kinds: ac, mac, shift, cmp, ...
     std::map<std::string, MemoryLevel> memory_levels;
     std::map<std::string, TrafficRule> traffic;  // *_bytes kinds -> a memory level

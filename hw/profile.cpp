@@ -2,6 +2,8 @@
 // Validation is strict on purpose: a profile is a set of published figures, so a typo in a key
 // or a figure without a source must stop the run rather than silently price something at 0.
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -62,6 +64,29 @@ std::string Profile::price_source(int k) const {
     auto t = traffic.find(n);
     if (t == traffic.end()) return {};
     return memory_levels.at(t->second.level).source + "; " + t->second.source;
+}
+
+namespace {
+
+// Along the two points nearest `bits` (the segment holding it, or the end one), linear in
+// bits^power; never below 0.
+double along(const std::vector<std::pair<int, double>>& pts, int bits, int power) {
+    std::size_t i = 1;
+    while (i + 1 < pts.size() && pts[i].first < bits) ++i;
+    const auto x = [power](int b) { return std::pow(static_cast<double>(b), power); };
+    const auto& [b0, e0] = pts[i - 1];
+    const auto& [b1, e1] = pts[i];
+    const double t = (x(bits) - x(b0)) / (x(b1) - x(b0));
+    return std::max(0.0, e0 + t * (e1 - e0));
+}
+
+}  // namespace
+
+double WidthTable::add_pj(int bits) const {
+    return along(add, bits, 1);
+}
+double WidthTable::mult_pj(int bits) const {
+    return along(mult, bits, 2);
 }
 
 bool Profile::price_verified(int k) const {
@@ -149,6 +174,32 @@ constexpr std::string_view kNeuronFormatKeys[] = {
     "decay_form",  "order",           "decay_shift",      "du_offset",     "dv_offset",
     "input_shift", "threshold_shift", "compare",          "reset_mode",    "max_spikes"};
 
+// {"add": {"8": pJ, "32": pJ}, "mult": {...}, "source", "verified"}: at least two widths each.
+std::vector<std::pair<int, double>> read_width_points(const Reader& r) {
+    std::vector<std::pair<int, double>> v;
+    for (auto it = r.raw().begin(); it != r.raw().end(); ++it) {
+        int bits = 0;
+        const auto [end, ec] =
+            std::from_chars(it.key().data(), it.key().data() + it.key().size(), bits);
+        if (ec != std::errc() || end != it.key().data() + it.key().size() || bits < 1 || bits > 64)
+            r.fail(it.key(), "expected a width in bits (1 to 64) as the key");
+        v.emplace_back(bits, r.num(it.key()));
+    }
+    if (v.size() < 2) r.fail("", "needs at least two widths");
+    std::sort(v.begin(), v.end());
+    return v;
+}
+
+WidthTable read_widths(const Reader& r) {
+    r.allow({"add", "mult", "source", "verified", "note"});
+    WidthTable w;
+    w.add = read_width_points(r.child("add"));
+    w.mult = read_width_points(r.child("mult"));
+    w.source = r.source();
+    w.verified = r.flag("verified", true);
+    return w;
+}
+
 NumberFormats read_formats(const Reader& r) {
     r.allow({"weights", "neuron", "source", "verified", "note"});
     NumberFormats f;
@@ -231,7 +282,7 @@ void read_references(const Reader& r, Profile& p) {
 Profile parse_profile(const json& doc, const std::string& file) {
     Reader top(doc, file, "");
     top.allow({"name", "description", "technology", "ops", "memory", "static_power_w", "clock_hz",
-               "formats", "notes", "references"});
+               "formats", "widths", "notes", "references"});
     Profile p;
     p.path = file;
     p.name = top.str("name");
@@ -311,6 +362,7 @@ Profile parse_profile(const json& doc, const std::string& file) {
         p.static_power_w = read_scalar(top.child("static_power_w"), false);
     if (top.has("clock_hz")) p.clock_hz = read_scalar(top.child("clock_hz"), true);
     if (top.has("formats")) p.formats = read_formats(top.child("formats"));
+    if (top.has("widths")) p.widths = read_widths(top.child("widths"));
     if (top.has("notes")) {
         const json& n = top.at("notes");
         if (!n.is_array()) top.fail("notes", "expected a list of strings");
@@ -489,6 +541,16 @@ std::string describe_profile(const Profile& p) {
                 os << fmt(f.neuron.doubles(k, nullptr).at(0));
         }
         os << "\n    source: " << f.source << "\n";
+    }
+    if (p.widths) {
+        const auto& w = *p.widths;
+        os << "integer ops by width (connection layers with integer weights)" << mark(w.verified)
+           << ": add";
+        for (const auto& [b, e] : w.add) os << " " << b << "-bit " << fmt(e) << " pJ";
+        os << "; multiply";
+        for (const auto& [b, e] : w.mult) os << " " << b << "-bit " << fmt(e) << " pJ";
+        os << " (an add linear in the bits between them, a multiply in the bits squared)"
+           << "\n    source: " << w.source << "\n";
     }
     for (const auto& n : p.notes) os << "note: " << n << "\n";
     os << "\nto cite:\n  " << citation_sentence(p) << "\n";

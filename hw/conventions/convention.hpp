@@ -27,7 +27,9 @@ struct PriceContext {
     const RunRecord* run = nullptr;  // the record being priced
     // Bytes of one ANN activation: the profile's MAC operand width (4 when it states none).
     double ann_activation_bytes = 4.0;
-    bool encoding_seen = false;  // paper convention: the first connection layer was handled
+    bool encoding_seen = false;          // paper convention: the first connection layer was handled
+    const WidthTable* widths = nullptr;  // the profile's prices by operand width, if it has them
+    bool width_priced = false;           // some layer was priced by its operand widths
 };
 
 class Convention {

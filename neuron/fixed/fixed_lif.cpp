@@ -124,6 +124,7 @@ class FixedLifNode final : public Node {
     NodeCategory category() const override { return NodeCategory::neuron; }
     bool is_spiking() const override { return true; }
     bool reads_values_only() const override { return true; }
+    CountTraits count_traits() const override { return {.accumulator_bits = d_.current.bits}; }
     Shape declared_in_shape() const override { return shape_; }
     void bind(const Shape& in) override {
         if (n_ > 1 && numel(in) != n_)

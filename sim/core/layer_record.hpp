@@ -1,6 +1,7 @@
 // What a run measured, per layer, in the form the cost model (hw/) and the reports consume.
 // Built from a Graph and a RunResult; everything is a total over all samples and steps.
 #pragma once
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,12 @@ inline RunRecord make_run_record(const Graph& g, const RunResult& r) {
         l.traits = n.count_traits();
         l.modules = n.module_shape();
         l.attention_shape = n.attention_shape();
+        // A connection's sums are added into its consumers' integers: price them at that width.
+        if (l.traits.connection)
+            for (const auto& e : g.edges())
+                if (e.src == u)
+                    l.traits.accumulator_bits = std::max(
+                        l.traits.accumulator_bits, g.node(e.dst).count_traits().accumulator_bits);
         rec.layers.push_back(std::move(l));
     }
     return rec;

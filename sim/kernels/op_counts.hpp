@@ -158,6 +158,9 @@ struct CountTraits {
     // Connection layers: bytes of one stored weight value (4 for float32, 1 or 2 for a quantised
     // model's integers). The ANN equivalent reads one weight per MAC at this width.
     int weight_value_bytes = 0;
+    // Integer neurons: the width their summed input accumulates into (a FixedLIF's current).
+    // On a connection layer: its consumers' width, filled in by make_run_record.
+    int accumulator_bits = 0;
 };
 
 #define TERNION_OP_COUNT1(name) +1

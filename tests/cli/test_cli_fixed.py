@@ -271,4 +271,41 @@ def info_shows_the_datapath():
         assert part in out, (part, out)
 
 
+
+@test
+def integer_layers_are_priced_by_operand_width():
+    """--arith fixed under a profile with a width table: a connection layer whose sums go into
+    FixedLIF currents prices an AC as an add at the current's width and a MAC as an 8-bit
+    multiply plus that add (Horowitz's points, add linear in the bits, multiply in the bits
+    squared); the readout, whose sums stay float, at 32 bits."""
+    import json
+    import os
+    prof = json.load(open(os.path.join(os.path.dirname(__file__), "..", "..", "hw", "profiles",
+                                       "horowitz45-int8.json")))
+    prof["name"] = "int8-24"
+    prof["formats"]["neuron"]["current_bits"] = 24
+    json.dump(prof, open(path("int8-24.json"), "w"))
+    bundled = os.path.join(os.path.dirname(__file__), "..", "..", "models", "bundled")
+    j = run_json("run", os.path.join(bundled, "ssa_digits.h5"), "--input",
+                 os.path.join(bundled, "digits_test.h5"), "--samples", "12", "--arith", "fixed",
+                 "--profile", path("int8-24.json"))
+
+    def add(b):
+        return 0.03 + (b - 8) / 24 * 0.07
+
+    def mult(b):
+        return 0.2 + (b * b - 64) / 960 * 2.9
+
+    layers = {l["name"]: l for l in j["layers"]}
+    for name, acc in (("conv", 24), ("b0_proj", 24), ("b0_fc1", 24), ("b0_fc2", 24),
+                      ("head", 32)):
+        l = layers[name]
+        got = l["energy_by_kind_pj"]
+        ac, mac = l["ops"]["ac"] / 12, l["ops"]["mac"] / 12
+        assert ac + mac > 0, name
+        assert abs(got.get("ac", 0) - ac * add(acc)) < 1e-9 * max(1, ac), (name, got, ac)
+        assert abs(got.get("mac", 0) - mac * (mult(8) + add(acc))) < 1e-9 * max(1, mac), name
+        assert f"int{acc} add" in l["count_basis"], l["count_basis"]
+    assert any("priced by operand width" in n for n in j["energy_notes"]), j["energy_notes"]
+
 finish()

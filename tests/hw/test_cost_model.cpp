@@ -310,6 +310,63 @@ TEST_CASE("exact mode with memory terms (horowitz45-int8)") {
     CHECK_FALSE(r.profile_verified);  // cmp and neuron_update are assumptions
 }
 
+TEST_CASE("prices by operand width: Horowitz's int8/int32 points, read between and beyond") {
+    const Profile p = load_profile("horowitz45-int8");
+    REQUIRE(p.widths);
+    const WidthTable& w = *p.widths;
+    // An add is linear in the bits through (8, 0.03) and (32, 0.1).
+    CHECK(w.add_pj(8) == doctest::Approx(0.03));
+    CHECK(w.add_pj(32) == doctest::Approx(0.1));
+    CHECK(w.add_pj(16) == doctest::Approx(0.03 + 8.0 / 24.0 * 0.07));
+    CHECK(w.add_pj(24) == doctest::Approx(0.03 + 16.0 / 24.0 * 0.07));
+    CHECK(w.add_pj(4) == doctest::Approx(0.03 - 4.0 / 24.0 * 0.07));
+    // A multiply is linear in the bits squared through (64, 0.2) and (1024, 3.1).
+    CHECK(w.mult_pj(8) == doctest::Approx(0.2));
+    CHECK(w.mult_pj(16) == doctest::Approx(0.2 + 192.0 / 960.0 * 2.9));
+    CHECK(w.mult_pj(4) == doctest::Approx(0.2 - 48.0 / 960.0 * 2.9));
+    CHECK(w.mult_pj(1) >= 0.0);
+
+    // An int8 Linear whose sums go into 24-bit currents; a float32 Linear beside it.
+    RunRecord run;
+    run.samples = 2;
+    run.timesteps = 1;
+    LayerRecord q = layer("q", "Linear", NodeCategory::synaptic);
+    q.traits.weight_value_bytes = 1;
+    q.traits.accumulator_bits = 24;
+    q.ops.ac = 100;
+    q.ops.mac = 10;
+    LayerRecord f = layer("f", "Linear", NodeCategory::synaptic);
+    f.traits.weight_value_bytes = 4;
+    f.ops.ac = 100;
+    f.ops.mac = 10;
+    run.layers = {q, f};
+    const CostReport r = price(run, p, {});
+    const double add24 = 0.03 + 16.0 / 24.0 * 0.07;
+    const double q_pj = 100 * add24 + 10 * (0.2 + add24), f_pj = 100 * 0.03 + 10 * 0.23;
+    CHECK(r.layers[0].energy_total_pj == doctest::Approx(q_pj));
+    CHECK(r.layers[1].energy_total_pj == doctest::Approx(f_pj));
+    CHECK(r.per_inference_energy_pj[kind_index("ac")] == doctest::Approx((100 * add24 + 3) / 2));
+    CHECK(r.per_inference_pj == doctest::Approx((q_pj + f_pj) / 2));
+    CHECK(r.layers[0].basis.find("int24 add") != std::string::npos);
+    // Float sums (no integer consumer) are priced as 32-bit adds.
+    run.layers[0].traits.accumulator_bits = 0;
+    CHECK(price(run, p, {}).layers[0].energy_total_pj ==
+          doctest::Approx(100 * 0.1 + 10 * (0.2 + 0.1)));
+}
+
+TEST_CASE("width tables are checked") {
+    const std::string head = R"({"name": "tmp", "description": "t", "ops": {"ac": {"pj": 1,
+        "source": "s"}, "mac": {"pj": 2, "source": "s"}}, "widths": )";
+    CHECK(refusal(head + R"({"add": {"8": 1}, "mult": {"8": 1, "32": 2}, "source": "s"}})") ==
+          "widths.add");
+    CHECK(refusal(head + R"({"add": {"eight": 1, "32": 2}, "mult": {"8": 1, "32": 2},
+        "source": "s"}})") == "widths.add.eight");
+    CHECK(refusal(head + R"({"add": {"8": 1, "32": 2}, "mult": {"8": 1, "32": 2}}})") ==
+          "widths.source");
+    CHECK(refusal(head + R"({"add": {"8": 1, "32": 2}, "mult": {"8": -1, "32": 2},
+        "source": "s"}})") == "widths.mult.8");
+}
+
 TEST_CASE("latency and static power from clock_hz and static_power_w") {
     TempDir d;
     std::string f = d.write("p.json", R"({"name":"p","description":"d",

@@ -75,21 +75,27 @@ class QkAttentionNode final : public SpikingAttentionNode {
         std::vector<float> hmask;   // the mask LIFs: [H][N] (token) or [D] (channel)
         std::vector<float> mask;    // the sums of Q as the mask LIFs' input, then their spikes
     };
-    // The mask neuron a query element (token n, channel c) adds into.
-    std::int64_t mask_of(std::int64_t n, std::int64_t c) const {
-        return form_ == QkForm::token ? (c / head_dim_) * tokens_ + n : c;
+    // Visits every (token n, channel c) with the mask neuron it belongs to, head by head, so the
+    // index is computed once per head's run of channels, not per element.
+    template <class F>
+    void for_each_element(F&& f) const {
+        const bool token = form_ == QkForm::token;
+        for (std::int64_t n = 0; n < tokens_; ++n)
+            for (std::int64_t h = 0; h < heads_; ++h) {
+                const std::int64_t c0 = h * head_dim_, m = h * tokens_ + n;
+                for (std::int64_t c = c0; c < c0 + head_dim_; ++c)
+                    f(sz(n * dim_ + c), sz(token ? m : c));
+            }
     }
     // Sums of binary Q: one accumulate per query spike (event form), the same integers as the
     // dense form's adds of every element.
     void sum_queries(State& s, const StepContext& ctx) const {
         std::fill(s.mask.begin(), s.mask.end(), 0.0f);
         std::uint64_t spikes = 0;
-        for (std::int64_t n = 0; n < tokens_; ++n)
-            for (std::int64_t c = 0; c < dim_; ++c) {
-                const float q = s.b.q[sz(n * dim_ + c)];
-                s.mask[sz(mask_of(n, c))] += q;
-                spikes += q != 0.0f;
-            }
+        for_each_element([&](std::size_t i, std::size_t m) {
+            s.mask[m] += s.b.q[i];
+            spikes += s.b.q[i] != 0.0f;
+        });
         if (ctx.ops) ctx.ops->ac += spikes;
         counts(ctx).score_ac += spikes;
     }
@@ -101,10 +107,8 @@ class QkAttentionNode final : public SpikingAttentionNode {
         for (float m : s.mask) open += m != 0.0f;
         book_neurons(ctx, sz(mask_neurons_));
         counts(ctx).mask_channels += open;
-        for (std::int64_t n = 0; n < tokens_; ++n)
-            for (std::int64_t c = 0; c < dim_; ++c)
-                s.b.y[sz(n * dim_ + c)] =
-                    s.mask[sz(mask_of(n, c))] != 0.0f ? s.b.k[sz(n * dim_ + c)] : 0.0f;
+        for_each_element(
+            [&](std::size_t i, std::size_t m) { s.b.y[i] = s.mask[m] != 0.0f ? s.b.k[i] : 0.0f; });
     }
 
     kernels::SjLif lif_, attn_;

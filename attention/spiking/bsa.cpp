@@ -11,7 +11,6 @@
 
 namespace ternion {
 
-using spiking::Projection;
 using spiking_detail::sz;
 
 namespace {

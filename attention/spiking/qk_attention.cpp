@@ -14,7 +14,6 @@ namespace ternion {
 
 namespace {
 
-using spiking::Projection;
 using spiking_detail::sz;
 
 enum class QkForm { token, channel };

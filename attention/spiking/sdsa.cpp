@@ -9,7 +9,6 @@
 
 namespace ternion {
 
-using spiking::Projection;
 using spiking_detail::sz;
 
 struct SdsaNode::State : NodeState {

@@ -12,6 +12,7 @@
 #include "sim/core/node.hpp"
 #include "sim/core/node_spec.hpp"
 #include "sim/kernels/neuron_rules.hpp"
+#include "sim/synaptic/projection.hpp"
 
 namespace ternion {
 
@@ -26,11 +27,11 @@ enum class SdsaForm { qk_first, kv_first };
 // What the three node types share: the fused Q|K|V projection, heads and the cost facts.
 class SpikingAttentionNode : public Node {
   public:
-    SpikingAttentionNode(std::string name, std::string type, spiking::Projection q,
-                         spiking::Projection k, spiking::Projection v, std::int64_t heads);
+    SpikingAttentionNode(std::string name, std::string type, Projection q, Projection k,
+                         Projection v, std::int64_t heads);
     // A variant without V (QKFormer's Q-K attention): the fused projection is Q|K.
-    SpikingAttentionNode(std::string name, std::string type, spiking::Projection q,
-                         spiking::Projection k, std::int64_t heads);
+    SpikingAttentionNode(std::string name, std::string type, Projection q, Projection k,
+                         std::int64_t heads);
 
     NodeCategory category() const override { return NodeCategory::attention; }
     bool is_spiking() const override { return true; }
@@ -105,7 +106,7 @@ class SpikingAttentionNode : public Node {
         return ctx.attention ? *ctx.attention : sink;
     }
 
-    spiking::Projection qkv_;
+    Projection qkv_;
     // What the counting conventions' closed forms need to know of the variant.
     AttentionClosedForm closed_form_ = AttentionClosedForm::none;
     bool spiking_v_ = true;
@@ -123,9 +124,8 @@ class SpikingAttentionNode : public Node {
 // sdsa.cpp, bsa.cpp) and holds only that variant's neurons and scratch.
 class SsaNode : public SpikingAttentionNode {
   public:
-    SsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
-            std::int64_t heads, kernels::SjLif qkv_lif, kernels::SjLif attn_lif, float scale,
-            SsaAssociation assoc);
+    SsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
+            kernels::SjLif qkv_lif, kernels::SjLif attn_lif, float scale, SsaAssociation assoc);
     std::unique_ptr<NodeState> make_state() const override;
     bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
@@ -159,9 +159,8 @@ class SsaNode : public SpikingAttentionNode {
 
 class SdsaNode : public SpikingAttentionNode {
   public:
-    SdsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
-             std::int64_t heads, kernels::SjLif qkv_lif, kernels::SjLif attn_lif,
-             SdsaForm form = SdsaForm::qk_first);
+    SdsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
+             kernels::SjLif qkv_lif, kernels::SjLif attn_lif, SdsaForm form = SdsaForm::qk_first);
     std::unique_ptr<NodeState> make_state() const override;
     bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
@@ -184,8 +183,8 @@ class SdsaNode : public SpikingAttentionNode {
 
 class BsaNode : public SpikingAttentionNode {
   public:
-    BsaNode(std::string name, spiking::Projection q, spiking::Projection k, spiking::Projection v,
-            std::int64_t heads, kernels::Tsn qk, kernels::Tsn out);
+    BsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
+            kernels::Tsn qk, kernels::Tsn out);
     std::unique_ptr<NodeState> make_state() const override;
     bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,
@@ -220,8 +219,8 @@ std::unique_ptr<Node> build_qk_attention(
 NodeExample qk_attention_example();
 // The readers every variant's builder shares (spiking_register.cpp): a projection <p>_weight,
 // optional <p>_bias and <p>_bn_*, counted in `biased` / `normalised`; and `heads` dividing dim.
-spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, int& biased,
-                                    int& normalised);
+Projection read_projection(const NodeSpec& spec, const std::string& p, int& biased,
+                           int& normalised);
 std::int64_t read_heads(const NodeSpec& spec, std::int64_t dim);
 // The conformance harness's example of the Q/K/V variants: 4 tokens of 8 channels, 2 heads.
 NodeExample attention_example();

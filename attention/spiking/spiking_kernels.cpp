@@ -1,7 +1,5 @@
 #include "attention/spiking/spiking_kernels.hpp"
 
-#include "sim/kernels/token_kernel.hpp"
-
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -11,20 +9,6 @@
 namespace ternion::spiking {
 
 namespace {
-
-// Row updates of the projection. Compiled for AVX-512, AVX2 and a baseline; the dispatcher
-// picks one per machine, and the event and dense forms use the same clone, so their results
-// stay identical on any machine.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TERNION_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
-#else
-#define TERNION_CLONES
-#endif
-
-TERNION_CLONES void row_axpy(float* __restrict a, float x, const float* __restrict w,
-                             std::int64_t n) {
-    for (std::int64_t j = 0; j < n; ++j) a[j] += x * w[j];
-}
 
 // gamma for any row: m its maximum, span = m - its minimum.
 std::int64_t general_gamma(const std::int32_t* x, std::int64_t n, std::int64_t m,
@@ -111,87 +95,6 @@ std::vector<std::int32_t> ternary_product(const std::vector<std::int8_t>& q,
     }
     if (acs) *acs = pairs;
     return s;
-}
-
-Projection::Projection(const std::vector<float>& weight, const std::vector<float>& bias,
-                       std::int64_t out, std::int64_t in, BatchNorm bn)
-    : in_(in), out_(out), wt_(static_cast<std::size_t>(in * out)), bias_(bias), bn_(std::move(bn)) {
-    if (static_cast<std::int64_t>(weight.size()) != in * out)
-        throw std::invalid_argument("projection weight size");
-    if (bias_.empty()) bias_.assign(static_cast<std::size_t>(out), 0.0f);
-    row_nnz_.assign(static_cast<std::size_t>(in), 0);
-    for (std::int64_t o = 0; o < out; ++o)
-        for (std::int64_t i = 0; i < in; ++i) {
-            float w = weight[static_cast<std::size_t>(o * in + i)];
-            wt_[static_cast<std::size_t>(i * out + o)] = w;
-            if (w != 0.0f) ++row_nnz_[static_cast<std::size_t>(i)];
-        }
-    for (auto c : row_nnz_) nnz_total_ += c;
-    panels_.build(wt_.data(), in_, out_);
-}
-
-Projection Projection::concat(const std::vector<const Projection*>& parts) {
-    Projection r;
-    r.in_ = parts.at(0)->in_;
-    for (auto* p : parts) r.out_ += p->out_;
-    r.wt_.resize(static_cast<std::size_t>(r.in_ * r.out_));
-    r.row_nnz_.assign(static_cast<std::size_t>(r.in_), 0);
-    std::int64_t off = 0;
-    for (auto* p : parts) {
-        for (std::int64_t i = 0; i < r.in_; ++i) {
-            std::copy_n(p->wt_.begin() + i * p->out_, p->out_, r.wt_.begin() + i * r.out_ + off);
-            r.row_nnz_[static_cast<std::size_t>(i)] += p->row_nnz_[static_cast<std::size_t>(i)];
-        }
-        r.bias_.insert(r.bias_.end(), p->bias_.begin(), p->bias_.end());
-        r.nnz_total_ += p->nnz_total_;
-        off += p->out_;
-    }
-    // One bias order for the whole stack: every part's BatchNorm unfolded, or none.
-    std::vector<const BatchNorm*> bns;
-    for (auto* p : parts)
-        if (!p->bn_.empty()) bns.push_back(&p->bn_);
-    if (!bns.empty() && bns.size() != parts.size())
-        throw std::invalid_argument("projections stacked with and without a BatchNorm epilogue");
-    if (!bns.empty()) r.bn_ = BatchNorm::concat(bns);
-    r.panels_.build(r.wt_.data(), r.in_, r.out_);
-    return r;
-}
-
-std::uint64_t Projection::apply_event(const float* x, const IndexList& active, std::int64_t tokens,
-                                      float* acc, bool ternary) const {
-    // Per-thread scratch: a Projection is shared by every sample running in parallel.
-    thread_local TokenEvents ev;
-    thread_local TokenScratch scratch;
-    ev.build(active, x, in_, tokens);
-    std::uint64_t pairs = 0;
-    for (auto c : ev.chan) pairs += row_nnz_[c];
-    // acc = bias + the terms in ascending input order, as apply_dense adds them.
-    token_rows(panels_, ev, bias_.data(), bn_.empty() ? BiasOrder::first : BiasOrder::last, ternary,
-               acc, 0, out_, nullptr, nullptr, scratch);
-    if (!bn_.empty()) bn_.apply_rows(acc, tokens);
-    return pairs;
-}
-
-std::uint64_t Projection::apply_dense(const float* x, std::int64_t tokens, float* acc) const {
-    std::uint64_t pairs = 0;
-    for (std::int64_t n = 0; n < tokens; ++n) {
-        float* a = acc + n * out_;
-        if (bn_.empty())
-            std::copy(bias_.begin(), bias_.end(), a);
-        else
-            std::fill(a, a + out_, 0.0f);
-        for (std::int64_t i = 0; i < in_; ++i) {
-            const float v = x[n * in_ + i];
-            // Multiplying by 1 or -1 and adding is the event form's add/subtract exactly; an
-            // exact zero term leaves every sum unchanged.
-            row_axpy(a, v, wt_.data() + i * out_, out_);
-            if (v != 0.0f) pairs += row_nnz_[static_cast<std::size_t>(i)];
-        }
-        if (!bn_.empty())
-            for (std::int64_t o = 0; o < out_; ++o) a[o] += bias_[static_cast<std::size_t>(o)];
-    }
-    if (!bn_.empty()) bn_.apply_rows(acc, tokens);
-    return pairs;
 }
 
 }  // namespace ternion::spiking

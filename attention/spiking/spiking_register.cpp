@@ -14,8 +14,8 @@ namespace ternion {
 // <p>_weight (out, in), optional <p>_bias (out) and optional <p>_bn_{weight,bias,running_mean,
 // running_var,eps}, folded here in double precision, or kept unfolded in the form <p>_bn_form.
 // `biased` / `normalised` count the projections whose source had a bias / a BatchNorm.
-spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, int& biased,
-                                    int& normalised) {
+Projection read_projection(const NodeSpec& spec, const std::string& p, int& biased,
+                           int& normalised) {
     Shape dims;
     std::vector<float> w = spec.floats(p + "_weight", &dims);
     if (dims.size() != 2 || dims[0] < 1 || dims[1] < 1)
@@ -34,11 +34,11 @@ spiking::Projection read_projection(const NodeSpec& spec, const std::string& p, 
         ++normalised;
         const auto bn = read_batchnorm(spec, p + "_bn_", out, true);
         if (form)
-            return spiking::Projection(
-                w, b, out, in, BatchNorm(bn.gamma, bn.beta, bn.mean, bn.var, bn.eps, *form));
+            return Projection(w, b, out, in,
+                              BatchNorm(bn.gamma, bn.beta, bn.mean, bn.var, bn.eps, *form));
         fold_batchnorm(w, b, out, bn.gamma, bn.beta, bn.mean, bn.var, bn.eps);
     }
-    return spiking::Projection(w, b, out, in);
+    return Projection(w, b, out, in);
 }
 
 std::int64_t read_heads(const NodeSpec& spec, std::int64_t dim) {
@@ -52,7 +52,7 @@ std::int64_t read_heads(const NodeSpec& spec, std::int64_t dim) {
 namespace {
 
 struct Qkv {
-    spiking::Projection q, k, v;
+    Projection q, k, v;
     std::int64_t heads = 1;
     int biased = 0, normalised = 0;
 };

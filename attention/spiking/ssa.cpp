@@ -10,7 +10,6 @@
 
 namespace ternion {
 
-using spiking::Projection;
 using spiking_detail::sz;
 
 namespace {

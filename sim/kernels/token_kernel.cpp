@@ -31,6 +31,22 @@ void TokenEvents::build(const IndexList& active, const float* values, std::int64
     this->values = values;
 }
 
+void TokenEvents::build_every(const float* v, std::int64_t in, std::int64_t tokens) {
+    const auto n = static_cast<std::size_t>(in * tokens);
+    begin.resize(static_cast<std::size_t>(tokens + 1));
+    for (std::int64_t t = 0; t <= tokens; ++t)
+        begin[static_cast<std::size_t>(t)] = static_cast<std::uint32_t>(t * in);
+    chan.resize(n);
+    x.assign(v, v + n);
+    bool neg = false;
+    for (std::size_t k = 0; k < n; ++k) {
+        chan[k] = static_cast<std::uint32_t>(k % static_cast<std::size_t>(in));
+        neg |= v[k] < 0.0f;
+    }
+    negative = neg;
+    values = v;
+}
+
 AlignedFloats pack_panels64(const float* m, std::int64_t ld, std::int64_t rows, std::int64_t cols) {
     const std::int64_t panels = (cols + 63) / 64;
     AlignedFloats d(static_cast<std::size_t>(panels * rows * 64), 0.0f);

@@ -24,6 +24,8 @@ struct TokenEvents {
     // From ascending flat indices i = t * in + c into `values` [tokens][in], which must
     // outlive the events' use (the dense path reads it whole).
     void build(const IndexList& active, const float* values, std::int64_t in, std::int64_t tokens);
+    // Every input of `values` [tokens][in] as an event, zeros included (the dense form).
+    void build_every(const float* values, std::int64_t in, std::int64_t tokens);
 };
 
 enum class BiasOrder { first, last };

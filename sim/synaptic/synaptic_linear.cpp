@@ -1,10 +1,11 @@
-// Affine and Linear: y = W x (+ b) on the last axis, from ColumnWeights (one token) or the
-// token kernel (several tokens, dense weights).
+// Affine and Linear: y = W x (+ b) on the last axis, from ColumnWeights (one token, compressed
+// weights, the dense engine) or the Projection (several tokens, dense weights, the event engine).
 #include <algorithm>
 #include <memory>
 #include <mutex>
 
 #include "sim/kernels/token_kernel.hpp"
+#include "sim/synaptic/projection.hpp"
 #include "sim/synaptic/synaptic.hpp"
 #include "sim/synaptic/synaptic_internal.hpp"
 
@@ -107,7 +108,9 @@ class LinearNode final : public Node {
             rows_ = numel(in) / in_;
             out_shape_ = in;
             out_shape_.back() = out_;
-            if (rows_ > 1 && !weights_.sparse()) panels_.build(weights_.dense_column(0), in_, out_);
+            if (rows_ > 1 && !weights_.sparse())
+                tokens_ = Projection::from_columns(weights_.dense_column(0), in_, out_, bias_,
+                                                   BiasOrder::last);
         } else if (numel(in) == in_) {
             rows_ = 1;
             out_shape_ = {out_};
@@ -328,7 +331,7 @@ class LinearNode final : public Node {
         }
     }
 
-    // Event-driven, several tokens, dense weights: token_rows_kernel over row blocks; also
+    // Event-driven, several tokens, dense weights: the projection over row blocks; also
     // sets out.active and out.ternary from the kernel's masks.
     void step_tokens_dense(const Activity& in, BlockScratch& sc, Activity& out,
                            const StepContext& ctx, bool unit) const {
@@ -337,13 +340,12 @@ class LinearNode final : public Node {
         const std::int64_t groups = (out_ + 63) / 64;
         sc.nz.resize(static_cast<std::size_t>(rows_ * groups));
         sc.nt.resize(static_cast<std::size_t>(rows_ * groups));
-        const float* bias = bias_.empty() ? nullptr : bias_.data();
         float* y = out.values.data();
         const RowSplit& s = *sc.split;
         ctx.for_blocks(s.nblocks, 1, [&](std::int64_t b0, std::int64_t b1) {
             const std::int64_t r0 = s.row_begin(b0), r1 = std::min(out_, s.row_begin(b1));
-            token_rows(panels_, ev, bias, BiasOrder::last, unit, y, r0, r1, sc.nz.data(),
-                       sc.nt.data(), sc.kernel[static_cast<std::size_t>(b0)]);
+            tokens_.rows(ev, unit, y, r0, r1, sc.nz.data(), sc.nt.data(),
+                         sc.kernel[static_cast<std::size_t>(b0)]);
         });
         std::size_t total = 0;
         std::uint64_t other = 0;
@@ -416,7 +418,7 @@ class LinearNode final : public Node {
     // The row splits of this node's runs by thread count (prepare_run, split_for).
     mutable std::mutex split_mutex_;
     mutable std::vector<std::shared_ptr<const RowSplit>> splits_;
-    TokenPanels panels_;  // several tokens, dense weights: the event kernel's layout
+    Projection tokens_;  // several tokens, dense weights: the event engine's map
     std::vector<float> bias_;
     bool source_bias_ = false, source_bn_ = false;  // the source layer's bias, a folded BN
 };

@@ -11,9 +11,11 @@
 #include "attention/spiking/spiking_kernels.hpp"
 #include "neuron/neuron_params.hpp"
 #include "sim/core/node.hpp"
+#include "sim/synaptic/projection.hpp"
 #include "sim/synaptic/synaptic.hpp"
 
 using namespace ternion::spiking;
+using ternion::Projection;
 using ternion::kernels::Tsn;
 using ternion::kernels::tsn_step;
 

@@ -11,7 +11,6 @@
 #include "attention/spiking/spiking_attention.hpp"
 
 using namespace ternion;
-using spiking::Projection;
 using Tsn = kernels::Tsn;
 
 namespace {

@@ -616,6 +616,31 @@ def test_export_quantize_equals_export_then_quantize(core, ternion_bin, tmp_path
     assert out.samples == 3
 
 
+def test_spikingformer_export_runs_in_python_as_in_pytorch(core, ternion_bin, tmp_path):
+    """A Spikingformer stand-in exported and run by ternion.run on the image array: every neuron
+    layer spike for spike with PyTorch, the CLI's predictions, and the outputs (the head summed
+    over the T steps) T times PyTorch's logits (the head of the mean over time) up to float32
+    rounding: the sums over time and tokens are taken in another order."""
+    import torch
+
+    import test_export_spikingformer as ts
+
+    net, x = ts.build(3, image=16, embed_dims=32, num_heads=2, depths=2, T=4)
+    out, rec = ts.H.torch_spikes(net, x)
+    rep = ternion.export(net, x, tmp_path / "sf.h5", fold_bn=False)
+    res = core.run(core.load(tmp_path / "sf.h5"), x.numpy())
+    nodes = {origin: name for name, (_, origin) in rep.nodes.items()}
+    want, _ = ts.expected(rec, ts.tokens_of(net, 16))
+    flat = {n: a.reshape(a.shape[0], a.shape[1], -1) for n, a in res.spikes.items()}
+    assert ts.H.compare_spikes(want, flat, nodes) > 1000
+    ts.H.write_input(tmp_path / "in.h5", data=x.numpy())
+    js = cli_json(ternion_bin, str(tmp_path / "sf.h5"), "--input", str(tmp_path / "in.h5"))
+    assert res.predictions.tolist() == js["predictions"] == out.argmax(1).tolist()
+    logits = out.double().numpy()
+    assert torch.is_tensor(out) and res.outputs.shape == logits.shape
+    np.testing.assert_allclose(res.outputs / 4, logits, rtol=0, atol=1e-5 * np.abs(logits).max())
+
+
 def test_strict_schemas_layouts_and_uint8(core, ternion_bin, lif_net, tmp_path):
     """Typos are refused with the nearest name; extra fields pass only when asked for; an
     ambiguous spike layout is refused as the CLI refuses it; uint8 analog data are /255."""

@@ -16,6 +16,7 @@ from . import converters as cv
 from . import peers
 from . import qkformer
 from . import sdt
+from . import spikingformer
 from .graph import ExportError, Graph, fold_bn, write_model
 
 __all__ = ["export", "ExportError", "ExportReport", "fold_bn", "write_model"]
@@ -39,6 +40,7 @@ class Exporter:
         self.timesteps = None
         self.encoding = None
         self.complete = False
+        self.frames = False  # Spikingformer's DVS forward: the input is a frame per step
         self.framework = None  # snntorch, norse or sinabs: whose neurons the file holds
         self.meta = {}  # metadata the converters set (from, dt, discretization)
 
@@ -67,6 +69,8 @@ class Exporter:
             return sdt.convert_sdt(self, m, path, x)
         if qkformer.is_qkformer(m):
             return qkformer.convert_qkformer(self, m, path, x)
+        if spikingformer.is_spikingformer(m):  # before Spikformer: the same top attributes
+            return spikingformer.convert_spikingformer(self, m, path, x)
         if sdt.is_ms_sps(m):
             return sdt.convert_ms_sps(self, m, path, x)
         if sdt.is_ms_block(m):
@@ -116,8 +120,10 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
       * [T, B, ...] for multi-step networks (SpikingJelly step_mode 'm', MultiStep* neurons,
         SeqToANNContainer): T becomes the file's `timesteps`;
       * [B, ...] for models that repeat their input over time themselves (Spikformer,
-        Spike-driven Transformer, QKFormer, DigitsSpikformer: T from the model, direct encoding) or
-        single-step networks (then pass `timesteps`).
+        Spike-driven Transformer, QKFormer, Spikingformer, DigitsSpikformer: T from the model,
+        direct encoding) or single-step networks (then pass `timesteps`);
+      * [B, T, C, H, W] for Spikingformer's DVS files (their forward permutes frames to time
+        first): T becomes `timesteps`, and the input is run as frames (`/frames`).
     time_first overrides that choice. Only its shape is used. The file describes the module in
     eval mode, BatchNorm with its running statistics:
       * fold_bn=True (default): folded into the preceding Conv/Linear's weights and bias, as
@@ -135,6 +141,9 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
     shape = tuple(example_input.shape)
     whole = cv.is_spikformer(module) or sdt.is_sdt(module) or qkformer.is_qkformer(module) or \
         cv.is_digits_spikformer(module)
+    ex.frames = spikingformer.is_spikingformer(module) and len(shape) == 5
+    if ex.frames:  # [B, T, C, H, W]: samples first, as the DVS forward takes them
+        ex.timesteps, shape, time_first = int(shape[1]), shape[:1] + shape[2:], False
     if time_first is None:
         time_first = not whole and _multi_step(module)
     if time_first:

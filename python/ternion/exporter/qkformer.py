@@ -122,7 +122,7 @@ def convert_patch_embed_stage(ex, m, path, x):
     return _shortcut(ex, m, path, y, r)
 
 
-def _projections(ex, m, path, names, form):
+def projections(ex, m, path, names, form):
     """q/k(/v) weights, biases and unfolded BatchNorms (the convolutions' outputs are contiguous
     [T*B, C, N]: PyTorch's "fma" form), and the one set of Q/K(/V) LIF parameters."""
     p = {"heads": np.int64(m.num_heads)}
@@ -152,7 +152,7 @@ def convert_attention(ex, m, path, x):
         raise ExportError(f"{cv.describe(m, path)}: needs tokens [N, D], got {shape}")
     if is_qk_ssa(m):
         typ = "ternion.SSA"
-        p = _projections(ex, m, path, ("q", "k", "v"), typ)
+        p = projections(ex, m, path, ("q", "k", "v"), typ)
         scale = float(m.scale)
         if scale <= 0 or np.float32(scale) != scale or np.log2(scale) != int(np.log2(scale)):
             raise ExportError(f"{cv.describe(m, path)}: scale {scale} is not a power of two "
@@ -160,7 +160,7 @@ def convert_attention(ex, m, path, x):
         p.update(scale=np.float64(scale), association="kv")  # q @ (k^T @ v), as the code
     elif is_token_qk_attention(m):
         typ = "ternion.QKAttention"
-        p = _projections(ex, m, path, ("q", "k"), typ)
+        p = projections(ex, m, path, ("q", "k"), typ)
         p["form"] = "token"
     else:
         raise ExportError(f"{cv.describe(m, path)}: neither a Token_QK_Attention nor a "

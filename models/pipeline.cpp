@@ -374,7 +374,8 @@ void Pipeline::check_range() {
 // An estimate of the run's peak memory, refused above the limit before the run: what is
 // loaded, each thread's workspace (activity and state of every node, about 48 bytes a value;
 // under the node-major schedule every node's T outputs too, a value and an index each), the
-// per-sample results and the recording held until it is written.
+// per-sample results, the recording held until it is written and the trace file built from it
+// in memory (at most about the recording's size: its large datasets are compressed).
 void Pipeline::check_memory() const {
     const Graph& g = graph();
     double values = 0;
@@ -385,7 +386,7 @@ void Pipeline::check_memory() const {
     const double steps = runs_node_major(g, config(), samples_) ? static_cast<double>(T_) : 0.0;
     const double est = static_cast<double>(resident_bytes()) +
                        (48 + 8 * steps) * values * req_.threads +
-                       static_cast<double>(samples_) * (4 * classes + 64) + trace;
+                       static_cast<double>(samples_) * (4 * classes + 64) + 2 * trace;
     check_limit(est, "the run");
 }
 

@@ -101,8 +101,9 @@ std::uint64_t encode_file(const std::string& in_path, const std::string& out_pat
     std::int64_t bytes = 0;
     for (const auto& src : srcs) bytes += src->num_samples() * T * numel(src->sample_shape());
     if (bytes > kMaxInputBytes) throw OptionError("timesteps", "output would exceed 8 GiB");
-    // The spike tensors are built in memory before they are written.
-    check_memory_limit(static_cast<double>(resident_bytes()) + static_cast<double>(bytes),
+    // The spike tensors are built in memory, then the file from them (at most about their size,
+    // compressed), before it is written.
+    check_memory_limit(static_cast<double>(resident_bytes()) + 2.0 * static_cast<double>(bytes),
                        max_memory, "encoding " + in_path);
     std::uint64_t spikes = 0;
     std::vector<std::vector<std::int8_t>> out;

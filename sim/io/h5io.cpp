@@ -8,7 +8,9 @@
 #include <atomic>
 #include <cerrno>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -595,42 +597,135 @@ std::optional<double> Reader::attr_double(const std::string& obj, const std::str
 
 // ---------------------------------------------------------------- Writer
 
-Writer::Writer(const std::string& path) : path_(path) {
+// The file is built in memory (HDF5's core driver, no backing store) and written to its path
+// by close() in one pass of our own. libhdf5 never writes to the disk itself: a file whose flush
+// failed on a full disk stays half-open inside libhdf5, and its exit handler then crashes the
+// process (a Python session included). The core driver's buffer is allocated through these
+// callbacks, so close() writes it where it lies, without a copy.
+struct Writer::Image {
+    void* mem = nullptr;  // the driver's buffer
+    bool keep = false;    // the driver's free at closing leaves it to close(), which writes it
+    ~Image() {
+        if (keep) std::free(mem);
+    }
+};
+
+namespace {
+
+void* image_malloc(std::size_t size, H5FD_file_image_op_t, void* udata) {
+    auto* im = static_cast<Writer::Image*>(udata);
+    return im->mem = std::malloc(size);
+}
+void* image_memcpy(void* dest, const void* src, std::size_t size, H5FD_file_image_op_t, void*) {
+    return std::memcpy(dest, src, size);
+}
+void* image_realloc(void* ptr, std::size_t size, H5FD_file_image_op_t, void* udata) {
+    auto* im = static_cast<Writer::Image*>(udata);
+    void* p = std::realloc(ptr, size);
+    if (p) im->mem = p;
+    return p;
+}
+herr_t image_free(void* ptr, H5FD_file_image_op_t, void* udata) {
+    auto* im = static_cast<Writer::Image*>(udata);
+    if (ptr == im->mem) {
+        if (im->keep) return 0;
+        im->mem = nullptr;
+    }
+    std::free(ptr);
+    return 0;
+}
+void* udata_copy(void* udata) {
+    return udata;  // the Writer owns it; property-list copies share it
+}
+herr_t udata_free(void*) {
+    return 0;
+}
+
+// `n` bytes to `path` (already created, exclusively, by the caller): "" or why not.
+std::string write_whole(const std::string& path, const char* data, std::size_t n) {
+    const int fd = ::open(path.c_str(), O_WRONLY | O_TRUNC | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) return std::strerror(errno);
+    std::string why;
+    for (std::size_t done = 0; done < n && why.empty();) {
+        const ssize_t w = ::write(fd, data + done, n - done);
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0)
+            why = w < 0 ? std::strerror(errno) : "short write";
+        else
+            done += static_cast<std::size_t>(w);
+    }
+    if (::close(fd) != 0 && why.empty()) why = std::strerror(errno);
+    return why;
+}
+
+}  // namespace
+
+Writer::Writer(const std::string& path) : path_(path), image_(std::make_unique<Image>()) {
     quiet_errors();
-    hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+    Handle fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+    H5FD_file_image_callbacks_t cb{image_malloc, image_memcpy, image_realloc, image_free,
+                                   udata_copy,   udata_free,   image_.get()};
+    // Strong close: closing the file closes any object left open, so the driver's closing
+    // free (after which close() writes and frees the buffer) comes at H5Fclose and not later.
+    if (!fapl || H5Pset_fapl_core(fapl.id(), std::size_t{1} << 20, 0) < 0 ||
+        H5Pset_fclose_degree(fapl.id(), H5F_CLOSE_STRONG) < 0 ||
+        H5Pset_file_image_callbacks(fapl.id(), &cb) < 0)
+        throw InputError(path, "", "cannot set up the HDF5 file in memory");
+    // The path is opened now, so that one that cannot be written fails before any work.
+    if (const int fd =
+            ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+        fd < 0)
+        throw InputError(path, "", std::string("cannot create: ") + std::strerror(errno));
+    else
+        ::close(fd);
+    hid_t f = H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id());
     if (f < 0) throw InputError(path, "", "cannot create HDF5 file");
     file_ = Handle(f, H5Fclose);
 }
 
-namespace {
-std::atomic<bool> g_unclosed{false};  // a Writer's close failed (files_left_unclosed)
-}  // namespace
-
 Writer::~Writer() {
-    if (!file_) return;
-    const hid_t f = file_.release();
-    // Abandoned (close() failed, or an exception is passing through the writer: the caller
-    // removes the file). libhdf5 keeps a file whose final flush failed (a full disk) half-open,
-    // and closing it a second time crashes (in H5F__close, or in its exit handler): so the file
-    // is emptied first, which frees the space the one close needs to flush.
-    if (failed_ || std::uncaught_exceptions() > exceptions_) {
-        const int emptied = ::truncate(path_.c_str(), 0);
-        (void)emptied;  // one that cannot be emptied is closed all the same
+    // Not closed yet: written now unless abandoned (an exception is passing through the writer,
+    // or close() failed; the caller removes the file). Errors here are not reported: callers
+    // that report them call close().
+    if (file_ && !failed_ && std::uncaught_exceptions() <= exceptions_) {
+        try {
+            close();
+        } catch (...) {
+        }
     }
-    // A failed close is not retried (that is the crash); see files_left_unclosed.
-    if (H5Fclose(f) < 0) g_unclosed = true;
+    file_.reset();  // the in-memory file: closing it touches no disk
 }
 
 bool files_left_unclosed() {
-    return g_unclosed;
+    return false;  // libhdf5 never holds a file on disk (Writer builds files in memory)
 }
 
 void Writer::close() {
-    if (file_ && H5Fflush(file_.id(), H5F_SCOPE_GLOBAL) < 0) {
-        failed_ = true;
-        throw InputError(path_, "", "write failed at the final flush (disk full?)");
+    if (!file_) return;
+    // The image's size (its end of allocation: the driver's buffer grows in whole increments).
+    const ssize_t size =
+        H5Fflush(file_.id(), H5F_SCOPE_GLOBAL) < 0 ? -1 : H5Fget_file_image(file_.id(), nullptr, 0);
+    std::vector<char> copy;
+    if (size >= 0 && !image_->mem && size > 0) {
+        // The driver did not allocate through the callbacks: a copy of its image instead.
+        copy.resize(static_cast<std::size_t>(size));
+        if (H5Fget_file_image(file_.id(), copy.data(), copy.size()) < 0) copy.clear();
     }
-    file_.reset();
+    // Closed first, so that the image is the closed file's (its superblock's flags cleared).
+    image_->keep = true;
+    if (size < 0 || H5Fclose(file_.release()) < 0 ||
+        (!image_->mem && copy.size() != size_t(size))) {
+        failed_ = true;
+        throw InputError(path_, "", "cannot finish the HDF5 file in memory");
+    }
+    const char* data = image_->mem ? static_cast<const char*>(image_->mem) : copy.data();
+    const std::string why = write_whole(path_, data, static_cast<std::size_t>(size));
+    std::free(image_->mem);
+    image_->mem = nullptr;
+    if (!why.empty()) {
+        failed_ = true;
+        throw InputError(path_, "", "write failed (" + why + "; disk full?)");
+    }
 }
 
 Handle untimed(hid_t plist_class) {
@@ -788,20 +883,38 @@ void Writer::attr(const std::string& obj, const std::string& name, std::int64_t 
 
 namespace {
 // One pending temporary at a time per process is enough for the CLI; a fixed buffer keeps
-// the signal handler free of allocation.
+// the signal handler free of allocation. Its state is an atomic the handler reads: the name is
+// written only while the state is `none`, and while a temporary is being created (`creating`:
+// whether the exclusive open made it is not known yet) a signal is deferred to the creator,
+// which raises it again once the state says whether there is a file to remove.
+enum TempState : int { none, creating, registered };
 char g_pending_tmp[4096] = {0};
-void register_temporary(const std::string& p) {
-    std::size_t n = std::min(p.size(), sizeof g_pending_tmp - 1);
-    std::memcpy(g_pending_tmp, p.data(), n);
-    g_pending_tmp[n] = '\0';
-}
+std::atomic<int> g_tmp_state{none};
+std::atomic<int> g_deferred_signal{0};
+void (*g_creating_hook)() = nullptr;  // tests: runs inside the window
+
 void unregister_temporary() {
-    g_pending_tmp[0] = '\0';
+    g_tmp_state.store(none);
 }
 }  // namespace
 
-void remove_temporaries() noexcept {
-    if (g_pending_tmp[0]) ::unlink(g_pending_tmp);
+bool remove_temporaries(int sig) noexcept {
+    g_deferred_signal.store(sig);
+    if (g_tmp_state.load() == creating) return false;  // the creator raises it again
+    // Claimed here unless the creator left the window and claimed it first (then it raises).
+    if (g_deferred_signal.exchange(0) == 0) return false;
+    if (g_tmp_state.load() == registered) ::unlink(g_pending_tmp);
+    return true;
+}
+
+void on_output_signal(int sig) noexcept {
+    if (!remove_temporaries(sig)) return;
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+}
+
+void set_creating_hook(void (*hook)()) {
+    g_creating_hook = hook;
 }
 
 std::string not_a_regular_file(const std::string& path) {
@@ -833,12 +946,20 @@ std::string create_temporary(const std::filesystem::path& dir, const std::string
         if (name.size() > 255)
             throw InputError(path, "", "file name too long for the temporary written beside it");
         const std::string tmp = (dir / name).string();
+        if (tmp.size() >= sizeof g_pending_tmp)
+            throw InputError(path, "", "path too long for the temporary written beside it");
+        std::memcpy(g_pending_tmp, tmp.c_str(), tmp.size() + 1);  // the state is `none` here
+        g_tmp_state.store(creating);
+        if (g_creating_hook) g_creating_hook();
         const int fd =
             ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-        if (fd >= 0) {
-            ::close(fd);
-            return tmp;
-        }
+        const int err = errno;
+        g_tmp_state.store(fd >= 0 ? registered : none);
+        if (fd >= 0) ::close(fd);
+        // A signal that came inside the window: now its handler knows what to remove.
+        if (const int sig = g_deferred_signal.exchange(0)) std::raise(sig);
+        if (fd >= 0) return tmp;
+        errno = err;
         if (errno != EEXIST && errno != ELOOP)
             throw InputError(
                 path, "",
@@ -861,7 +982,6 @@ void write_atomically(const std::string& path, const std::function<void(const st
         throw InputError(path, "", "is " + what + ", not a regular file; refusing to replace it");
     // Hidden temporary next to the target so the final rename stays on one filesystem.
     const std::string tmp = create_temporary(dir, target.filename().string(), path);
-    register_temporary(tmp);
     const auto abandon = [&] {
         std::error_code ignored;
         fs::remove(tmp, ignored);

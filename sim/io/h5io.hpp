@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -128,12 +129,15 @@ class Reader {
     mutable std::set<std::string> looked_;
 };
 
-// Write access; used for traces and converted inputs. Chunked + gzip when `compress`.
+// Write access; used for traces and converted inputs. Chunked + gzip when `compress`. The file
+// is assembled in memory and written to `path` by close() with plain writes, so a full disk is
+// one clean error and never leaves libhdf5 holding a half-written file.
 class Writer {
   public:
+    struct Image;
     explicit Writer(const std::string& path);  // creates/truncates
-    // Closes the file if close() was not reached; a file abandoned by an exception or a failed
-    // close() is emptied first (its caller removes it).
+    // Writes the file if close() was not reached, unless an exception is passing through (or
+    // close() failed): then nothing more is written (its caller removes the file).
     ~Writer();
     Writer(const Writer&) = delete;
     Writer& operator=(const Writer&) = delete;
@@ -166,15 +170,11 @@ class Writer {
     void write_raw(const std::string& ds, hid_t mem_type, const void* data, const Shape& dims,
                    bool compress, std::size_t elem_size);
     std::string path_;
+    std::unique_ptr<Image> image_;  // the in-memory file's buffer (declared before file_)
     Handle file_;
     bool failed_ = false;                          // close() failed: the file is abandoned
     int exceptions_ = std::uncaught_exceptions();  // unwinding at construction
 };
-
-// Whether a Writer's file could not be closed even after it was emptied (a full disk):
-// libhdf5 keeps it half-open and its exit handler crashes on it, so the process should leave
-// without running exit handlers (the CLI calls _Exit after its error line).
-bool files_left_unclosed();
 
 // A creation property list of `plist_class` (H5P_DATASET_CREATE, H5P_GROUP_CREATE) that keeps
 // no modification times: files written twice from the same data are the same bytes.
@@ -186,13 +186,20 @@ void create_groups(hid_t file, const std::string& file_name, const std::string& 
 // exclusively under a random name (never a planted file or link), which is renamed over `path`
 // only when complete; any exception removes it and leaves `path` as it was. `path` must be a
 // new name or a regular file (or a link to one): a device, FIFO, socket or directory is refused.
-// Temporaries are registered so a signal handler can remove them (remove_temporaries).
+// Temporaries are registered so a signal handler can remove them (on_output_signal).
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& fn);
 // "" when `path` is absent or a regular file (or a link to one), else what it is ("a FIFO",
 // "a character device", ...).
 std::string not_a_regular_file(const std::string& path);
-// Removes temporaries of unfinished atomic writes (async-signal-safe: unlink only).
-void remove_temporaries() noexcept;
+// For a handler of signal `sig` (async-signal-safe: atomics and unlink only): removes the
+// temporary of an unfinished atomic write and returns true, or returns false when the signal
+// came while the temporary was being created: the creator then raises `sig` again itself.
+bool remove_temporaries(int sig) noexcept;
+// A handler for SIGINT, SIGTERM, SIGHUP, SIGQUIT: drops the half-written output, then dies by
+// the signal (a non-zero status); an existing output is left as it was.
+void on_output_signal(int sig) noexcept;
+// Tests: a function run between a temporary's name being chosen and its exclusive creation.
+void set_creating_hook(void (*hook)());
 
 // Silences HDF5's automatic error stack printing (once per process).
 void quiet_errors();

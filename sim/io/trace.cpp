@@ -29,7 +29,7 @@ std::int64_t attribute(const Node& n, const std::string& key) {
     return 0;
 }
 
-// Writes one array dataset through a second handle on the file h5::Writer has open: chunked,
+// Writes one array dataset into the file h5::Writer has open: chunked,
 // byte shuffle, gzip level 1. Traces are written after the run, on the user's clock, so chunks
 // of whole rows (samples) are shuffled and compressed in parallel (oneTBB) and stored with
 // H5Dwrite_chunk; the file is the same as HDF5's own shuffle+deflate pipeline would write.
@@ -514,10 +514,7 @@ void TraceRecorder::write(const std::string& path,
         throw InternalError("TraceRecorder::write: the recorder holds only part of the rows");
     h5::write_atomically(path, [&](const std::string& tmp) {
         h5::Writer w(tmp);
-        // A second handle on the same open file, for the large datasets (see put()).
-        h5::Handle fh(H5Fopen(tmp.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose);
-        if (!fh) throw InputError(tmp, "", "cannot reopen the trace being written");
-        const hid_t F = fh.id();
+        const hid_t F = w.file_id();  // the large datasets go through put()
         write_run_header(w, T_, o_, sample_ids_);
         for (const auto& r : recs_) {
             const Node& nd = g_.node(r.node);
@@ -601,7 +598,6 @@ void TraceRecorder::write(const std::string& path,
         w.write_strings("/ternion/node_order", order, {static_cast<std::int64_t>(order.size())});
         w.group("/ternion/metadata");
         for (const auto& [k, v] : meta) w.attr("/ternion/metadata", k, v);
-        fh.reset();
         w.close();
     });
 }

@@ -4,9 +4,14 @@
 // trace and on damaged ones.
 #include <doctest/doctest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <stdexcept>
 
@@ -365,4 +370,38 @@ TEST_CASE("trace reader: attention maps at NIR's location first, then ternion's"
     const auto obs = t.observables("a");
     REQUIRE(obs.size() == 1);
     CHECK(obs[0].kind == ObservableKind::attention);
+}
+
+TEST_CASE("a signal while the temporary is being created leaves no temporary behind") {
+    // The window between choosing the temporary's name and its exclusive creation: a handler
+    // that runs there cannot know whether the file exists yet. It defers to the creator, which
+    // raises the signal again once it knows; the process dies by the signal, nothing is left.
+    namespace fs = std::filesystem;
+    const fs::path dir =
+        fs::temp_directory_path() / ("ternion-sigwin-" + std::to_string(::getpid()));
+    fs::create_directories(dir);
+    for (const bool hook : {true, false}) {
+        const pid_t pid = ::fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            std::signal(SIGTERM, [](int sig) { h5::on_output_signal(sig); });
+            if (hook) h5::set_creating_hook([] { std::raise(SIGTERM); });
+            try {
+                h5::write_atomically((dir / "out.h5").string(), [](const std::string& tmp) {
+                    h5::Writer w(tmp);
+                    w.group("/x");
+                    std::raise(SIGTERM);  // registered by now: removed by the handler
+                    w.close();
+                });
+            } catch (...) {
+            }
+            ::_exit(0);
+        }
+        int status = 0;
+        REQUIRE(::waitpid(pid, &status, 0) == pid);
+        CHECK(WIFSIGNALED(status));
+        CHECK(WTERMSIG(status) == SIGTERM);
+        CHECK(fs::is_empty(dir));
+    }
+    fs::remove_all(dir);
 }

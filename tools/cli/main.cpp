@@ -18,9 +18,7 @@ namespace {
 // SIGINT, SIGTERM, SIGHUP (the terminal closed), SIGQUIT: drop any half-written output, then die
 // by the signal (a non-zero status); an existing output is left as it was.
 extern "C" void on_signal(int sig) {
-    ternion::h5::remove_temporaries();
-    std::signal(sig, SIG_DFL);
-    std::raise(sig);
+    ternion::h5::on_output_signal(sig);
 }
 
 void usage() {
@@ -103,11 +101,5 @@ int main(int argc, char** argv) {
     const ternion::cli::Args args(argv + 2, argv + argc);
     const int code = dispatch(cmd, args);
     ternion::dist::finalize();
-    // libhdf5's exit handler would crash closing a file it could not close (a full disk); the
-    // temporary is already removed and the error printed, so leave without exit handlers.
-    if (ternion::h5::files_left_unclosed()) {
-        std::fflush(nullptr);
-        std::_Exit(code);
-    }
     return code;
 }

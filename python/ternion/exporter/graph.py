@@ -83,7 +83,11 @@ def write_model(path, nodes, edges, metadata=None, version="0.5.0"):
 
     Atomic, as ternion's own outputs: the file is written to a hidden temporary beside `path`,
     created exclusively under a random name, and renamed over `path` only when complete; a
-    failure (a value h5py cannot store, a full disk) leaves an existing file as it was."""
+    failure (a value h5py cannot store, a full disk) leaves an existing file as it was. The file
+    is built in memory and written with plain writes: libhdf5 keeps a file whose flush failed on
+    a full disk half-open, and its exit handler then crashes the interpreter."""
+    import io
+
     import h5py
 
     path = os.fspath(path)
@@ -93,8 +97,14 @@ def write_model(path, nodes, edges, metadata=None, version="0.5.0"):
     fd, tmp = tempfile.mkstemp(prefix=f".{name}.tmp-", dir=folder)  # O_EXCL, random suffix
     os.close(fd)
     try:
-        with h5py.File(tmp, "w") as f:
+        image = io.BytesIO()
+        with h5py.File(image, "w") as f:
             _write_graph(f, h5py.string_dtype("utf-8"), nodes, edges, metadata, version)
+        try:
+            with open(tmp, "wb") as out:
+                out.write(image.getbuffer())
+        except OSError as e:
+            raise ExportError(f"{path}: write failed ({e.strerror}; disk full?)") from None
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)  # mkstemp made it 0600

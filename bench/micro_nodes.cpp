@@ -16,7 +16,7 @@
 #include "sim/kernels/token_kernel.hpp"
 
 using namespace ternion;
-using spiking::Projection;
+
 using Tsn = kernels::Tsn;
 
 namespace {

@@ -82,6 +82,9 @@ if(PROJECT_IS_TOP_LEVEL)
     # are only needed to build against the installed libraries (find_package), hence Suggests.
     set(CPACK_DEBIAN_PACKAGE_DEPENDS
         "libc6, libstdc++6, libgcc-s1, zlib1g, libhdf5-103-1, libtbb12, libboost-program-options1.74.0, libssl3")
+    if(TERNION_FFTW)
+        string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libfftw3-single3")
+    endif()
     set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3, python3-numpy, python3-h5py, dataset-fashion-mnist")
     set(CPACK_DEBIAN_PACKAGE_SUGGESTS
         "python3-matplotlib, libeigen3-dev, libtbb-dev, libhdf5-dev, nlohmann-json3-dev")

@@ -6,7 +6,7 @@
 # fast BLAS (its default libblas.so.3 is the reference one), for training and the benchmarks.
 set -euo pipefail
 PKGS=(build-essential cmake pkg-config
-      libeigen3-dev libtbb-dev libhdf5-dev libboost-program-options-dev doctest-dev
+      libeigen3-dev libfftw3-dev libtbb-dev libhdf5-dev libboost-program-options-dev doctest-dev
       nlohmann-json3-dev libbenchmark-dev libssl-dev zlib1g-dev libopenmpi-dev openmpi-bin
       clang libclang-rt-14-dev dataset-fashion-mnist libopenblas0-openmp qemu-user
       python3-h5py python3-numpy python3-matplotlib python3-torch python3-sklearn python3-scipy

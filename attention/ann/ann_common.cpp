@@ -305,7 +305,7 @@ void kernel_spectrum(ConvWork& w, const float* z, std::int64_t n) {
 // length L: circular when L == n, linear (first n outputs) when L >= 2n - 1. Sample j of
 // channel c sits at v[j * sj + c * sc] (and y likewise; y may be v): column-major [n, c] is
 // sj = 1, sc = n; row-major with leading dimension ld is sj = ld, sc = 1. Power-of-two lengths
-// take the batched eight-lane kernel; other lengths one kissfft / Bluestein pass per channel.
+// take the batched eight-lane kernel; other lengths one FFTW pass (RealFft) per channel.
 void convolve_channels(ConvWork& w, const float* v, float* y, std::int64_t n, std::int64_t channels,
                        std::int64_t sj, std::int64_t sc) {
     if (w.conv) {

@@ -1,9 +1,9 @@
 // Single-precision matrix product for the ANN projections, C = A B (+ bias), with B a weight
-// matrix packed once at load time. On AVX-512 machines a register-blocked kernel (6 rows x 64
-// columns of C in 24 vector accumulators, B streamed from L2 in panels of 64 columns) runs
-// near the FMA units' peak; elsewhere, and for shapes it does not cover, callers use Eigen.
-// Each element of C is a plain ascending sum over k, so row splits across threads never
-// change results.
+// matrix packed once at load time. Register-blocked tiles, compiled per x86-64 level
+// (ann_levels.hpp): on AVX-512 6 rows x 64 columns of C in 24 vector accumulators, on AVX2 6 x 16
+// in 12, B streamed from L2 in panels of 64 columns. Without FMA (x86-64-v2) callers use Eigen.
+// Each element of C is a plain ascending FMA chain over k plus the bias, so row splits across
+// threads never change results, and AVX2 and AVX-512 give the same bits.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -27,7 +27,7 @@ class PackedMatrix {
     AlignedFloats data_;
 };
 
-// Whether gemm_packed runs here (built for and running on AVX-512).
+// Whether gemm_packed has a fast kernel at the level in use (v3 and v4: FMA).
 bool packed_gemm_available();
 
 // Where element (i, j) of a matrix lives: data[i * row + (j / 16) * group + j % 16]. Row-major

@@ -1,10 +1,10 @@
 // One small interface to real FFTs along a single axis, so the attention code never depends
-// on a particular FFT library. The backend is Eigen's unsupported FFT module (kissfft): it
-// ships with Eigen (no new dependency, BSD-style licence) and handles every length. kissfft
-// alone is O(N * p) for a large prime factor p, so lengths with a prime factor above 7 go
-// through Bluestein's chirp-z algorithm on a power-of-two length, which keeps every length
-// O(N log N) while the transform stays exactly length N (never zero-padded to change its
-// meaning). See docs/ann-attention.md for the choice and measurements.
+// on a particular FFT library. RealFft transforms one channel at any length, exactly length N
+// (never zero-padded to change its meaning) in O(N log N): by default on Eigen's kissfft with
+// Bluestein for large prime factors (fft_builtin.cpp, permissive licences), or on FFTW3 when
+// built with -DTERNION_FFTW=ON (fft_fftw.cpp: 3-4x faster at lengths that are not powers of two,
+// but GPL). Powers of two, CAT's usual case, take ChannelConvolver below, our own batched
+// kernel, 5-24x faster there than FFTW channel by channel. See docs/ann-attention.md.
 #pragma once
 #include <complex>
 #include <cstdint>
@@ -16,7 +16,7 @@ namespace ternion::ann {
 using cfloat = std::complex<float>;
 
 // A plan for real transforms of one length n. Not thread-safe (it keeps scratch buffers):
-// give every thread its own copy (copying is cheap next to a transform of length n).
+// give every thread its own copy (a copy makes its own FFTW plan, under FFTW's planner lock).
 class RealFft {
   public:
     explicit RealFft(std::int64_t n);
@@ -26,7 +26,6 @@ class RealFft {
 
     std::int64_t size() const { return n_; }
     std::int64_t spectrum_size() const { return n_ / 2 + 1; }
-    bool uses_bluestein() const;
 
     // out[k] = sum_j in[j] exp(-2 pi i j k / n), for k = 0 .. n/2 (the other half is the
     // complex conjugate).
@@ -46,8 +45,8 @@ class RealFft {
 };
 
 // Circular convolution of many real channels with one real kernel at a power-of-two length
-// L, eight lanes at a time. Why a kernel of our own: kissfft transforms one channel at a time
-// with scalar complex arithmetic, while CAT transforms D channels of the same length. Here
+// L, eight lanes at a time. Why a kernel of our own: a library transforms one channel at a time,
+// while CAT transforms D channels of the same length. Here
 // channel pairs ride in the real and imaginary parts of one complex signal (z is real, so
 // conv(z, a + i b) = conv(z, a) + i conv(z, b): no half-spectrum split needed), and eight such
 // complex signals share every butterfly of an in-place radix-4 FFT (one AVX2 register per
@@ -98,7 +97,13 @@ std::uint64_t real_fft_macs(std::int64_t n);
 // Nominal multiply-accumulates of a complex FFT of length L: 2 * L * ceil(log2 L).
 std::uint64_t complex_fft_macs(std::int64_t L);
 
-// Smallest length >= n whose prime factors are all 2, 3 or 5 (fast for kissfft).
+// ceil(log2 L), and whether length n is counted (and, in the built-in backend, computed) as
+// Bluestein's algorithm on a power-of-two length: n > 16 with a prime factor above 7
+// (docs/ann-attention.md, "FFT model").
+std::int64_t ceil_log2(std::int64_t L);
+bool wants_bluestein(std::int64_t n);
+
+// Smallest length >= n whose prime factors are all 2, 3 or 5 (fast FFT lengths).
 std::int64_t next_fast_length(std::int64_t n);
 
 }  // namespace ternion::ann

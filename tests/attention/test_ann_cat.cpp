@@ -110,7 +110,6 @@ TEST_CASE("RealFft matches the DFT for any length, primes included") {
     for (std::int64_t n : {1, 2, 3, 4, 5, 6, 7, 12, 17, 97, 196, 256, 1000, 1009}) {
         CAPTURE(n);
         RealFft f(n);
-        CHECK(f.uses_bluestein() == (n == 17 || n == 97 || n == 1009));
         auto x = randv(n, 7);
         std::vector<cfloat> X(f.spectrum_size());
         f.forward(x.data(), X.data());

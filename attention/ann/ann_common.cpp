@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "attention/ann/ann_internal.hpp"
+#include "attention/ann/ann_levels.hpp"
 #include "attention/ann/fft.hpp"
 #include "sim/core/error.hpp"
 #include "sim/core/node_spec.hpp"
@@ -196,6 +197,51 @@ OpCounts Linear::ops(std::int64_t n) const {
 
 // ----- softmax attention core -----
 
+namespace {
+
+// One head's operands for the packed kernel (levels with FMA): the scaled queries, K^T and V
+// packed once per call, so every query tile of the head is two packed products.
+struct HeadPanels {
+    MatR qs;  // scale * Q, [n, heads * dh]
+    std::vector<PackedMatrix> kt, v;
+};
+
+HeadPanels pack_heads(const CRef& Q, const CRef& K, const CRef& V, std::int64_t heads,
+                      float scale) {
+    const std::int64_t m = K.rows(), dh = Q.cols() / heads, dv = V.cols() / heads;
+    HeadPanels p;
+    p.qs = scale * Q;
+    MatR kt(dh, m);
+    for (std::int64_t h = 0; h < heads; ++h) {
+        kt = K.middleCols(h * dh, dh).transpose();
+        p.kt.emplace_back(kt.data(), m, dh, m);
+        p.v.emplace_back(V.data() + h * dv, V.outerStride(), m, dv);
+    }
+    return p;
+}
+
+}  // namespace
+
+void softmax_rows(Eigen::Map<MatR>& S) {
+    // The level's own vector exp (Eigen's is built for the baseline level, 4 lanes).
+    const auto exp_shifted = level_kernels().exp_shifted;
+    for (std::int64_t r = 0; r < S.rows(); ++r) exp_shifted(S.data() + r * S.cols(), S.cols());
+}
+
+void head_scores(const CRef& Q, const CRef& K, std::int64_t heads, float scale, bool causal,
+                 std::int64_t h, std::int64_t i0, Eigen::Map<MatR>& S) {
+    const std::int64_t dh = Q.cols() / heads, rows = S.rows(), keys = S.cols();
+    if (packed_gemm_available() && !causal) {  // as mhsa_core's packed path
+        const MatR qs = scale * Q.block(i0, h * dh, rows, dh);
+        const MatR kt = K.middleCols(h * dh, dh).transpose();
+        const PackedMatrix ktp(kt.data(), keys, dh, keys);
+        gemm_packed(qs.data(), Layout::rows(dh), rows, ktp, nullptr, S.data(), Layout::rows(keys));
+        return;
+    }
+    S.noalias() =
+        (scale * Q.block(i0, h * dh, rows, dh)) * K.block(0, h * dh, keys, dh).transpose();
+}
+
 void mhsa_core(const CRef& Q, const CRef& K, const CRef& V, std::int64_t heads, float scale,
                bool causal, MatR& O, bool parallel) {
     const std::int64_t n = Q.rows(), m = K.rows();
@@ -207,6 +253,11 @@ void mhsa_core(const CRef& Q, const CRef& K, const CRef& V, std::int64_t heads, 
     const std::int64_t tile =
         std::clamp<std::int64_t>(65536 / std::max<std::int64_t>(m, 1), 64, 256);
     const std::int64_t ntiles = (n + tile - 1) / tile;
+    // Without causality every tile sees every key: the packed kernel's two products (the
+    // level's own FMA tiles; Eigen is built for the baseline level), each element one ascending
+    // chain of fused multiply-adds, so the tiling changes no result.
+    const bool packed = packed_gemm_available() && !causal;
+    const HeadPanels panels = packed ? pack_heads(Q, K, V, heads, scale) : HeadPanels{};
     for_range(heads * ntiles, 1, parallel, [&](std::int64_t b, std::int64_t e) {
         MatR buf(std::min(tile, n), m);
         Eigen::VectorXf inv;
@@ -215,24 +266,29 @@ void mhsa_core(const CRef& Q, const CRef& K, const CRef& V, std::int64_t heads, 
             const std::int64_t rows = std::min(tile, n - i0);
             const std::int64_t keys = causal ? std::min(m, i0 + rows) : m;
             Eigen::Map<MatR> S(buf.data(), rows, keys);
-            S.noalias() =
-                (scale * Q.block(i0, h * dh, rows, dh)) * K.block(0, h * dh, keys, dh).transpose();
+            // Scores, softmax numerators, then their product with V.
+            if (packed)
+                gemm_packed(panels.qs.data() + i0 * panels.qs.cols() + h * dh,
+                            Layout::rows(panels.qs.cols()), rows, panels.kt[h], nullptr, S.data(),
+                            Layout::rows(keys));
+            else
+                S.noalias() = (scale * Q.block(i0, h * dh, rows, dh)) *
+                              K.block(0, h * dh, keys, dh).transpose();
             if (causal)
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t j = i0 + r + 1; j < keys; ++j)
                         S(r, j) = -std::numeric_limits<float>::infinity();
-            // Row by row: a contiguous row of the row-major tile with a scalar shift keeps
-            // Eigen's vectorised exp; the column-broadcast form falls back to scalar std::exp.
-            for (std::int64_t r = 0; r < rows; ++r) {
-                auto row = S.row(r).array();
-                row = (row - row.maxCoeff()).exp();
-            }
+            softmax_rows(S);
             if (causal)  // exp(-inf) may come back as a tiny number from the vectorised exp
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t j = i0 + r + 1; j < keys; ++j) S(r, j) = 0.0f;
             inv = S.rowwise().sum().cwiseInverse();
             auto Ob = O.block(i0, h * dv, rows, dv);
-            Ob.noalias() = S * V.block(0, h * dv, keys, dv);
+            if (packed)
+                gemm_packed(S.data(), Layout::rows(keys), rows, panels.v[h], nullptr,
+                            O.data() + i0 * O.cols() + h * dv, Layout::rows(O.cols()));
+            else
+                Ob.noalias() = S * V.block(0, h * dv, keys, dv);
             Ob = inv.asDiagonal() * Ob;
         }
     });

@@ -164,6 +164,12 @@ bool flag(const WeightSource& w, const std::string& name, std::optional<bool> ov
 std::int64_t heads_param(const WeightSource& w, const Options& o, std::int64_t dim,
                          const std::string& dim_name);
 
+// One head's scores for query rows [i0, i0 + S.rows()) against the first S.cols() keys,
+// S = (scale Q_h) K_h^T, computed as mhsa_core computes them (so maps equal the forward's).
+void head_scores(const CRef& Q, const CRef& K, std::int64_t heads, float scale, bool causal,
+                 std::int64_t h, std::int64_t i0, Eigen::Map<MatR>& S);
+// exp(s - max of its row) for every row of S, as mhsa_core takes it.
+void softmax_rows(Eigen::Map<MatR>& S);
 // Multi-head softmax attention core: for every head h, O_h = softmax(Q_h K_h^T * scale) V_h,
 // with Q [n, dq], K [m, dq], V [m, dv] split into `heads` equal column slices. Query rows are
 // processed in tiles, so memory is O(tile * m), never n x m.

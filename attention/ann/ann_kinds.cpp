@@ -101,14 +101,14 @@ class SoftmaxKind final : public Attention {
         for (std::int64_t h = 0; h < H; ++h) {
             Eigen::Map<MatR> S(scores.data() + h * n * n, n, n),
                 W(weights.data() + h * n * n, n, n);
-            // Same expression as mhsa_core, so the maps are the ones forward() used.
-            S.noalias() = (scale * Q.middleCols(h * dh, dh)) * K.middleCols(h * dh, dh).transpose();
+            // mhsa_core's own scores and exponentials, so the maps are the ones forward() used.
+            head_scores(Q, K, H, scale, m_.causal, h, 0, S);
             if (m_.causal)
                 for (std::int64_t r = 0; r < n; ++r)
                     for (std::int64_t j = r + 1; j < n; ++j)
                         S(r, j) = -std::numeric_limits<float>::infinity();
-            const Eigen::VectorXf mx = S.rowwise().maxCoeff();
-            W = (S.array().colwise() - mx.array()).exp();
+            W = S;
+            softmax_rows(W);
             if (m_.causal)
                 for (std::int64_t r = 0; r < n; ++r)
                     for (std::int64_t j = r + 1; j < n; ++j) W(r, j) = 0.0f;

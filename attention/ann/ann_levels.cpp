@@ -405,13 +405,70 @@ void convolve(float* x, i64 L, const float* T, const float* zr, const float* zi)
     convolve_block(v, v + 1, L, reinterpret_cast<const Tw*>(T), 1, zr, zi);
 }
 
+// ---- softmax numerators ----------------------------------------------------------------------
+// exp(x - max) along a row of scores. Elementwise, so the vector width (16, 8, 4 floats) changes
+// no result: every level does the same operations per element, none fused. exp is Cody and
+// Waite's reduction x = n ln2 + r (ln2 in two parts) and a degree-6 polynomial for e^r on
+// |r| <= ln2/2 (the classic single-precision one, about 1 ulp), scaled by 2^n through the
+// exponent bits; below -87.3 (e^x under the smallest normal float, -inf included) it is 0.
+constexpr int kW = TERNION_SIMD_LEVEL == 4 ? 16 : TERNION_SIMD_LEVEL == 3 ? 8 : 4;
+using vx = float __attribute__((vector_size(kW * 4)));
+using vi = std::int32_t __attribute__((vector_size(kW * 4)));
+
+inline vx exp_lanes(vx x) {
+    const vi live = x >= -87.3365f;  // -1 where e^x is a normal float
+    x = x < -87.3365f ? vx{} - 87.3365f : x;
+    x = x > 88.3762f ? vx{} + 88.3762f : x;
+    // n = round(x / ln2) by the 1.5 * 2^23 trick (exact for |x / ln2| < 2^22).
+    const vx n = (x * 1.44269504f + 12582912.0f) - 12582912.0f;
+    const vx r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+    vx p = vx{} + 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    const vx y = (p * (r * r) + r) + 1.0f;
+    // A cast between vector types of one size keeps the bits (GCC's vector extensions).
+    const vi bits = ((vi)y + (__builtin_convertvector(n, vi) << 23)) & live;
+    return (vx)bits;
+}
+
+void exp_shifted(float* x, i64 n) {
+    if (n <= 0) return;
+    // The maximum lane by lane, then across lanes (exact in any order).
+    vx vm = vx{} + x[0];
+    i64 j = 0;
+    for (; j + kW <= n; j += kW) {
+        vx v;
+        __builtin_memcpy(&v, x + j, sizeof v);
+        vm = v > vm ? v : vm;
+    }
+    float m = vm[0];
+    for (int l = 1; l < kW; ++l) m = vm[l] > m ? vm[l] : m;
+    for (; j < n; ++j) m = x[j] > m ? x[j] : m;
+    j = 0;
+    for (; j + kW <= n; j += kW) {
+        vx v;
+        __builtin_memcpy(&v, x + j, sizeof v);
+        v = exp_lanes(v - m);
+        __builtin_memcpy(x + j, &v, sizeof v);
+    }
+    if (j < n) {  // the tail through one padded vector
+        vx v = vx{} - m;
+        __builtin_memcpy(&v, x + j, static_cast<std::size_t>(n - j) * sizeof(float));
+        v = exp_lanes(v - m);
+        __builtin_memcpy(x + j, &v, static_cast<std::size_t>(n - j) * sizeof(float));
+    }
+}
+
 }  // namespace
 
 const LevelKernels& kernels() {
 #if TERNION_SIMD_LEVEL >= 3
-    static const LevelKernels k{gemm, convolve};
+    static const LevelKernels k{gemm, convolve, exp_shifted};
 #else
-    static const LevelKernels k{nullptr, convolve};
+    static const LevelKernels k{nullptr, convolve, exp_shifted};
 #endif
     return k;
 }

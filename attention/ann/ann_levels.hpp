@@ -30,6 +30,9 @@ struct LevelKernels {
     // spectrum zr + i zi (in the recursion's order), inverse. T: exp(-2 pi i k / L), k < L, as
     // (re, im) float pairs.
     void (*convolve)(float* x, std::int64_t L, const float* T, const float* zr, const float* zi);
+    // x[j] := exp(x[j] - max_j x[j]) for j < n (a softmax row's numerators); the same floats at
+    // every level.
+    void (*exp_shifted)(float* x, std::int64_t n);
 };
 
 // The kernels of the level in use.

@@ -10,7 +10,7 @@ secs=${2:-25}
 out="$build/fuzz-smoke"
 export LSAN_OPTIONS="suppressions=$PWD/tests/fuzz/lsan.supp${LSAN_OPTIONS:+:$LSAN_OPTIONS}"
 rm -rf "$out"
-for h in model model_struct input profile weights idx npy events; do
+for h in model model_struct input profile weights idx npy events options; do
     mkdir -p "$out/$h"
     dirs=()
     [[ -d "tests/fuzz/corpus/$h" ]] && dirs+=("tests/fuzz/corpus/$h")

@@ -5,6 +5,10 @@ change is judged against the previous build under the same machine conditions.
   /usr/bin/python3 bench/side_by_side.py --rounds 7 old=/tmp/ternion-old new=build/ternion \\
       [--lif /tmp/lif_16000.h5 /tmp/lif_16000_in.h5] [--block /tmp/blk_model.h5 /tmp/blk_input.h5]
 
+A build may name its own profile file, `old=/tmp/old/build/ternion@/tmp/old/hw/profiles/
+horowitz45-fp32.json`, when the profile format changed since (an older build refuses the newer
+file's keys); by default every build reads this tree's horowitz45-fp32.json.
+
 Workloads: the LIF population (files written by bench/lif_population.py), one Spikformer block
 (files written by bench/make_spikformer_block.py), CAT and softmax attention (`ternion bench
 attention`), and the bundled Fashion-MNIST BSA model on 2000 test images (Debian's
@@ -30,7 +34,8 @@ ap.add_argument("--json", help="write every round's figures here")
 args = ap.parse_args()
 
 # An explicit profile file, so that builds installed elsewhere read the same one.
-profile = ["--profile", os.path.join(root, "hw", "profiles", "horowitz45-fp32.json")]
+profile = ["--profile", "@PROFILE@"]
+default_profile = os.path.join(root, "hw", "profiles", "horowitz45-fp32.json")
 cases = []
 if args.lif:
     for th in ("1", "2"):
@@ -52,7 +57,9 @@ if os.path.exists(args.fmnist):
                        args.fmnist, "--samples", "2000", "--threads", th] + profile, "simulate_s"))
 
 
-def measure(binary, cmd, key):
+def measure(build, cmd, key):
+    binary, _, prof = build.partition("@")
+    cmd = [prof or default_profile if c == "@PROFILE@" else c for c in cmd]
     extra = [] if cmd[0] == "bench" else ["--no-progress"]
     p = subprocess.run([binary] + cmd + ["--json"] + extra, check=True, capture_output=True,
                        text=True)

@@ -105,3 +105,37 @@ endif()
 # Eigen must not start threads of its own: oneTBB owns parallelism.
 target_compile_definitions(ternion_options INTERFACE EIGEN_DONT_PARALLELIZE
                            TERNION_VERSION="${PROJECT_VERSION}")
+
+# The x86-64 levels the hot kernels are compiled for, one chosen at run time (sim/simd,
+# attention/ann): 2, 3 and 4 on x86-64; elsewhere one portable build at the compiler's default.
+if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|AMD64|amd64")
+    set(TERNION_SIMD_LEVELS 2 3 4)
+    set(TERNION_SIMD_X86 1)
+else()
+    set(TERNION_SIMD_LEVELS 2)
+    set(TERNION_SIMD_X86 0)
+endif()
+
+# One object library <prefix>_v<level> of `source` per level, compiled with TERNION_SIMD_LEVEL
+# and that level's -march (after ternion_options' flags, so it is the one in force); <out_var>
+# receives their objects.
+function(ternion_level_objects prefix source out_var)
+    set(objects)
+    foreach(level IN LISTS TERNION_SIMD_LEVELS)
+        set(t ${prefix}_v${level})
+        add_library(${t} OBJECT ${source})
+        target_link_libraries(${t} PRIVATE ternion_options)
+        target_include_directories(${t} PRIVATE ${PROJECT_SOURCE_DIR})
+        target_compile_definitions(${t} PRIVATE TERNION_SIMD_LEVEL=${level})
+        if(TERNION_SIMD_X86)
+            target_compile_options(${t} PRIVATE -march=x86-64-v${level} -mtune=generic)
+        endif()
+        if(level EQUAL 4 AND TERNION_GCC12_AVX512_FIX)
+            target_compile_options(${t} PRIVATE "${TERNION_GCC12_AVX512_FIX}")
+        endif()
+        set_target_properties(${t} PROPERTIES POSITION_INDEPENDENT_CODE ON
+                              TERNION_SIMD_LEVEL ${level})
+        list(APPEND objects $<TARGET_OBJECTS:${t}>)
+    endforeach()
+    set(${out_var} ${objects} PARENT_SCOPE)
+endfunction()

@@ -1,5 +1,6 @@
 """pytest options for the Python package tests: --ternion PATH (the built CLI)."""
 import os
+import subprocess
 import sys
 
 import pytest
@@ -26,3 +27,18 @@ def ternion_bin(request):
     if not os.path.exists(path):
         pytest.fail(f"ternion binary not found: {path} (pass --ternion PATH)")
     return path
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A 1 MiB tmpfs mounted for the test (full-disk tests), unmounted after; skipped where the
+    test may not mount one (needs root and mount rights)."""
+    d = tmp_path / "full"
+    d.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root and mount rights)")
+    try:
+        yield d
+    finally:
+        subprocess.run(["umount", str(d)])

@@ -426,34 +426,27 @@ def test_export_is_atomic_and_refuses_what_ternion_would(tmp_path):
         ternion.export(net, x, fifo)
 
 
-def test_export_onto_a_full_disk_is_one_error_and_the_interpreter_exits_cleanly(tmp_path):
+def test_export_onto_a_full_disk_is_one_error_and_the_interpreter_exits_cleanly(small_tmpfs):
     # h5py writing straight to a disk that fills kept the file half-open inside libhdf5 and
     # raised a RuntimeError; its exit handler then crashed the interpreter (SIGSEGV). The
     # exporter builds the file in memory: one ExportError naming the file, a clean exit.
     import subprocess
     import sys
 
-    d = tmp_path / "full"
-    d.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)],
-                      capture_output=True).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here (needs root and mount rights)")
-    try:
-        (d / "filler").write_bytes(b"\0" * (1020 * 1024))  # 4 KiB left
-        (d / "m.h5").write_bytes(b"old")
-        code = (
-            "import torch, torch.nn as nn, sj_standins as sj, ternion\n"
-            "net = nn.Sequential(sj.SeqToANNContainer(nn.Linear(64, 64)), sj.MultiStepLIFNode())\n"
-            "try:\n"
-            f"    ternion.export(net, torch.zeros(2, 1, 64), '{d}/m.h5')\n"
-            "except ternion.ExportError as e:\n"
-            "    print('error:', e)\n")
-        pkg = os.path.dirname(os.path.dirname(os.path.abspath(ternion.__file__)))
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg, os.path.dirname(__file__)]))
-        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
-        assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
-        assert f"error: {d}/m.h5: write failed (No space left on device; disk full?)" in p.stdout
-        assert (d / "m.h5").read_bytes() == b"old"
-        assert sorted(x.name for x in d.iterdir()) == ["filler", "m.h5"]
-    finally:
-        subprocess.run(["umount", str(d)])
+    d = small_tmpfs
+    (d / "filler").write_bytes(b"\0" * (1020 * 1024))  # 4 KiB left
+    (d / "m.h5").write_bytes(b"old")
+    code = (
+        "import torch, torch.nn as nn, sj_standins as sj, ternion\n"
+        "net = nn.Sequential(sj.SeqToANNContainer(nn.Linear(64, 64)), sj.MultiStepLIFNode())\n"
+        "try:\n"
+        f"    ternion.export(net, torch.zeros(2, 1, 64), '{d}/m.h5')\n"
+        "except ternion.ExportError as e:\n"
+        "    print('error:', e)\n")
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(ternion.__file__)))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([pkg, os.path.dirname(__file__)]))
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert f"error: {d}/m.h5: write failed (No space left on device; disk full?)" in p.stdout
+    assert (d / "m.h5").read_bytes() == b"old"
+    assert sorted(x.name for x in d.iterdir()) == ["filler", "m.h5"]

@@ -214,10 +214,16 @@ void set_spike_format(TraceOptions& o, const std::string& word) {
 }
 
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option) {
+    // More indices than any run records: refused before they are listed (a range's items take
+    // 8 bytes each, so "0-99999999" alone would be 800 MB and seconds of sorting).
+    constexpr long long kMaxListed = 10'000'000;
     std::vector<std::int64_t> r;
     std::size_t pos = 0;
     auto bad = [&](const std::string& item) {
         throw OptionError(option, "'" + item + "' is not an index or a range a-b (e.g. 0,3,10-19)");
+    };
+    auto too_many = [&] {
+        throw OptionError(option, "lists more than " + std::to_string(kMaxListed) + " indices");
     };
     while (pos <= text.size()) {
         std::size_t comma = text.find(',', pos);
@@ -231,13 +237,15 @@ std::vector<std::int64_t> parse_index_list(const std::string& text, const std::s
             if (dash == std::string::npos) {
                 long long v = std::stoll(item, &used);
                 if (used != item.size() || v < 0) bad(item);
+                if (static_cast<long long>(r.size()) >= kMaxListed) too_many();
                 r.push_back(v);
             } else {
                 std::string a = item.substr(0, dash), b = item.substr(dash + 1);
                 long long lo = std::stoll(a, &used);
                 if (used != a.size()) bad(item);
                 long long hi = std::stoll(b, &used);
-                if (used != b.size() || lo < 0 || hi < lo || hi - lo > 100000000) bad(item);
+                if (used != b.size() || lo < 0 || hi < lo) bad(item);
+                if (hi - lo >= kMaxListed - static_cast<long long>(r.size())) too_many();
                 for (long long v = lo; v <= hi; ++v) r.push_back(v);
             }
         } catch (const std::logic_error&) {

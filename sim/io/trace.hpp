@@ -58,7 +58,8 @@ void set_observables(TraceOptions& o, const std::vector<std::string>& words);
 // one reader of the word for the CLI's --spike-format and Python's spike_format.
 void set_spike_format(TraceOptions& o, const std::string& word);
 
-// Parses "0,3,10-19" into sorted unique indices; throws OptionError(option) on bad text.
+// Parses "0,3,10-19" into sorted unique indices; throws OptionError(option) on bad text and on
+// more than 10 000 000 indices in all.
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option);
 
 // A contiguous range of global sample indices; count -1: to the end of the run.

@@ -6,6 +6,7 @@
 #   share/ternion/profiles/*.json               hardware profiles
 #   share/ternion/bundled/*                     bundled models and test set
 #   share/ternion/plot_trace.py                 trace plotting script
+#   share/ternion/plot_mesh.py                  mesh placement figure (uses plot_trace.py)
 #   share/doc/ternion/                          README, LICENSE, docs/
 #   lib/python3[.X]/dist-packages/ternion/      the Python package and its extension module
 include(GNUInstallDirs)
@@ -44,7 +45,8 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/hw/profiles/ DESTINATION ${TERNION_INSTA
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/hw/chips/ DESTINATION ${TERNION_INSTALL_DATADIR}/chips
         FILES_MATCHING PATTERN "*.json")
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/models/bundled/ DESTINATION ${TERNION_INSTALL_DATADIR}/bundled)
-install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot_trace.py DESTINATION ${TERNION_INSTALL_DATADIR})
+install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/plot_trace.py ${PROJECT_SOURCE_DIR}/tools/plot_mesh.py
+        DESTINATION ${TERNION_INSTALL_DATADIR})
 install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs)

@@ -26,17 +26,20 @@ def _package_dirs():
             *sorted(glob.glob(os.path.join(prefix, "lib", "python3*", "*-packages")))]
 
 
-def _import_plotting():
+def _import_plotting(module="plotting", prog="plot_trace"):
+    """ternion.<module> from the first of _package_dirs that holds it (tools/plot_mesh.py uses
+    this too)."""
+    import importlib
+
     for d in _package_dirs():
-        if os.path.isfile(os.path.join(d, "ternion", "plotting.py")):
+        if os.path.isfile(os.path.join(d, "ternion", f"{module}.py")):
             sys.path.insert(0, d)
             break
     try:
-        from ternion import plotting
+        return importlib.import_module(f"ternion.{module}")
     except ImportError as e:
-        sys.exit(f"plot_trace: cannot import ternion.plotting ({e}); put the directory that holds "
+        sys.exit(f"{prog}: cannot import ternion.{module} ({e}); put the directory that holds "
                  f"the ternion package on PYTHONPATH")
-    return plotting
 
 
 if __name__ == "__main__":

@@ -72,16 +72,27 @@ struct Flow {
     double spikes = 0;
 };
 
+// The directed links between neighbouring tiles: link tile * 4 + dir leaves `tile` towards
+// +x, -x, +y or -y (dir 0..3); links that would leave the mesh stay unused.
+enum LinkDir : int { kPlusX = 0, kMinusX = 1, kPlusY = 2, kMinusY = 3 };
+inline std::int64_t link_index(std::int64_t tile, int dir) {
+    return tile * 4 + dir;
+}
+
 struct RouteTotals {
     double packets = 0, hops = 0, energy_pj = 0;
     // Per source core (index = core): packets sent, their energy, and the longest flight (ns).
     std::vector<double> core_packets, core_pj, core_flight_ns;
-    double host_pj = 0;  // energy of the packets the host injects
+    double host_packets = 0, host_pj = 0;  // the packets the host injects, and their energy
+    // Packets crossing each directed link (link_index); they sum to `hops`.
+    std::vector<double> link_packets;
 };
 
-// SANA-FE's rule (src/chip.cpp): hops = |dx| + |dy|; a packet's energy is spike_pj plus its
-// hops at the destination tile's per-direction energies, its flight spike_ns plus its hops at
-// the source tile's per-direction latencies. Pure: depends on its arguments only.
+// SANA-FE's rule (src/chip.cpp): a packet goes dimension-order, first along x on its source
+// tile's row, then along y on its destination tile's column; hops = |dx| + |dy|, the links it
+// crosses. Its energy is spike_pj plus its hops at the destination tile's per-direction
+// energies, its flight spike_ns plus its hops at the source tile's per-direction latencies.
+// Pure: depends on its arguments only.
 RouteTotals route(const Mesh& m, const std::vector<Flow>& flows, std::int64_t cores);
 
 // SRAM energy (pJ per access) of a memory of `bytes`: linear between the table's sizes, from

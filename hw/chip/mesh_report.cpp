@@ -105,10 +105,16 @@ json attention_json(const MeshLayer& l) {
             {"ann_packets", l.ann.att_packets}};
 }
 
+// A per-core or per-link figure; 0 where routing has not run (an empty vector).
+double at_or_zero(const std::vector<double>& v, std::int64_t i) {
+    return i >= 0 && static_cast<std::size_t>(i) < v.size() ? v[static_cast<std::size_t>(i)] : 0;
+}
+
 json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
     json cores = json::array();
     for (const CoreUse& c : l.cores) {
         const auto [x, y] = m.tile_of(c.core);
+        const double sent = at_or_zero(p.routing.core_packets, c.core);
         cores.push_back({{"core", c.core},
                          {"tile", {x, y}},
                          {"neurons", c.neurons},
@@ -119,7 +125,8 @@ json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
                          {"state_bytes", (c.state_bits + 7) / 8},
                          {"score_rows", c.score_rows},
                          {"axons_in", c.axons_in},
-                         {"axons_out", c.axons_out}});
+                         {"axons_out", c.axons_out},
+                         {"packets_sent", sent}});
     }
     json sources = json::array();
     for (int s : l.sources) sources.push_back(s < 0 ? "input" : p.layers[s].name);
@@ -148,6 +155,23 @@ json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
     j["attention"] = nullptr;
     if (l.kind == "attention") j["attention"] = attention_json(l);
     return j;
+}
+
+// Every directed link between neighbouring tiles with the packets crossing it per step, in the
+// order of link_index (tile, then +x, -x, +y, -y).
+json links_json(const RouteTotals& r, const Mesh& m) {
+    static constexpr std::array<std::array<int, 2>, 4> step = {{{1, 0}, {-1, 0}, {0, 1}, {0, -1}}};
+    json links = json::array();
+    for (std::int64_t t = 0; t < m.width * m.height; ++t)
+        for (int d = 0; d < 4; ++d) {
+            const std::int64_t x = t % m.width, y = t / m.width;
+            const std::int64_t tx = x + step[d][0], ty = y + step[d][1];
+            if (tx < 0 || ty < 0 || tx >= m.width || ty >= m.height) continue;
+            links.push_back({{"from", {x, y}},
+                             {"to", {tx, ty}},
+                             {"packets", at_or_zero(r.link_packets, link_index(t, d))}});
+        }
+    return links;
 }
 
 json chip_json(const Chip& c) {
@@ -191,7 +215,9 @@ json mesh_json(const Placement& pl, const Chip& c) {
     j["routing"] = {{"packets", p.routing.packets},
                     {"hops", p.routing.hops},
                     {"energy_pj", p.routing.energy_pj},
-                    {"input_pj", p.routing.host_pj}};
+                    {"input_pj", p.routing.host_pj},
+                    {"input_packets", p.routing.host_packets},
+                    {"links", links_json(p.routing, m)}};
     json cores = json::array();
     for (std::size_t k = 0; k < p.core_ns.size(); ++k)
         cores.push_back(

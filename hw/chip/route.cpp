@@ -1,8 +1,8 @@
 // Routing on a mesh by SANA-FE's rule (chip-model.md D.4): dimension-order hops, the energy of
-// the destination tile, the latency of the source tile; and SRAM energy by size. Pure
-// functions of their arguments, so tests can hand-work them.
+// the destination tile, the latency of the source tile, the packets on each link; and SRAM
+// energy by size. Pure functions of their arguments, so tests can hand-work them.
 #include <algorithm>
-#include <cstdlib>
+#include <array>
 
 #include "hw/chip/mesh.hpp"
 
@@ -23,10 +23,35 @@ std::array<std::int64_t, 2> Mesh::tile_of(std::int64_t core) const {
     return {t % width, t / width};
 }
 
+namespace {
+
+// The dimension-order path from tile (sx, sy) to (dx, dy): x first on the source's row, then y
+// on the destination's column. Adds `w` to every link crossed; returns the hops along x and y.
+std::array<double, 2> walk_xy(const Mesh& m, std::int64_t sx, std::int64_t sy, std::int64_t dx,
+                              std::int64_t dy, double w, std::vector<double>& links) {
+    std::int64_t x = sx, y = sy, hx = 0, hy = 0;
+    for (; x != dx; ++hx) {
+        const int step = dx > x ? 1 : -1;
+        links[static_cast<std::size_t>(link_index(y * m.width + x, step > 0 ? kPlusX : kMinusX))] +=
+            w;
+        x += step;
+    }
+    for (; y != dy; ++hy) {
+        const int step = dy > y ? 1 : -1;
+        links[static_cast<std::size_t>(link_index(y * m.width + x, step > 0 ? kPlusY : kMinusY))] +=
+            w;
+        y += step;
+    }
+    return {static_cast<double>(hx), static_cast<double>(hy)};
+}
+
+}  // namespace
+
 RouteTotals route(const Mesh& m, const std::vector<Flow>& flows, std::int64_t cores) {
     RouteTotals r;
     const auto n = static_cast<std::size_t>(std::max<std::int64_t>(cores, 0));
     r.core_packets.assign(n, 0), r.core_pj.assign(n, 0), r.core_flight_ns.assign(n, 0);
+    r.link_packets.assign(static_cast<std::size_t>(link_index(m.width * m.height, 0)), 0);
     for (const Flow& f : flows) {
         if (f.spikes <= 0) continue;
         const auto [sx, sy] = m.tile_of(f.src);
@@ -35,8 +60,7 @@ RouteTotals route(const Mesh& m, const std::vector<Flow>& flows, std::int64_t co
         for (std::int64_t d : f.dst) {
             const auto [dx, dy] = m.tile_of(d);
             const auto dt = static_cast<std::size_t>(dy * m.width + dx);
-            const double hx = static_cast<double>(std::llabs(dx - sx));
-            const double hy = static_cast<double>(std::llabs(dy - sy));
+            const auto [hx, hy] = walk_xy(m, sx, sy, dx, dy, f.spikes, r.link_packets);
             hops += hx + hy;
             pj += m.spike_pj + hx * m.pj_ew[dt] + hy * m.pj_ns[dt];
             flight = std::max(flight, m.spike_ns + hx * m.ns_ew[st] + hy * m.ns_ns[st]);
@@ -44,7 +68,7 @@ RouteTotals route(const Mesh& m, const std::vector<Flow>& flows, std::int64_t co
         const double packets = f.spikes * static_cast<double>(f.dst.size());
         r.packets += packets, r.hops += f.spikes * hops, r.energy_pj += f.spikes * pj;
         if (f.src < 0 || static_cast<std::size_t>(f.src) >= n) {
-            r.host_pj += f.spikes * pj;
+            r.host_packets += packets, r.host_pj += f.spikes * pj;
             continue;
         }
         const auto k = static_cast<std::size_t>(f.src);

@@ -13,13 +13,15 @@ Export a PyTorch spiking network as a ternion model file (pure Python, needs tor
 
 Draw a trace's figures (pure Python, needs matplotlib and h5py):
     ternion.plot("run.h5", "figs")  # raster, rates, membrane, energy, attention; see docs/traces.md
+Draw a mesh placement (pure Python, needs matplotlib): cores by layer, packets per link:
+    ternion.plot_mesh(ternion.map(model, "loihi-like"), "mesh.png")  # see docs/chips.md
 
 Importing the package loads neither torch nor h5py; the simulator is loaded on first use.
 """
 
 __all__ = ["load", "load_bundled", "build", "run", "quantize", "frames", "Result", "Model", "Error", "profiles",
            "describe_profile", "attention", "attention_kinds", "kernels", "export", "ExportError", "plot",
-           "map", "chips"]
+           "plot_mesh", "map", "chips"]
 
 _API = {"load", "load_bundled", "build", "run", "quantize", "frames", "Result", "Model", "Error", "profiles",
         "describe_profile", "attention", "attention_kinds", "kernels", "map", "chips"}
@@ -41,6 +43,17 @@ def plot(trace, out=".", **options):
     from .plotting import plot as _plot
 
     return _plot(trace, out, **options)
+
+
+def plot_mesh(placement, out=None, **options):
+    """Draws a mesh placement (ternion.map(model, "loihi-like"), Result.chip of a run with
+    chip=..., or a `ternion map --json` / `ternion run --chip --json` file) as the chip's tiles
+    and cores, each used core coloured by its layer, and the packets per step on every link;
+    writes a PNG at `out` unless None and returns the matplotlib Figure. Options: model (the
+    title's name), dpi. See ternion.mesh_plot.plot_mesh and docs/chips.md."""
+    from .mesh_plot import plot_mesh as _plot_mesh
+
+    return _plot_mesh(placement, out, **options)
 
 
 def __getattr__(name):

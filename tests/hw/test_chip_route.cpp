@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <vector>
 
 #include "hw/chip/chip.hpp"
 
@@ -78,6 +79,66 @@ TEST_CASE("a spike is a packet to every destination core; flights take the longe
     const RouteTotals h = route(m, {Flow{-1, {6}, 4}}, 8);
     CHECK(h.host_pj == doctest::Approx(4 * (1.7 + 3.0 + 4.0)));
     CHECK(h.core_packets[6] == 0);
+}
+
+TEST_CASE("packets per link on a 2 x 2 mesh: x first, then y; the links sum to the hops") {
+    // 2 x 2 tiles of 2 cores, tile t at (t % 2, t / 2). Core 1 (tile 0) to cores 0 (its own
+    // tile), 3 (tile 1) and 7 (tile 3): tile 0 -> 1 twice, then 1 -> 3; core 6 (tile 3) to core
+    // 0: 3 -> 2 along x first, then 2 -> 0 (y first would take 3 -> 1 -> 0); the host (tile 0)
+    // to core 5 (tile 2): 0 -> 2.
+    Mesh m = loihi(2, 2);
+    m.cores_per_tile = 2;
+    const RouteTotals r = route(m, {Flow{1, {0, 3, 7}, 2.5}, Flow{6, {0}, 1}, Flow{-1, {5}, 4}}, 8);
+    REQUIRE(r.link_packets.size() == 16);
+    auto link = [&](std::int64_t tile, int dir) {
+        return r.link_packets[static_cast<std::size_t>(link_index(tile, dir))];
+    };
+    CHECK(link(0, kPlusX) == doctest::Approx(5));
+    CHECK(link(1, kPlusY) == doctest::Approx(2.5));
+    CHECK(link(3, kMinusX) == doctest::Approx(1));
+    CHECK(link(2, kMinusY) == doctest::Approx(1));
+    CHECK(link(0, kPlusY) == doctest::Approx(4));
+    CHECK(link(3, kMinusY) == 0);
+    CHECK(link(1, kMinusX) == 0);
+    double sum = 0;
+    for (double v : r.link_packets) sum += v;
+    CHECK(r.hops == doctest::Approx(2.5 * 3 + 2 + 4));
+    CHECK(sum == doctest::Approx(r.hops));
+    CHECK(r.host_packets == 4);
+}
+
+TEST_CASE("packets per link, every pair of tiles of a 2 x 2 mesh, against a count by position") {
+    // One flow per (source tile, destination tile) with a weight of its own. Counted again
+    // without walking: a packet crosses the x link leaving (x, y) when it starts on row y and x
+    // lies between its source's x and its destination's (the side it heads to), and the y link
+    // leaving (x, y) when x is its destination's column and y lies between the two rows.
+    const Mesh m = loihi(2, 2);
+    std::vector<Flow> flows;
+    std::vector<double> want(16, 0);
+    for (std::int64_t s = 0; s < 4; ++s)
+        for (std::int64_t d = 0; d < 4; ++d) {
+            const double w = 1 + static_cast<double>(s * 4 + d);
+            flows.push_back({s, {d}, w});
+            const std::int64_t sx = s % 2, sy = s / 2, dx = d % 2, dy = d / 2;
+            for (std::int64_t x = 0; x < 2; ++x)
+                for (std::int64_t y = 0; y < 2; ++y) {
+                    const std::int64_t t = y * 2 + x;
+                    if (y == sy && sx <= x && x < dx) want[static_cast<std::size_t>(t * 4)] += w;
+                    if (y == sy && dx < x && x <= sx)
+                        want[static_cast<std::size_t>(t * 4 + 1)] += w;
+                    if (x == dx && sy <= y && y < dy)
+                        want[static_cast<std::size_t>(t * 4 + 2)] += w;
+                    if (x == dx && dy < y && y <= sy)
+                        want[static_cast<std::size_t>(t * 4 + 3)] += w;
+                }
+        }
+    const RouteTotals r = route(m, flows, 4);
+    double sum = 0;
+    for (std::size_t i = 0; i < 16; ++i) {
+        CHECK(r.link_packets[i] == doctest::Approx(want[i]));
+        sum += r.link_packets[i];
+    }
+    CHECK(sum == doctest::Approx(r.hops));
 }
 
 TEST_CASE("SRAM energy by size: Horowitz's table, linear between sizes (chip-model.md E.5)") {

@@ -22,7 +22,7 @@ for f in bin/ternion lib/libternion_core.a lib/libternion_kernels.a lib/libterni
          lib/cmake/ternion/ternionConfigVersion.cmake lib/cmake/ternion/ternionTargets.cmake \
          share/ternion/profiles/horowitz45-fp32.json share/ternion/bundled/bsa_digits.h5 \
          share/ternion/bundled/digits_test.h5 share/ternion/bundled/bsa_fmnist.h5 \
-         share/ternion/bundled/ssa_fmnist.h5 share/ternion/plot_trace.py \
+         share/ternion/bundled/ssa_fmnist.h5 share/ternion/plot_trace.py share/ternion/plot_mesh.py \
          share/doc/ternion/README.md share/doc/ternion/docs/cost-model.md; do
     [[ -e $p/$f ]] || fail "missing $f in the installed prefix"
 done
@@ -98,6 +98,10 @@ if /usr/bin/python3 -c 'import matplotlib, h5py' 2>/dev/null; then
     (cd "$tmp" && env -u PYTHONPATH /usr/bin/python3 "$p/share/ternion/plot_trace.py" trace.h5 \
         --out figs --figures raster,rates >/dev/null) || fail "installed plot_trace.py"
     [[ -s $tmp/figs/raster.png && -s $tmp/figs/rates.png ]] || fail "installed plot_trace.py wrote no figures"
+    "$p/bin/ternion" map "$p/share/ternion/bundled/bsa_digits.h5" --chip loihi-like --json \
+        | (cd "$tmp" && env -u PYTHONPATH /usr/bin/python3 "$p/share/ternion/plot_mesh.py" - \
+            -o figs/mesh.png >/dev/null) || fail "installed plot_mesh.py"
+    [[ -s $tmp/figs/mesh.png ]] || fail "installed plot_mesh.py wrote no figure"
 fi
 
 /usr/bin/python3 - "$p" "$tmp/installed.json" "$tmp/intree.json" "$tmp/consumer.txt" \

@@ -216,7 +216,7 @@ void set_spike_format(TraceOptions& o, const std::string& word) {
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option) {
     // More indices than any run records: refused before they are listed (a range's items take
     // 8 bytes each, so "0-99999999" alone would be 800 MB and seconds of sorting).
-    constexpr long long kMaxListed = 10'000'000;
+    constexpr long long kMaxListed = 1'000'000;
     std::vector<std::int64_t> r;
     std::size_t pos = 0;
     auto bad = [&](const std::string& item) {

@@ -59,7 +59,7 @@ void set_observables(TraceOptions& o, const std::vector<std::string>& words);
 void set_spike_format(TraceOptions& o, const std::string& word);
 
 // Parses "0,3,10-19" into sorted unique indices; throws OptionError(option) on bad text and on
-// more than 10 000 000 indices in all.
+// more than 1 000 000 indices in all.
 std::vector<std::int64_t> parse_index_list(const std::string& text, const std::string& option);
 
 // A contiguous range of global sample indices; count -1: to the end of the run.

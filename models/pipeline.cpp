@@ -511,6 +511,18 @@ void Pipeline::write_trace(const RunReport& r) const {
     for (const auto& l : r.cost.layers)
         tc.nodes.push_back({l.name, std::vector<double>(l.energy_pj.begin(), l.energy_pj.end()),
                             l.ann_pj, l.ann_macs});
+    if (r.chip && r.chip->family == "mesh") {
+        const chip::MeshPlacement& m = r.chip->mesh;
+        const auto per_inference = [&](const chip::Band& b) {
+            for (double v : b.levels()) tc.chip_layer_band_pj.push_back(v * double(m.steps));
+        };
+        tc.chip = r.chip->chip;
+        for (const auto& l : m.layers) {
+            tc.chip_layers.push_back(l.name);
+            per_inference(l.band);
+        }
+        for (double v : m.band.levels()) tc.chip_band_pj.push_back(v * double(m.steps));
+    }
     recorder_->write(req_.trace_path, meta, &tc);
 }
 

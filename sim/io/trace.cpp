@@ -513,6 +513,21 @@ void TraceRecorder::on_step(std::int64_t sample, std::int64_t step, int node, co
     }
 }
 
+namespace {
+
+// /ternion/chip: the mesh chip's energy band per inference, in total and per mesh layer.
+void write_chip_band(h5::Writer& w, const TraceCost& c) {
+    const auto L = static_cast<std::int64_t>(c.chip_layers.size());
+    w.group("/ternion/chip");
+    w.attr("/ternion/chip", "chip", c.chip);
+    w.attr("/ternion/chip", "levels", std::string("ops, +memory, +routing, +static"));
+    w.write("/ternion/chip/band_pj_per_inference", c.chip_band_pj, {4}, false);
+    w.write_strings("/ternion/chip/layers", c.chip_layers, {L});
+    w.write("/ternion/chip/layer_band_pj_per_inference", c.chip_layer_band_pj, {L, 4}, false);
+}
+
+}  // namespace
+
 void TraceRecorder::write(const std::string& path,
                           const std::vector<std::pair<std::string, std::string>>& meta,
                           const TraceCost* cost) const {
@@ -599,6 +614,7 @@ void TraceRecorder::write(const std::string& path,
             w.attr("/ternion/energy", "per_inference_pj", cost->per_inference_pj);
             w.attr("/ternion/energy", "ann_pj_per_inference", cost->ann_pj_per_inference);
         }
+        if (cost && !cost->chip.empty()) write_chip_band(w, *cost);
         // HDF5 lists groups by name: the graph's evaluation order is stored for readers
         // (figures draw nodes in it).
         std::vector<std::string> order;

@@ -49,6 +49,12 @@ struct TraceCost {
     std::string profile, count_mode;
     double per_inference_pj = 0.0, ann_pj_per_inference = 0.0;
     std::vector<TraceNodeCost> nodes;
+    // --chip on a mesh chip: its name and the energy band per inference, cumulative (pJ: op
+    // count, + memory, + routing, + static), in total and per mesh layer ([layers][4]).
+    std::string chip;
+    std::vector<double> chip_band_pj;
+    std::vector<std::string> chip_layers;
+    std::vector<double> chip_layer_band_pj;
 };
 
 // Sets the observables named in `words` (spikes, membrane, ops, energy, attention, all) and

@@ -392,6 +392,26 @@ def run_chip_prices_the_runs_own_spikes():
     text = run("run", path("rc.h5"), "--input", path("rc_in.h5"), "--chip", "loihi-like",
                "--no-progress").stdout
     assert "on chip:" in text and "the run's own" in text and "latency per step" in text
+    # The trace holds the band per inference: the report's steps times each layer's band per
+    # step, and the total; a run without --chip writes no /ternion/chip.
+    levels = ("ops", "memory", "routing", "static")
+    j = json.loads(run("run", path("rc.h5"), "--input", path("rc_in.h5"), "--chip", "loihi-like",
+                       "--trace", path("rc_trace.h5"), "--json", "--no-progress").stdout)
+    import h5py
+    with h5py.File(path("rc_trace.h5")) as f:
+        g = f["ternion/chip"]
+        assert g.attrs["chip"] == "loihi-like"
+        want = [j["chip"]["band"]["inference_pj"][k] for k in levels]
+        assert np.allclose(g["band_pj_per_inference"][:], want, rtol=1e-12, atol=0)
+        names = [n.decode() for n in g["layers"][:]]
+        assert names == [l["name"] for l in j["chip"]["layers"]]
+        per_layer = g["layer_band_pj_per_inference"][:]
+        for row, l in zip(per_layer, j["chip"]["layers"]):
+            assert np.allclose(row, [l["band_pj"][k] * T for k in levels], rtol=1e-12, atol=0)
+    run("run", path("rc.h5"), "--input", path("rc_in.h5"), "--trace", path("rc_plain.h5"),
+        "--no-progress")
+    with h5py.File(path("rc_plain.h5")) as f:
+        assert "chip" not in f["ternion"]
 
 
 F32 = np.float32

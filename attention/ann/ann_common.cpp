@@ -272,8 +272,7 @@ void mhsa_core(const CRef& Q, const CRef& K, const CRef& V, std::int64_t heads, 
                             Layout::rows(panels.qs.cols()), rows, panels.kt[h], nullptr, S.data(),
                             Layout::rows(keys));
             else
-                S.noalias() = (scale * Q.block(i0, h * dh, rows, dh)) *
-                              K.block(0, h * dh, keys, dh).transpose();
+                head_scores(Q, K, heads, scale, causal, h, i0, S);  // Eigen's product here
             if (causal)
                 for (std::int64_t r = 0; r < rows; ++r)
                     for (std::int64_t j = i0 + r + 1; j < keys; ++j)

@@ -80,6 +80,7 @@ struct NumberFormats {
     std::string scale = "power_of_two";  // or "max": (2^(bits-1) - 1) / max |w| (sinabs)
     std::string granularity = "layer";   // or "channel": a scale per output channel
     MapParams neuron;
+    MapParams attention;  // the integer attention's register fields (acc_bits, value_bits, ...)
     std::string source;
     bool verified = true;
 };

@@ -201,7 +201,7 @@ WidthTable read_widths(const Reader& r) {
 }
 
 NumberFormats read_formats(const Reader& r) {
-    r.allow({"weights", "neuron", "source", "verified", "note"});
+    r.allow({"weights", "neuron", "attention", "source", "verified", "note"});
     NumberFormats f;
     f.source = r.source();
     f.verified = r.flag("verified", true);
@@ -250,6 +250,19 @@ NumberFormats read_formats(const Reader& r) {
             else
                 n.fail(k, "expected a string or an integer");
         }
+    }
+    if (r.has("attention")) {  // the integer attention's registers (docs/fixed-point.md)
+        Reader a = r.child("attention");
+        a.allow({"acc_bits", "acc_overflow", "value_bits", "shift_cap", "shift_rounding"});
+        f.attention.set_label(r.join("attention"));
+        for (const char* k : {"acc_bits", "value_bits", "shift_cap"})
+            if (a.has(k)) {
+                const double v = a.num(k);
+                if (v != static_cast<int>(v) || v < 0 || v > 32) a.fail(k, "must be an integer");
+                f.attention.set(k, v);
+            }
+        for (const char* k : {"acc_overflow", "shift_rounding"})
+            if (a.has(k)) f.attention.set(k, a.str(k));
     }
     return f;
 }

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "attention/spiking/spiking_attention.hpp"
 #include "hw/cost_model.hpp"
 #include "models/pipeline.hpp"
 #include "neuron/fixed/fixed_lif.hpp"
@@ -50,6 +51,7 @@ struct Population {
 struct Plan {
     std::vector<Population> populations;
     std::vector<int> readouts;        // weighted layers that feed only Output nodes
+    std::vector<int> attention;       // SSA, SDSA and BSA nodes: their integer form
     std::map<int, std::string> kept;  // node -> why it stays float
 };
 
@@ -66,6 +68,14 @@ class Quantizer {
     std::vector<int> consumers(int u) const;
     void quantize_population(const Population& p);
     void quantize_readout(int layer);
+    void quantize_attention(int node);
+    double attention_projection(const SpikingAttentionNode& node, int part,
+                                const std::vector<float>& w, const std::vector<float>& b,
+                                const struct GroupRule* r, QuantizedNode& q, std::int64_t& row_max);
+    int value_register(const std::string& name, std::int64_t row_max);
+    void write_attention_group(const std::string& name, const std::string& pre,
+                               const struct GroupRule& r, double U, bool ternary, int input_exp);
+    void write_attention_formats(int u);
     void write_neuron(const std::string& name, const Shape& shape, const kernels::LeakyForm& f,
                       const std::vector<double>& a, const std::vector<double>& c,
                       const std::vector<double>& th, const std::vector<double>& scale);
@@ -100,6 +110,7 @@ class Quantizer {
     std::map<std::string, std::map<std::string, Array>> arrays_;
     std::map<std::string, std::map<std::string, std::string>> strings_;
     std::map<std::string, double> scales_;  // layers with one scale: written as an attribute
+    std::map<std::string, std::set<std::string>> dropped_;  // datasets not copied (attention)
 };
 
 void Quantizer::load_formats() {
@@ -206,9 +217,18 @@ void Quantizer::plan() {
         else
             plan_.kept[u] = "it feeds no neuron that quantize maps";
     }
-    for (int u = 0; u < g.size(); ++u)
-        if (g.node(u).category() == NodeCategory::attention)
-            plan_.kept[u] = "integer attention is not built yet: it runs in float";
+    for (int u = 0; u < g.size(); ++u) {
+        if (g.node(u).category() != NodeCategory::attention) continue;
+        const auto* a = dynamic_cast<const SpikingAttentionNode*>(&g.node(u));
+        if (!a || a->float_groups().empty())
+            plan_.kept[u] = "its integer form is not built (SSA, SDSA and BSA have one)";
+        else if (a->is_fixed())
+            plan_.kept[u] = "it is in integer form already";
+        else if (!file_->is_group(group_of(u)))
+            plan_.kept[u] = "it sits inside a subgraph (not supported yet)";
+        else
+            plan_.attention.push_back(u);
+    }
 }
 
 std::int64_t Quantizer::round_to_int(double x) const {
@@ -283,6 +303,24 @@ void split_bias(double b, std::int64_t& mant, std::int64_t& exp) {
     exp = 0;
     while (std::fabs(std::ldexp(b, -static_cast<int>(exp))) > 4095.0 && exp < 31) ++exp;
     mant = static_cast<std::int64_t>(std::nearbyint(std::ldexp(b, -static_cast<int>(exp))));
+}
+
+// One neuron v <- a v + (input) + c, firing at th (all in float units, the reset level at 0), on
+// a membrane counted in units of 1/U.
+NeuronInts neuron_ints(const fixed::LifDatapath& d, double a, double c, double th, double U,
+                       bool chip_ge, bool model_ge) {
+    const std::int64_t unity = std::int64_t{1} << d.decay_shift;
+    NeuronInts x;
+    x.dv = std::clamp<std::int64_t>(
+        static_cast<std::int64_t>(std::nearbyint(static_cast<double>(unity) * (1.0 - a))) -
+            d.dv_offset,
+        0, unity - d.dv_offset);
+    split_bias(c * U, x.bias_mant, x.bias_exp);
+    x.vth =
+        std::max<std::int64_t>(0, upper_threshold(th * U, d.threshold_shift, chip_ge, model_ge));
+    x.vth_lo =
+        std::min<std::int64_t>(0, lower_threshold(th * U, d.threshold_shift, chip_ge, model_ge));
+    return x;
 }
 
 }  // namespace
@@ -385,22 +423,13 @@ void Quantizer::write_neuron(const std::string& name, const Shape& shape,
                              const kernels::LeakyForm& f, const std::vector<double>& a,
                              const std::vector<double>& c, const std::vector<double>& th,
                              const std::vector<double>& scale) {
-    const int is = datapath_.input_shift, ts = datapath_.threshold_shift,
-              ds = datapath_.decay_shift;
+    const int is = datapath_.input_shift;
     const bool chip_ge = formats_.neuron.has("compare") ? datapath_.fire_at_equal : f.fire_at_equal;
-    const std::int64_t unity = std::int64_t{1} << ds;
+    const std::int64_t unity = std::int64_t{1} << datapath_.decay_shift;
     std::map<std::string, std::vector<std::int64_t>> v;
     for (std::size_t k = 0; k < a.size(); ++k) {
         const double U = std::ldexp(scale[k], is);  // membrane units per float unit
-        NeuronInts x;
-        x.dv = std::clamp<std::int64_t>(
-            static_cast<std::int64_t>(std::nearbyint(static_cast<double>(unity) * (1.0 - a[k]))) -
-                datapath_.dv_offset,
-            0, unity - datapath_.dv_offset);
-        split_bias(c[k] * U, x.bias_mant, x.bias_exp);
-        x.vth = std::max<std::int64_t>(0, upper_threshold(th[k] * U, ts, chip_ge, f.fire_at_equal));
-        x.vth_lo =
-            std::min<std::int64_t>(0, lower_threshold(th[k] * U, ts, chip_ge, f.fire_at_equal));
+        const NeuronInts x = neuron_ints(datapath_, a[k], c[k], th[k], U, chip_ge, f.fire_at_equal);
         v["dv"].push_back(x.dv);
         v["bias_mant"].push_back(x.bias_mant);
         v["bias_exp"].push_back(x.bias_exp);
@@ -427,6 +456,165 @@ void Quantizer::write_neuron(const std::string& name, const Shape& shape,
     }
     if (!str.count("compare")) str["compare"] = f.fire_at_equal ? ">=" : ">";
     if (!str.count("reset_mode")) str["reset_mode"] = f.subtract ? "subtract" : "zero";
+}
+
+namespace {
+
+// An attention group's float rule with the reset level at 0 (the chip resets to 0); empty
+// `why` when it has one.
+struct GroupRule {
+    double a = 0, c = 0, th = 0, g = 1;
+};
+GroupRule group_rule(const kernels::LeakyForm& f, std::string& why) {
+    const double vr = f.subtract ? 0.0 : f.v_reset[0];
+    const GroupRule r{f.a[0], f.c[0] + (f.a[0] - 1.0) * vr, f.threshold[0] - vr, f.g[0]};
+    if (f.v_initial != vr) why = "its neurons start away from their reset level";
+    if (!(r.a >= 0.0 && r.a <= 1.0)) why = "a decay factor lies outside [0, 1]";
+    if (!(r.th > 0.0)) why = "a threshold lies at or below the reset level";
+    return r;
+}
+
+}  // namespace
+
+// Stages: each group's float rule; the three projections at one scale each (BSA's V into its
+// register); the mixing group's input exponent; the datapath and register fields.
+void Quantizer::quantize_attention(int u) {
+    const auto& node = dynamic_cast<const SpikingAttentionNode&>(graph().node(u));
+    const auto groups = node.float_groups();
+    std::string why;
+    std::vector<GroupRule> rules;
+    for (const auto& g : groups) rules.push_back(group_rule(g.form, why));
+    std::vector<float> w[3], b[3];
+    for (int part = 0; part < 3 && why.empty(); ++part)
+        if (!node.projection_matrix(part, w[part], b[part]))
+            why = "its BatchNorm is kept unfolded (bn_form): fold it to quantise";
+    if (!why.empty()) {
+        plan_.kept[u] = why;
+        return;
+    }
+    QuantizedNode q{node.name(), node.type(), "integer attention", 1.0, 0, ""};
+    double value_units = 1.0;  // BSA: V's register units per float unit
+    for (int part = 0; part < 3; ++part) {
+        const auto it = std::find_if(groups.begin(), groups.end(),
+                                     [&](const auto& g) { return g.part == part; });
+        const GroupRule* r =
+            it == groups.end() ? nullptr : &rules[std::size_t(it - groups.begin())];
+        std::int64_t row_max = 0;
+        const double sc = attention_projection(node, part, w[part], b[part], r, q, row_max);
+        if (r)
+            write_attention_group(node.name(), it->prefix, *r,
+                                  std::ldexp(sc, datapath_.input_shift), it->form.ternary, 0);
+        else
+            value_units = std::ldexp(sc, value_register(node.name(), row_max));
+    }
+    // The mixing neurons: their input is the integer product y (SSA's and SDSA's spike counts,
+    // BSA's sum in V's units), entering as y << e with the largest e (at most 8) that keeps twice
+    // the threshold on the membrane.
+    const auto vmax = static_cast<double>(datapath_.membrane.max());
+    for (std::size_t i = 0; i < groups.size(); ++i) {
+        const auto& g = groups[i];
+        if (g.part >= 0) continue;
+        const double G = rules[i].g * g.gain, K = g.via_value ? value_units : 1.0;
+        int e = 8;
+        while (e > -31 && 2.0 * rules[i].th * std::ldexp(K / G, e + datapath_.input_shift) > vmax)
+            --e;
+        write_attention_group(node.name(), g.prefix, rules[i],
+                              std::ldexp(K / G, e + datapath_.input_shift), g.form.ternary, e);
+        q.note += ", " + g.prefix.substr(0, g.prefix.size() - 1) + " input << " + std::to_string(e);
+    }
+    write_attention_formats(u);
+    report_.nodes.push_back(q);
+}
+
+// Projection `part`'s integer weights and bias (the group's gain folded in) at one power-of-two
+// scale, lowered where twice the group's threshold would not fit the membrane; returns the scale.
+double Quantizer::attention_projection(const SpikingAttentionNode& node, int part,
+                                       const std::vector<float>& w, const std::vector<float>& b,
+                                       const GroupRule* r, QuantizedNode& q,
+                                       std::int64_t& row_max) {
+    const double gain = r ? r->g : 1.0;
+    const double qmax = std::ldexp(1.0, formats_.weight_bits - 1) - 1.0;
+    double m = 0.0;
+    for (float x : w) m = std::max(m, std::fabs(double(x) * gain));
+    double sc = fit_scale(m, qmax);
+    if (r)
+        sc = std::min(sc, fit_scale(std::ldexp(2.0 * r->th, datapath_.input_shift),
+                                    static_cast<double>(datapath_.membrane.max())));
+    const std::string pre = part == 0 ? "q" : part == 1 ? "k" : "v";
+    const std::size_t rows = b.size(), n = w.size() / rows;
+    Array wa{{}, {static_cast<std::int64_t>(rows), static_cast<std::int64_t>(n)}};
+    Array ba{{}, {static_cast<std::int64_t>(rows)}};
+    for (std::size_t o = 0; o < rows; ++o) {
+        ba.v.push_back(round_to_int(double(b[o]) * gain * sc));
+        std::int64_t row = std::abs(ba.v.back());
+        for (std::size_t i = 0; i < n; ++i) {
+            wa.v.push_back(round_to_int(double(w[o * n + i]) * gain * sc));
+            q.max_weight = std::max(q.max_weight, std::abs(wa.v.back()));
+            row += std::abs(wa.v.back());
+        }
+        row_max = std::max(row_max, row);
+    }
+    auto& out = arrays_[node.name()];
+    out[pre + "_weight"] = std::move(wa);
+    if (std::any_of(ba.v.begin(), ba.v.end(), [](std::int64_t x) { return x != 0; }))
+        out[pre + "_bias"] = std::move(ba);
+    q.note += (q.note.empty() ? "" : ", ") + pre + " x " + number(sc);
+    return sc;
+}
+
+// BSA's V register: the profile's width (24 bits unless it says), the sum shifted left as far
+// as the largest row sum allows (at most 16): the fraction bits kept through Shiftmax's shifts.
+int Quantizer::value_register(const std::string& name, std::int64_t row_max) {
+    const int bits = formats_.attention.has("value_bits")
+                         ? static_cast<int>(formats_.attention.doubles("value_bits", nullptr)[0])
+                         : 24;
+    int vs = 0;
+    while (vs < 16 && (row_max << (vs + 1)) < (std::int64_t{1} << (bits - 1))) ++vs;
+    arrays_[name]["value_bits"] = Array{{bits}, {}};
+    arrays_[name]["value_shift"] = Array{{vs}, {}};
+    return vs;
+}
+
+// One group's integer constants on a membrane counted in units of 1/U.
+void Quantizer::write_attention_group(const std::string& name, const std::string& pre,
+                                      const GroupRule& r, double U, bool ternary, int input_exp) {
+    const bool chip_ge = formats_.neuron.has("compare") ? datapath_.fire_at_equal : true;
+    const NeuronInts x = neuron_ints(datapath_, r.a, r.c, r.th, U, chip_ge, true);
+    auto& out = arrays_[name];
+    const auto put = [&](const std::string& k, std::int64_t v) { out[pre + k] = Array{{v}, {}}; };
+    put("vth", x.vth);
+    if (ternary) put("vth_lo", x.vth_lo);
+    put("dv", x.dv);
+    if (x.bias_mant) {
+        put("bias_mant", x.bias_mant);
+        put("bias_exp", x.bias_exp);
+    }
+    if (input_exp) put("input_exp", input_exp);
+}
+
+// The datapath as the FixedLIF nodes get it, the profile's attention registers; the float
+// neurons' parameters and the BatchNorm go.
+void Quantizer::write_attention_formats(int u) {
+    const std::string& name = graph().node(u).name();
+    auto& out = arrays_[name];
+    auto& str = strings_[name];
+    for (const MapParams* m : {&formats_.neuron, &formats_.attention})
+        for (const auto& k : m->names()) {
+            if (k == "value_bits") continue;  // value_register wrote it
+            if (m->is_string(k))
+                str[k] = m->string(k);
+            else
+                out[k] = Array{{static_cast<std::int64_t>(m->doubles(k, nullptr)[0])}, {}};
+        }
+    if (!str.count("datapath")) str["datapath"] = "loihi";
+    if (!str.count("compare")) str["compare"] = ">=";
+    if (!str.count("reset_mode")) str["reset_mode"] = "zero";
+    auto& drop = dropped_[name];
+    for (const auto& c : file_->children(group_of(u)))
+        if (c.rfind("lif_", 0) == 0 || c.rfind("attn_", 0) == 0 || c.rfind("qk_", 0) == 0 ||
+            c.rfind("out_", 0) == 0 || c.find("_bn_") != std::string::npos || c == "q_bias" ||
+            c == "k_bias" || c == "v_bias")
+            drop.insert(c);
 }
 
 void Quantizer::quantize_readout(int layer) {
@@ -458,9 +646,15 @@ void Quantizer::write_node(h5::Writer& w, const std::string& name) const {
         return;
     }
     w.group(grp);
-    if (s == strings_.end())  // a weighted layer: every dataset but the replaced ones
+    const auto d = dropped_.find(name);
+    // A weighted layer or an attention node: every dataset but the replaced and dropped ones (a
+    // FixedLIF replaces the neuron's whole group).
+    if (s == strings_.end() || d != dropped_.end())
         for (const auto& c : file_->children(grp))
-            if (!a->second.count(c)) copy_object(*file_, w, grp + "/" + c);
+            if (!(a != arrays_.end() && a->second.count(c)) &&
+                !(s != strings_.end() && s->second.count(c)) &&
+                !(d != dropped_.end() && d->second.count(c)))
+                copy_object(*file_, w, grp + "/" + c);
     if (s != strings_.end())
         for (const auto& [k, v] : s->second) w.write_string(grp + "/" + k, v);
     if (a != arrays_.end())
@@ -501,6 +695,7 @@ QuantizeReport Quantizer::run() {
     plan();
     for (const auto& p : plan_.populations) quantize_population(p);
     for (int l : plan_.readouts) quantize_readout(l);
+    for (int u : plan_.attention) quantize_attention(u);
     // A population given up on after planning keeps its layers in float too.
     for (auto& [u, why] : plan_.kept) {
         const Node& n = graph().node(u);

@@ -26,12 +26,15 @@ float pow2_neg(std::int32_t e) {
 
 struct BsaNode::State : NodeState {
     Buffers b;
-    std::vector<float> hq, hk, hout;    // TSN states of Q, K and the output (V has no neuron)
-    std::vector<std::int32_t> s;        // [N][N] integer scores of one head
-    std::vector<std::int32_t> expo;     // [N] Shiftmax exponents of one query row
-    std::vector<float> kt;              // [dh][N rounded up to 16] one head's keys, transposed
-    std::vector<std::uint32_t> nq, nk;  // non-zero queries and keys per channel of one head
-    std::vector<float> wts;             // [N][N] Shiftmax weights 2^-n of one head
+    std::vector<float> hq, hk, hout;         // TSN states of Q, K and the output (V has no neuron)
+    std::vector<std::int32_t> s;             // [N][N] integer scores of one head
+    std::vector<std::int32_t> expo;          // [N] Shiftmax exponents of one query row
+    std::vector<float> kt;                   // [dh][N rounded up to 16] one head's keys, transposed
+    std::vector<std::uint32_t> nq, nk;       // non-zero queries and keys per channel of one head
+    std::vector<float> wts;                  // [N][N] Shiftmax weights 2^-n of one head
+    std::vector<std::int32_t> iq, ik, iout;  // integer form: the TSN membranes
+    std::vector<std::int32_t> vi;            // integer form: [N][D] the V register
+    std::vector<std::int32_t> acc;           // integer form: [dh] one row's sums
     KeptMaps maps;
 };
 
@@ -55,18 +58,23 @@ std::unique_ptr<NodeState> BsaNode::make_state() const {
     s->nq.assign(sz(head_dim_), 0);
     s->nk.assign(sz(head_dim_), 0);
     s->wts.assign(sz(tokens_ * tokens_), 0.0f);
+    if (fixed_) {
+        for (auto* h : {&s->iq, &s->ik, &s->iout, &s->vi}) h->assign(sz(tokens_ * dim_), 0);
+        s->acc.assign(sz(head_dim_), 0);
+    }
     return s;
 }
 
 bool BsaNode::reset_state(NodeState* state) const {
     auto& s = *static_cast<State*>(state);
     for (auto* h : {&s.hq, &s.hk, &s.hout}) std::fill(h->begin(), h->end(), 0.0f);
+    for (auto* h : {&s.iq, &s.ik, &s.iout}) std::fill(h->begin(), h->end(), 0);
     s.maps.kept = false;
     return true;
 }
 
 bool BsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
-    return membrane_of(state, &State::hout, out);
+    return fixed_ ? membrane_of(state, &State::iout, out) : membrane_of(state, &State::hout, out);
 }
 
 bool BsaNode::attention_maps(const NodeState* state, AttentionMaps& out) const {
@@ -77,13 +85,20 @@ void BsaNode::step(const Activity& in, NodeState* state, Activity& out,
                    const StepContext& ctx) const {
     auto& s = *static_cast<State*>(state);
     project(in, s.b, ctx);
-    fire_qk(s, ctx);
+    if (fixed_)
+        fire_qk_fixed(s, ctx);
+    else
+        fire_qk(s, ctx);
     start_maps(s.maps, ctx.keep_attention);
-    std::uint64_t score_acs = 0;
+    std::uint64_t score_acs = 0, over = 0;
     for (std::int64_t h = 0; h < heads_; ++h) {
         score_acs += score_head(s, h, ctx.engine);
-        shiftmax_mix(s, h);
+        if (fixed_)
+            over += shiftmax_mix_fixed(s, h);
+        else
+            shiftmax_mix(s, h);
     }
+    book_overflows(ctx, over);
     book_shiftmax(score_acs, ctx);
     fire_output(s, out, ctx);
 }
@@ -202,6 +217,87 @@ void BsaNode::shiftmax_mix(State& s, std::int64_t h) const {
     }
 }
 
+void BsaNode::fire_qk_fixed(State& s, const StepContext& ctx) const {
+    const std::int64_t N = tokens_, D = dim_;
+    Buffers& b = s.b;
+    const FixedAttention& f = *fixed_;
+    std::uint64_t over = 0;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* p = b.proj.data() + n * 3 * D;
+        over += f.q.step(s.iq.data() + n * D, p, b.q.data() + n * D, D);
+        over += f.k.step(s.ik.data() + n * D, p + D, b.k.data() + n * D, D);
+    }
+    // V: the projection's integer sum, shifted into its register; then the spike counts.
+    std::uint64_t nq = 0, nk = 0, nqn = 0, nkn = 0;
+    simd::at_level([&] {
+        const std::int64_t hi = f.value.max(), lo = -hi - 1;
+        const int vs = f.value_shift;
+        std::uint64_t hits = 0;
+        for (std::int64_t n = 0; n < N; ++n) {
+            const float* p = b.proj.data() + n * 3 * D + 2 * D;
+            std::int32_t* vi = s.vi.data() + n * D;
+            float* v = b.v.data() + n * D;
+            for (std::int64_t c = 0; c < D; ++c) {
+                const std::int64_t x = fixed::input_int(p[c]) * (std::int64_t{1} << vs);
+                const std::int64_t r = std::max(lo, std::min(hi, x));
+                hits += r != x;
+                vi[c] = static_cast<std::int32_t>(r);
+                v[c] = static_cast<float>(r);
+            }
+        }
+        over += hits;
+        for (std::size_t i = 0; i < b.q.size(); ++i) {
+            nq += b.q[i] != 0.0f;
+            nk += b.k[i] != 0.0f;
+            nqn += b.q[i] < 0.0f;
+            nkn += b.k[i] < 0.0f;
+        }
+    });
+    book_overflows(ctx, over);
+    book_neurons(ctx, 2 * sz(N * D));
+    AttentionCounts& att = counts(ctx);
+    att.q_spikes += nq;
+    att.k_spikes += nk;
+    att.q_neg_spikes += nqn;
+    att.k_neg_spikes += nkn;
+}
+
+// Row i of head h: sum_j (V_j >> n_ij) over the keys whose shift is within the cap, in
+// ascending key order, exact in int32 (the weights 2^-n sum to at most 1, so |sum| <= max |V| +
+// N), then held in the accumulator.
+std::uint64_t BsaNode::shiftmax_mix_fixed(State& s, std::int64_t h) const {
+    std::uint64_t over = 0;
+    simd::at_level([&] {
+        const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
+        const FixedAttention& f = *fixed_;
+        const std::int32_t* S = s.s.data();
+        for (std::int64_t i = 0; i < N; ++i) {
+            std::int32_t* e = s.expo.data();
+            spiking::shiftmax_exponents(S + i * N, N, e);
+            if (s.maps.kept)
+                for (std::int64_t j = 0; j < N; ++j) {
+                    s.maps.scores[sz((h * N + i) * N + j)] = static_cast<float>(S[i * N + j]);
+                    s.maps.weights[sz((h * N + i) * N + j)] = pow2_neg(e[j]);
+                }
+            std::int32_t* acc = s.acc.data();
+            std::fill(acc, acc + dh, 0);
+            for (std::int64_t j = 0; j < N; ++j) {
+                if (e[j] > f.shift_cap) continue;
+                const int n = e[j];
+                const std::int32_t* v = s.vi.data() + j * D + c0;
+                if (f.shift_toward_zero)
+                    for (std::int64_t c = 0; c < dh; ++c)
+                        acc[c] += v[c] >= 0 ? v[c] >> n : -((-v[c]) >> n);
+                else
+                    for (std::int64_t c = 0; c < dh; ++c) acc[c] += v[c] >> n;
+            }
+            float* y = s.b.y.data() + i * D + c0;
+            for (std::int64_t c = 0; c < dh; ++c) y[c] = static_cast<float>(fit_acc(acc[c], over));
+        }
+    });
+    return over;
+}
+
 void BsaNode::book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) const {
     // Shiftmax per row: n adds for the sum and n exponent subtractions, n shifts, n
     // comparisons (max search and leading-one detection); Shiftmax.V: one shift and one add
@@ -222,6 +318,18 @@ void BsaNode::book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) con
 }
 
 void BsaNode::fire_output(State& s, Activity& out, const StepContext& ctx) const {
+    if (fixed_) {
+        const std::int64_t n = tokens_ * dim_;
+        book_overflows(ctx, fixed_->mix.step(s.iout.data(), s.b.y.data(), s.b.z.data(), n));
+        std::uint64_t neg = 0;
+        for (float x : s.b.z) neg += x < 0.0f;
+        book_neurons(ctx, sz(n));
+        counts(ctx).out_neg_spikes += neg;
+        std::uint64_t spikes = 0;
+        simd::at_level([&] { spikes = emit(s.b.z, out); });
+        book_spikes(ctx, spikes);
+        return;
+    }
     simd::at_level([&] {
         std::vector<float>& y = s.b.y;
         std::uint64_t neg = 0;

@@ -17,6 +17,8 @@ struct SdsaNode::State : NodeState {
     std::vector<float> hmask;       // [D] mask neurons, one per channel
     std::vector<std::int32_t> sum;  // [D] coincidence counts, then the mask (0/1)
     std::vector<float> mask;        // [D] the counts as the mask neurons' input, then their spikes
+    std::vector<std::int32_t> iq, ik, iv, imask;  // integer form: the membranes
+    std::vector<float> fired;                     // integer form: the mask neurons' spikes
 };
 
 SdsaNode::SdsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
@@ -37,6 +39,11 @@ std::unique_ptr<NodeState> SdsaNode::make_state() const {
     s->hmask.assign(sz(dim_), 0.0f);
     s->sum.assign(sz(dim_), 0);
     s->mask.assign(sz(dim_), 0.0f);
+    if (fixed_) {
+        for (auto* h : {&s->iq, &s->ik, &s->iv}) h->assign(sz(tokens_ * dim_), 0);
+        s->imask.assign(sz(dim_), 0);
+        s->fired.assign(sz(dim_), 0.0f);
+    }
     reset_state(s.get());
     return s;
 }
@@ -46,11 +53,12 @@ bool SdsaNode::reset_state(NodeState* state) const {
     // Membranes start at v_reset, as SpikingJelly's (and a ternion.SJLIF's) do.
     for (auto* h : {&s.hq, &s.hk, &s.hv}) std::fill(h->begin(), h->end(), lif_.charge.v_reset);
     std::fill(s.hmask.begin(), s.hmask.end(), attn_.charge.v_reset);
+    for (auto* h : {&s.iq, &s.ik, &s.iv, &s.imask}) std::fill(h->begin(), h->end(), 0);
     return true;
 }
 
 bool SdsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
-    return membrane_of(state, &State::hmask, out);
+    return fixed_ ? membrane_of(state, &State::imask, out) : membrane_of(state, &State::hmask, out);
 }
 
 void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
@@ -69,6 +77,7 @@ void SdsaNode::step(const Activity& in, NodeState* state, Activity& out,
 }
 
 void SdsaNode::fire_qkv(State& s, const StepContext& ctx) const {
+    if (fixed_) return fire_qkv_fixed(s.iq.data(), s.ik.data(), s.iv.data(), s.b, ctx);
     fire_qkv_lifs(lif_, s.hq.data(), s.hk.data(), s.hv.data(), s.b, ctx);
 }
 
@@ -97,8 +106,17 @@ void SdsaNode::mask_channels(const std::vector<float>& gated, State& s,
     // One mask neuron per channel; the mask is a selection, not arithmetic (not counted).
     const std::int64_t N = tokens_, D = dim_;
     std::uint64_t open = 0;
-    for (std::int64_t c = 0; c < D; ++c) s.mask[sz(c)] = static_cast<float>(s.sum[sz(c)]);
-    kernels::sj_lif_row(attn_, s.hmask.data(), s.mask.data(), s.mask.data(), D);
+    if (fixed_) {  // the counts held in the accumulator, then the integer mask neurons
+        std::uint64_t over = 0;
+        for (std::int64_t c = 0; c < D; ++c)
+            s.mask[sz(c)] = static_cast<float>(fit_acc(s.sum[sz(c)], over));
+        over += fixed_->mix.step(s.imask.data(), s.mask.data(), s.fired.data(), D);
+        std::copy(s.fired.begin(), s.fired.end(), s.mask.begin());
+        book_overflows(ctx, over);
+    } else {
+        for (std::int64_t c = 0; c < D; ++c) s.mask[sz(c)] = static_cast<float>(s.sum[sz(c)]);
+        kernels::sj_lif_row(attn_, s.hmask.data(), s.mask.data(), s.mask.data(), D);
+    }
     for (std::int64_t c = 0; c < D; ++c) {
         s.sum[sz(c)] = s.mask[sz(c)] != 0.0f;
         open += s.mask[sz(c)] != 0.0f;

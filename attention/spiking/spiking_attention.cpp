@@ -106,6 +106,7 @@ SpikingAttentionNode::Buffers SpikingAttentionNode::make_buffers() const {
     b.k.assign(nd, 0.0f);
     b.v.assign(nd, 0.0f);
     b.y.assign(nd, 0.0f);
+    if (fixed_) b.z.assign(nd, 0.0f);
     return b;
 }
 
@@ -138,7 +139,7 @@ void SpikingAttentionNode::project(const Activity& in, Buffers& b, const StepCon
             return qkv_.row_nnz(static_cast<std::int64_t>(in.active[k]) % dim_in_);
         },
         [&](std::size_t k) { return in.values[in.active[k]]; });
-    book_event_cost(c, in.ternary, bytes_per_synapse({}), ctx);  // dense float32 weights
+    book_event_cost(c, in.ternary, bytes_per_synapse(storage_), ctx);  // dense weights
     AttentionCounts& att = counts(ctx);
     att.proj_ac += c.ac;
     att.proj_mac += c.mac;
@@ -162,9 +163,51 @@ void SpikingAttentionNode::book_spikes(const StepContext& ctx, std::uint64_t spi
     if (ctx.ops) kernels::book_spikes(*ctx.ops, spikes);
 }
 
-void SpikingAttentionNode::book_neurons(const StepContext& ctx, std::uint64_t neurons) {
-    // One float32 membrane each, with a threshold: the neuron nodes' rule.
-    if (ctx.ops) kernels::book_neuron_updates(*ctx.ops, neurons, 1, true);
+void SpikingAttentionNode::book_neurons(const StepContext& ctx, std::uint64_t neurons) const {
+    // One membrane each (float32, or the integer form's width), with a threshold: the neuron
+    // nodes' rule.
+    if (!ctx.ops) return;
+    if (fixed_)
+        kernels::book_state_bytes(*ctx.ops, neurons, fixed_->state_bytes(), true);
+    else
+        kernels::book_neuron_updates(*ctx.ops, neurons, 1, true);
+}
+
+std::int64_t SpikingAttentionNode::fit_acc(std::int64_t x, std::uint64_t& overflows) const {
+    bool hit = false;
+    const std::int64_t r = fixed_->acc.fit(x, hit);
+    overflows += hit;
+    return r;
+}
+
+void SpikingAttentionNode::count_qkv_spikes(const Buffers& b, const StepContext& ctx) {
+    std::uint64_t nq = 0, nk = 0, nv = 0;
+    for (std::size_t i = 0; i < b.q.size(); ++i) {
+        nq += b.q[i] != 0.0f;
+        nk += b.k[i] != 0.0f;
+        nv += b.v[i] != 0.0f;
+    }
+    AttentionCounts& att = counts(ctx);
+    att.q_spikes += nq;
+    att.k_spikes += nk;
+    att.v_spikes += nv;
+}
+
+void SpikingAttentionNode::fire_qkv_fixed(std::int32_t* vq, std::int32_t* vk, std::int32_t* vv,
+                                          Buffers& b, const StepContext& ctx) const {
+    // Row by row, as the float neurons: the projection's outputs of a token are Q | K | V.
+    const std::int64_t N = tokens_, D = dim_;
+    std::uint64_t over = 0;
+    for (std::int64_t n = 0; n < N; ++n) {
+        const float* p = b.proj.data() + n * parts_ * D;
+        const std::int64_t o = n * D;
+        over += fixed_->q.step(vq + o, p, b.q.data() + o, D);
+        over += fixed_->k.step(vk + o, p + D, b.k.data() + o, D);
+        if (vv) over += fixed_->v.step(vv + o, p + 2 * D, b.v.data() + o, D);
+    }
+    book_overflows(ctx, over);
+    book_neurons(ctx, (vv ? 3 : 2) * sz(N * D));
+    count_qkv_spikes(b, ctx);
 }
 
 void SpikingAttentionNode::fire_qkv_lifs(const kernels::SjLif& lif, float* hq, float* hk, float* hv,
@@ -182,18 +225,48 @@ void SpikingAttentionNode::fire_qkv_lifs(const kernels::SjLif& lif, float* hq, f
                     kernels::sj_lif_row_with(charge, vth, vr, hv + o, p + 2 * D, b.v.data() + o, D);
             }
         });
-        std::uint64_t nq = 0, nk = 0, nv = 0;
-        for (std::size_t i = 0; i < b.q.size(); ++i) {
-            nq += b.q[i] != 0.0f;
-            nk += b.k[i] != 0.0f;
-            nv += b.v[i] != 0.0f;
-        }
         book_neurons(ctx, (hv ? 3 : 2) * sz(N * D));
-        AttentionCounts& att = counts(ctx);
-        att.q_spikes += nq;
-        att.k_spikes += nk;
-        att.v_spikes += nv;
+        count_qkv_spikes(b, ctx);
     });
+}
+
+namespace {
+
+kernels::LeakyForm form_of(const kernels::SjLif& lif) {
+    kernels::LeakyForm f;
+    kernels::leaky_form_of(lif.charge, f);
+    f.threshold = {lif.v_threshold};
+    f.fire_at_equal = true;
+    return f;
+}
+kernels::LeakyForm form_of(const kernels::Tsn& t) {
+    kernels::LeakyForm f;  // v = decay v + x (the stored state is the decayed one)
+    f.a = {t.decay};
+    f.g = {1.0f};
+    f.c = {0.0f};
+    f.v_reset = {0.0f};
+    f.threshold = {t.v_threshold};
+    f.fire_at_equal = f.ternary = true;
+    return f;
+}
+
+}  // namespace
+
+std::vector<SpikingAttentionNode::FloatGroup> SsaNode::float_groups() const {
+    return {{"q_", form_of(lif_), 0},
+            {"k_", form_of(lif_), 1},
+            {"v_", form_of(lif_), 2},
+            {"attn_", form_of(attn_), -1, double(scale_)}};
+}
+std::vector<SpikingAttentionNode::FloatGroup> SdsaNode::float_groups() const {
+    return {{"q_", form_of(lif_), 0},
+            {"k_", form_of(lif_), 1},
+            {"v_", form_of(lif_), 2},
+            {"attn_", form_of(attn_), -1}};
+}
+std::vector<SpikingAttentionNode::FloatGroup> BsaNode::float_groups() const {
+    return {
+        {"q_", form_of(qk_), 0}, {"k_", form_of(qk_), 1}, {"out_", form_of(out_), -1, 1.0, true}};
 }
 
 }  // namespace ternion

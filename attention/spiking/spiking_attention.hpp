@@ -8,9 +8,11 @@
 #include <string>
 #include <vector>
 
+#include "attention/spiking/fixed_attention.hpp"
 #include "attention/spiking/spiking_kernels.hpp"
 #include "sim/core/node.hpp"
 #include "sim/core/node_spec.hpp"
+#include "sim/kernels/event_cost.hpp"
 #include "sim/kernels/neuron_rules.hpp"
 #include "sim/synaptic/projection.hpp"
 
@@ -50,6 +52,30 @@ class SpikingAttentionNode : public Node {
         normalised_ = normalised;
     }
     std::vector<std::pair<std::string, std::string>> summary() const override;
+    // The integer form (docs/fixed-point.md): the projections' weights are integers of
+    // `weight_bytes` bytes each, the neurons and products follow `f`.
+    void set_fixed(FixedAttention f, int weight_bytes) {
+        fixed_ = std::move(f);
+        storage_.int_bytes = weight_bytes;
+    }
+    bool is_fixed() const { return fixed_.has_value(); }
+    // What the quantiser needs of the float neurons the integer form replaces, group by group
+    // (Q, K, V, mixing; docs/fixed-point.md): each one's rule, its parameter prefix in the
+    // integer form, and what feeds it: projection `part` (0 Q, 1 K, 2 V), or (part -1) the
+    // attention's products times `gain` (SSA's scale), in V's units when `via_value` (BSA).
+    struct FloatGroup {
+        std::string prefix;
+        kernels::LeakyForm form;
+        int part = -1;
+        double gain = 1.0;
+        bool via_value = false;
+    };
+    virtual std::vector<FloatGroup> float_groups() const { return {}; }
+    // Projection `part`'s (out, in) weights and bias, the BatchNorm folded; false when it is
+    // kept unfolded.
+    bool projection_matrix(int part, std::vector<float>& w, std::vector<float>& b) const {
+        return qkv_.matrix(part * dim_, (part + 1) * dim_, w, b);
+    }
 
     std::int64_t tokens() const { return tokens_; }
     std::int64_t dim() const { return dim_; }
@@ -61,6 +87,8 @@ class SpikingAttentionNode : public Node {
     struct Buffers {
         std::vector<float> proj;        // [N][parts D] projection outputs (Q | K | V, or Q | K)
         std::vector<float> q, k, v, y;  // [N][D] spikes (V: analog for BSA), attention out
+        std::vector<float> z;           // [N][D] integer form: the mixing neurons' spikes (its
+                                        // rows do not update in place)
     };
     // The [H][N][N] scores and weights of the last step, kept only when a trace asks.
     struct KeptMaps {
@@ -81,6 +109,15 @@ class SpikingAttentionNode : public Node {
         out = s->*neurons;
         return true;
     }
+    // The same for the integer form's membranes (traces hold float32: exact up to 25 bits).
+    template <class S>
+    static bool membrane_of(const NodeState* state, std::vector<std::int32_t> S::*neurons,
+                            std::vector<float>& out) {
+        auto* s = dynamic_cast<const S*>(state);
+        if (!s) return false;
+        out.assign((s->*neurons).begin(), (s->*neurons).end());
+        return true;
+    }
     template <class S>
     bool maps_of(const NodeState* state, AttentionMaps& out) const {
         auto* s = dynamic_cast<const S*>(state);
@@ -91,12 +128,22 @@ class SpikingAttentionNode : public Node {
     void project(const Activity& in, Buffers& b, const StepContext& ctx) const;
     // Writes out = spikes in `vals` (length N*D), ascending; returns the non-zero count.
     static std::uint64_t emit(const std::vector<float>& vals, Activity& out);
-    static void book_neurons(const StepContext& ctx, std::uint64_t neurons);
+    void book_neurons(const StepContext& ctx, std::uint64_t neurons) const;
     static void book_spikes(const StepContext& ctx, std::uint64_t spikes);
     // The Q, K and V LIFs of SSA and SDSA (without V when `hv` is null): proj -> q, k, v spikes;
     // books the N*D neurons of each and the attention counts.
     void fire_qkv_lifs(const kernels::SjLif& lif, float* hq, float* hk, float* hv, Buffers& b,
                        const StepContext& ctx) const;
+    // The same for the integer form: the Q, K (and V) groups of fixed_ on integer membranes.
+    void fire_qkv_fixed(std::int32_t* vq, std::int32_t* vk, std::int32_t* vv, Buffers& b,
+                        const StepContext& ctx) const;
+    // The spike counts of Q, K and V into the attention counters.
+    static void count_qkv_spikes(const Buffers& b, const StepContext& ctx);
+    // Holds x in the integer form's accumulator; counts the values that did not fit.
+    std::int64_t fit_acc(std::int64_t x, std::uint64_t& overflows) const;
+    static void book_overflows(const StepContext& ctx, std::uint64_t n) {
+        if (ctx.ops) ctx.ops->overflow += n;
+    }
     // The ANN-equivalent MACs of the attention itself per step (after the projections): the
     // N x N scores and their product with V unless a variant says otherwise.
     virtual std::uint64_t mix_dense_macs_per_step() const;
@@ -107,6 +154,8 @@ class SpikingAttentionNode : public Node {
     }
 
     Projection qkv_;
+    std::optional<FixedAttention> fixed_;  // the integer form, when the file declares one
+    WeightStorage storage_;                // how the projections' weights are held
     // What the counting conventions' closed forms need to know of the variant.
     AttentionClosedForm closed_form_ = AttentionClosedForm::none;
     bool spiking_v_ = true;
@@ -134,6 +183,7 @@ class SsaNode : public SpikingAttentionNode {
     // The attention LIFs.
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
     bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
+    std::vector<FloatGroup> float_groups() const override;
 
   private:
     struct State;
@@ -149,7 +199,8 @@ class SsaNode : public SpikingAttentionNode {
     void build_masks(State& s, std::int64_t h) const;
     void keep_scores(State& s, std::int64_t h) const;
     AssociationCost association_cost(State& s) const;
-    void multiply_head(State& s, std::int64_t h, bool qk_first, Engine engine) const;
+    // Returns the products that did not fit the integer form's accumulator.
+    std::uint64_t multiply_head(State& s, std::int64_t h, bool qk_first, Engine engine) const;
     void fire_output(State& s, Activity& out, const StepContext& ctx) const;
 
     kernels::SjLif lif_, attn_;
@@ -167,6 +218,7 @@ class SdsaNode : public SpikingAttentionNode {
               const StepContext& ctx) const override;
     // The mask neurons, one per channel.
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
+    std::vector<FloatGroup> float_groups() const override;
 
   private:
     struct State;
@@ -192,6 +244,7 @@ class BsaNode : public SpikingAttentionNode {
     // The output TSNs.
     bool membrane(const NodeState* state, std::vector<float>& out) const override;
     bool attention_maps(const NodeState* state, AttentionMaps& out) const override;
+    std::vector<FloatGroup> float_groups() const override;
 
   private:
     struct State;
@@ -204,6 +257,10 @@ class BsaNode : public SpikingAttentionNode {
     std::uint64_t head_keys(State& s, std::int64_t h) const;
     void score_pairs(State& s, std::int64_t h, std::int32_t* S) const;
     void shiftmax_mix(State& s, std::int64_t h) const;
+    // The integer form's: Q, K on integer TSNs, V into its register; each row's terms
+    // V >> n summed in the accumulator (returns the overflows).
+    void fire_qk_fixed(State& s, const StepContext& ctx) const;
+    std::uint64_t shiftmax_mix_fixed(State& s, std::int64_t h) const;
     void book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) const;
     void fire_output(State& s, Activity& out, const StepContext& ctx) const;
 

@@ -7,6 +7,7 @@
 
 #include "attention/spiking/spiking_attention.hpp"
 #include "neuron/neuron_params.hpp"
+#include "sim/kernels/event_cost.hpp"
 #include "sim/synaptic/synaptic.hpp"
 
 namespace ternion {
@@ -88,6 +89,67 @@ E named_choice(const NodeSpec& spec, const char* param,
 
 }  // namespace
 
+namespace {
+
+// The integer form, when the file declares a `datapath`: integer projection weights without a
+// BatchNorm (the quantiser folds it), within what float sums hold exactly.
+std::optional<FixedAttention> read_fixed(const NodeSpec& spec, const FixedGroups& groups,
+                                         int& weight_bytes) {
+    auto f = read_fixed_attention(spec, groups);
+    if (!f) return f;
+    // The float neurons' parameters name neurons this form does not have: refused by name.
+    const auto integer_field = [](const std::string& rest) {
+        for (const char* k : {"vth", "vth_lo", "dv", "bias_mant", "bias_exp", "input_exp"})
+            if (rest == k) return true;
+        return false;
+    };
+    for (const auto& p : spec.source().names())
+        for (const char* pre : {"lif_", "qk_", "attn_", "out_"})
+            if (p.rfind(pre, 0) == 0 && !integer_field(p.substr(std::string(pre).size())))
+                spec.fail(p,
+                          "a float neuron parameter, but this node declares a datapath: its "
+                          "neurons are integer groups (q_vth, q_dv, ...; docs/fixed-point.md)");
+    weight_bytes = 1;
+    for (const char* p : {"q", "k", "v"}) {
+        const std::string pre(p);
+        for (const char* bn : {"_bn_weight", "_bn_bias", "_bn_running_mean", "_bn_running_var"})
+            if (spec.has(pre + bn))
+                spec.fail(pre + bn,
+                          "the integer form (a node with a datapath) takes its "
+                          "BatchNorm folded into integer weights and bias");
+        Shape dims;
+        const auto w = spec.floats(pre + "_weight", &dims);
+        const int bytes = integer_weight_bytes(w.data(), w.size());
+        if (bytes == 0)
+            spec.fail(pre + "_weight", "the integer form needs integers of at most 16 bits");
+        weight_bytes = std::max(weight_bytes, bytes);
+        // Every partial sum exact in float32 for inputs of magnitude up to 16: |sum| < 2^24.
+        const std::vector<float> b =
+            spec.has(pre + "_bias") ? spec.floats(pre + "_bias") : std::vector<float>{};
+        for (std::int64_t o = 0; o < dims[0]; ++o) {
+            double row = b.empty() ? 0.0 : std::fabs(double(b[static_cast<std::size_t>(o)]));
+            if (row != std::floor(row)) spec.fail(pre + "_bias", "the integer form needs integers");
+            for (std::int64_t i = 0; i < dims[1]; ++i)
+                row += 16.0 * std::fabs(double(w[static_cast<std::size_t>(o * dims[1] + i)]));
+            if (row >= 16777216.0)
+                spec.fail(pre + "_weight", "row " + std::to_string(o) +
+                                               " sums beyond 2^24 for inputs of up to 16: the "
+                                               "integer form keeps projection sums exact");
+        }
+    }
+    return f;
+}
+
+template <class N>
+std::unique_ptr<Node> finish(std::unique_ptr<N> n, const Qkv& qkv, std::optional<FixedAttention> f,
+                             int weight_bytes) {
+    n->set_source_modules(qkv.biased, qkv.normalised);
+    if (f) n->set_fixed(std::move(*f), weight_bytes);
+    return n;
+}
+
+}  // namespace
+
 std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
     auto qkv = read_qkv(spec);
     const auto assoc = named_choice<SsaAssociation>(spec, "association",
@@ -95,12 +157,15 @@ std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
                                                      {"qk", SsaAssociation::qk_first},
                                                      {"kv", SsaAssociation::kv_first}},
                                                     "must be \"auto\", \"qk\" or \"kv\"");
+    int bytes = 0;
+    auto f = read_fixed(spec, {{"q_", "k_", "v_", "attn_"}, {false, false, false, false}}, bytes);
+    // The integer form's neurons are its groups': the float LIFs' parameters do not apply.
+    const auto lif = f ? kernels::SjLif{} : read_sj_lif(spec, "lif_", 1.0f);
+    const auto attn = f ? kernels::SjLif{} : read_sj_lif(spec, "attn_", 0.5f);
     auto n = std::make_unique<SsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
-                                       std::move(qkv.v), qkv.heads, read_sj_lif(spec, "lif_", 1.0f),
-                                       read_sj_lif(spec, "attn_", 0.5f),
+                                       std::move(qkv.v), qkv.heads, lif, attn,
                                        static_cast<float>(spec.scalar_or("scale", 0.125)), assoc);
-    n->set_source_modules(qkv.biased, qkv.normalised);
-    return n;
+    return finish(std::move(n), qkv, std::move(f), bytes);
 }
 
 std::unique_ptr<Node> build_sdsa(const NodeSpec& spec) {
@@ -108,20 +173,25 @@ std::unique_ptr<Node> build_sdsa(const NodeSpec& spec) {
     const auto form = named_choice<SdsaForm>(
         spec, "form", {{"qk", SdsaForm::qk_first}, {"kv", SdsaForm::kv_first}},
         "must be \"qk\" (the paper's equation) or \"kv\" (the official code)");
-    auto n = std::make_unique<SdsaNode>(
-        spec.name(), std::move(qkv.q), std::move(qkv.k), std::move(qkv.v), qkv.heads,
-        read_sj_lif(spec, "lif_", 1.0f), read_sj_lif(spec, "attn_", 0.5f), form);
-    n->set_source_modules(qkv.biased, qkv.normalised);
-    return n;
+    int bytes = 0;
+    auto f = read_fixed(spec, {{"q_", "k_", "v_", "attn_"}, {false, false, false, false}}, bytes);
+    const auto lif = f ? kernels::SjLif{} : read_sj_lif(spec, "lif_", 1.0f);
+    const auto attn = f ? kernels::SjLif{} : read_sj_lif(spec, "attn_", 0.5f);
+    auto n = std::make_unique<SdsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
+                                        std::move(qkv.v), qkv.heads, lif, attn, form);
+    return finish(std::move(n), qkv, std::move(f), bytes);
 }
 
 std::unique_ptr<Node> build_bsa(const NodeSpec& spec) {
     auto qkv = read_qkv(spec);
+    int bytes = 0;
+    auto f =
+        read_fixed(spec, {{"q_", "k_", nullptr, "out_"}, {true, true, false, true}, true}, bytes);
+    const auto qk = f ? kernels::Tsn{} : read_tsn(spec, "qk_", 1.0f);
+    const auto outp = f ? kernels::Tsn{} : read_tsn(spec, "out_", 0.5f);
     auto n = std::make_unique<BsaNode>(spec.name(), std::move(qkv.q), std::move(qkv.k),
-                                       std::move(qkv.v), qkv.heads, read_tsn(spec, "qk_", 1.0f),
-                                       read_tsn(spec, "out_", 0.5f));
-    n->set_source_modules(qkv.biased, qkv.normalised);
-    return n;
+                                       std::move(qkv.v), qkv.heads, qk, outp);
+    return finish(std::move(n), qkv, std::move(f), bytes);
 }
 
 // Examples for the conformance harness: 4 tokens of 8 channels, 2 heads, a bias on Q and a

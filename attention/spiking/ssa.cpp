@@ -39,7 +39,8 @@ std::uint64_t popcount(const std::uint64_t* a, std::int64_t words, std::int64_t 
 
 struct SsaNode::State : NodeState {
     Buffers b;
-    std::vector<float> hq, hk, hv, hout;  // LIF membranes: Q, K, V and attention
+    std::vector<float> hq, hk, hv, hout;         // LIF membranes: Q, K, V and attention
+    std::vector<std::int32_t> iq, ik, iv, iout;  // the same, integer form
     // Bit masks of one head's spikes: rows (token n's channels, W words at [n * W]) and
     // columns (channel c's tokens, word-major: word w at [w * dh + c]).
     std::vector<std::uint64_t> qm, km, vm, qt, kt, vt;
@@ -67,6 +68,8 @@ std::unique_ptr<NodeState> SsaNode::make_state() const {
     const auto nd = sz(tokens_ * dim_);
     s->b = make_buffers();
     for (auto* h : {&s->hq, &s->hk, &s->hv, &s->hout}) h->assign(nd, 0.0f);
+    if (fixed_)
+        for (auto* h : {&s->iq, &s->ik, &s->iv, &s->iout}) h->assign(nd, 0);
     reset_state(s.get());
     const std::int64_t W = (head_dim_ + 63) / 64, NW = (tokens_ + 63) / 64;
     for (auto* m : {&s->qm, &s->km, &s->vm}) m->assign(sz(tokens_ * W), 0);
@@ -83,12 +86,13 @@ bool SsaNode::reset_state(NodeState* state) const {
     // Membranes start at v_reset, as SpikingJelly's (and a ternion.SJLIF's) do.
     for (auto* h : {&s.hq, &s.hk, &s.hv}) std::fill(h->begin(), h->end(), lif_.charge.v_reset);
     std::fill(s.hout.begin(), s.hout.end(), attn_.charge.v_reset);
+    for (auto* h : {&s.iq, &s.ik, &s.iv, &s.iout}) std::fill(h->begin(), h->end(), 0);
     s.maps.kept = false;
     return true;
 }
 
 bool SsaNode::membrane(const NodeState* state, std::vector<float>& out) const {
-    return membrane_of(state, &State::hout, out);
+    return fixed_ ? membrane_of(state, &State::iout, out) : membrane_of(state, &State::hout, out);
 }
 
 bool SsaNode::attention_maps(const NodeState* state, AttentionMaps& out) const {
@@ -108,7 +112,7 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
     fire_qkv(s, ctx);
     start_maps(s.maps, ctx.keep_attention);
     AttentionCounts& att = counts(ctx);
-    std::uint64_t acs = 0;
+    std::uint64_t acs = 0, over = 0;
     for (std::int64_t h = 0; h < heads_; ++h) {
         build_masks(s, h);
         if (s.maps.kept) keep_scores(s, h);
@@ -120,13 +124,15 @@ void SsaNode::step(const Activity& in, NodeState* state, Activity& out,
         att.score_ac += qk_first ? c.qk_score : c.kv_score;
         att.mix_ac += qk_first ? c.qk_mix : c.kv_mix;
         (qk_first ? att.qk_first_heads : att.kv_first_heads) += 1;
-        multiply_head(s, h, qk_first, ctx.engine);
+        over += multiply_head(s, h, qk_first, ctx.engine);
     }
     if (ctx.ops) ctx.ops->ac += acs;
+    book_overflows(ctx, over);
     fire_output(s, out, ctx);
 }
 
 void SsaNode::fire_qkv(State& s, const StepContext& ctx) const {
+    if (fixed_) return fire_qkv_fixed(s.iq.data(), s.ik.data(), s.iv.data(), s.b, ctx);
     fire_qkv_lifs(lif_, s.hq.data(), s.hk.data(), s.hv.data(), s.b, ctx);
 }
 
@@ -236,7 +242,8 @@ SsaNode::AssociationCost SsaNode::association_cost(State& s) const {
     return r;
 }
 
-void SsaNode::multiply_head(State& s, std::int64_t h, bool qk_first, Engine engine) const {
+std::uint64_t SsaNode::multiply_head(State& s, std::int64_t h, bool qk_first, Engine engine) const {
+    std::uint64_t over = 0;
     simd::at_level([&] {
         // Small integers, identical for both associations and engines.
         const std::int64_t N = tokens_, D = dim_, dh = head_dim_, c0 = h * dh;
@@ -273,22 +280,36 @@ void SsaNode::multiply_head(State& s, std::int64_t h, bool qk_first, Engine engi
                     for (std::int64_t c2 = 0; c2 < dh; ++c2) Y[i * dh + c2] += S[c * dh + c2];
                 });
         }
+        // Integer form: the count itself, held in the accumulator (the scale is in the
+        // attention neurons' input exponent and threshold).
+        if (fixed_) {
+            for (std::int64_t i = 0; i < N; ++i)
+                for (std::int64_t c = 0; c < dh; ++c)
+                    s.b.y[sz(i * D + c0 + c)] = static_cast<float>(fit_acc(Y[i * dh + c], over));
+            return;
+        }
         for (std::int64_t i = 0; i < N; ++i)
             for (std::int64_t c = 0; c < dh; ++c)
                 s.b.y[sz(i * D + c0 + c)] = static_cast<float>(Y[i * dh + c]) * scale_;
     });
+    return over;
 }
 
 void SsaNode::fire_output(State& s, Activity& out, const StepContext& ctx) const {
+    // Attention LIF; the scale is a power of two folded into its threshold in hardware terms,
+    // so it is not counted as an operation (docs/bsa.md).
+    std::vector<float>& y = s.b.y;
+    if (fixed_)  // steps at the kernels' level itself
+        book_overflows(ctx,
+                       fixed_->mix.step(s.iout.data(), y.data(), s.b.z.data(), tokens_ * dim_));
+    std::uint64_t spikes = 0;
     simd::at_level([&] {
-        // Attention LIF; the scale is a power of two folded into its threshold in hardware terms,
-        // so it is not counted as an operation (docs/bsa.md).
-        std::vector<float>& y = s.b.y;
-        kernels::sj_lif_row(attn_, s.hout.data(), y.data(), y.data(), sz(tokens_ * dim_));
-        book_neurons(ctx, sz(tokens_ * dim_));
-        const auto spikes = emit(y, out);
-        book_spikes(ctx, spikes);
+        if (!fixed_)
+            kernels::sj_lif_row(attn_, s.hout.data(), y.data(), y.data(), sz(tokens_ * dim_));
+        spikes = emit(fixed_ ? s.b.z : y, out);
     });
+    book_neurons(ctx, sz(tokens_ * dim_));
+    book_spikes(ctx, spikes);
 }
 
 }  // namespace ternion

@@ -297,8 +297,7 @@ std::uint64_t cleared_row_mem(const fixed::LifDatapath& d, const fixed::LifRow& 
                               std::int32_t* v, const float* x, float* o, std::int64_t n) {
     using fixed::DecayForm;
     using fixed::Order;
-    // The int32 rows vectorise without the ternary neuron's second comparison only (GCC 12).
-    if (!Ternary && fixed::row32_fits(d, c))
+    if (fixed::row32_fits(d, c))
         return d.membrane.overflow == fixed::Overflow::wrap
                    ? fixed::lif_row32_cleared<Ternary, CurP, fixed::kWrap>(d, c, v, x, o, n)
                    : fixed::lif_row32_cleared<Ternary, CurP, fixed::kSaturate>(d, c, v, x, o, n);
@@ -416,6 +415,13 @@ void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
 }
 
 }  // namespace
+
+std::uint64_t cleared_neuron_row(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
+                                 std::int32_t* v, const float* x, float* out, std::int64_t n) {
+    std::uint64_t over = 0;
+    simd::at_level([&] { over = cleared_row(d, c, ternary, nullptr, v, x, out, n); });
+    return over;
+}
 
 void register_fixed_neuron_nodes(NodeFactory& f) {
     f.add(

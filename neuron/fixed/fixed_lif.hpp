@@ -13,6 +13,14 @@ namespace ternion {
 // it. Refuses unknown presets and values outside what the formats allow, naming the field.
 fixed::LifDatapath read_lif_datapath(const NodeSpec& s);
 
+// One step of n single-compartment neurons with one set of constants (c.uniform): the current
+// holds the step's input alone, the membrane decays by a multiplier before the input is added.
+// The integer neuron groups inside other nodes (the integer attention's Q, K, V and output
+// neurons) step with it, at the kernels' level. out[k] = the spike (0, +1, -1); returns the
+// states that saturated or wrapped.
+std::uint64_t cleared_neuron_row(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
+                                 std::int32_t* v, const float* x, float* out, std::int64_t n);
+
 void register_fixed_neuron_nodes(NodeFactory& f);
 
 }  // namespace ternion

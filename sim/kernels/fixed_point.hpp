@@ -366,13 +366,14 @@ std::uint64_t lif_row32_cleared(const LifDatapath& d, const LifRow& c, std::int3
             vn = std::max(mlo, std::min(mhi, sum));
         const bool hv = vn != sum;
         hits += static_cast<std::uint32_t>(hu) + static_cast<std::uint32_t>(hv);
-        const bool pos = vn > th_gt;
-        bool neg = false;
-        if constexpr (Ternary) neg = !pos && vn < lo_lt;
-        const std::int32_t pm = -static_cast<std::int32_t>(pos);
+        // Masks, not booleans: the ternary neuron's second comparison then vectorises too.
+        const std::int32_t pm = -static_cast<std::int32_t>(vn > th_gt);
+        std::int32_t nm = 0;
+        if constexpr (Ternary) nm = -static_cast<std::int32_t>(vn < lo_lt) & ~pm;
         const std::int32_t reset_to = (vn - ((th & pm) | (lo_th & ~pm))) & sub;
-        v[k] = (pos | neg) ? reset_to : vn;
-        out[k] = static_cast<float>(static_cast<int>(pos) - static_cast<int>(neg));
+        const std::int32_t fired = pm | nm;
+        v[k] = (reset_to & fired) | (vn & ~fired);
+        out[k] = static_cast<float>((pm & 1) - (nm & 1));
     }
     return hits;
 }

@@ -109,4 +109,19 @@ std::uint64_t Projection::apply_dense(const float* x, std::int64_t tokens, float
     return whole(ev, false, tokens, acc);
 }
 
+bool Projection::matrix(std::int64_t o0, std::int64_t o1, std::vector<float>& w,
+                        std::vector<float>& b) const {
+    if (!bn_.empty()) return false;
+    const std::int64_t n = in();
+    w.assign(static_cast<std::size_t>((o1 - o0) * n), 0.0f);
+    b.assign(static_cast<std::size_t>(o1 - o0), 0.0f);
+    for (std::int64_t o = o0; o < o1; ++o) {
+        for (std::int64_t i = 0; i < n; ++i)
+            w[static_cast<std::size_t>((o - o0) * n + i)] = at(i, o);
+        if (!bias_.empty())
+            b[static_cast<std::size_t>(o - o0)] = bias_[static_cast<std::size_t>(o)];
+    }
+    return true;
+}
+
 }  // namespace ternion

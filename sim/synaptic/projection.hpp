@@ -35,6 +35,10 @@ class Projection {
     std::uint64_t weight_count() const { return static_cast<std::uint64_t>(in() * out()); }
     // Non-zero weights of input i (the synapses one event at i reaches).
     std::uint32_t row_nnz(std::int64_t i) const { return row_nnz_[static_cast<std::size_t>(i)]; }
+    // Outputs [o0, o1) as (out, in) weights and a bias per output (zeros without one), the
+    // BatchNorm folded as the map applies it; false when a BatchNorm stays unfolded.
+    bool matrix(std::int64_t o0, std::int64_t o1, std::vector<float>& w,
+                std::vector<float>& b) const;
 
     // Rows [r0, r1) of y [tokens][out] (r0 a multiple of 64), for callers that split the rows
     // among threads; nz/nt as token_rows fills them. No BatchNorm epilogue here.

@@ -494,6 +494,10 @@ void Quantizer::quantize_attention(int u) {
     }
     QuantizedNode q{node.name(), node.type(), "integer attention", 1.0, 0, ""};
     double value_units = 1.0;  // BSA: V's register units per float unit
+    double y_max = 0.0;        // the largest product the mixing neurons can receive
+    const auto N = static_cast<double>(node.tokens());
+    if (node.type() == "ternion.SSA") y_max = N * double(node.dim() / node.heads());
+    if (node.type() == "ternion.SDSA") y_max = N;
     for (int part = 0; part < 3; ++part) {
         const auto it = std::find_if(groups.begin(), groups.end(),
                                      [&](const auto& g) { return g.part == part; });
@@ -504,19 +508,25 @@ void Quantizer::quantize_attention(int u) {
         if (r)
             write_attention_group(node.name(), it->prefix, *r,
                                   std::ldexp(sc, datapath_.input_shift), it->form.ternary, 0);
-        else
-            value_units = std::ldexp(sc, value_register(node.name(), row_max));
+        else {
+            const int vs = value_register(node.name(), row_max);
+            value_units = std::ldexp(sc, vs);
+            y_max = std::ldexp(double(row_max), vs) + N;  // the weights 2^-n sum to at most 1
+        }
     }
     // The mixing neurons: their input is the integer product y (SSA's and SDSA's spike counts,
     // BSA's sum in V's units), entering as y << e with the largest e (at most 8) that keeps twice
-    // the threshold on the membrane.
+    // the threshold on the membrane and the largest y within the current.
     const auto vmax = static_cast<double>(datapath_.membrane.max());
+    const auto cmax = static_cast<double>(datapath_.current.max());
     for (std::size_t i = 0; i < groups.size(); ++i) {
         const auto& g = groups[i];
         if (g.part >= 0) continue;
         const double G = rules[i].g * g.gain, K = g.via_value ? value_units : 1.0;
         int e = 8;
-        while (e > -31 && 2.0 * rules[i].th * std::ldexp(K / G, e + datapath_.input_shift) > vmax)
+        const int is = datapath_.input_shift;
+        while (e > -31 && (2.0 * rules[i].th * std::ldexp(K / G, e + is) > vmax ||
+                           std::ldexp(y_max, e + is) > cmax))
             --e;
         write_attention_group(node.name(), g.prefix, rules[i],
                               std::ldexp(K / G, e + datapath_.input_shift), g.form.ternary, e);

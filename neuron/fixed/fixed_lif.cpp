@@ -100,6 +100,7 @@ namespace {
 
 struct FixedState : NodeState {
     std::vector<std::int32_t> u, v;
+    std::vector<std::int64_t> quiet_until;  // refractory neurons: v held up to this step
     std::vector<BlockIndices> block_spikes;
     std::vector<std::uint64_t> block_overflows;
     std::int64_t block = 0;
@@ -119,6 +120,7 @@ class FixedLifNode final : public Node {
         if (ternary_) lo_ = param(s, "vth_lo", std::nullopt);
         if (ternary_ && d_.max_spikes > 1)
             s.fail("vth_lo", "a ternary neuron emits one spike per step (max_spikes 1)");
+        read_schedule(s);
         check(s);
     }
     NodeCategory category() const override { return NodeCategory::neuron; }
@@ -148,12 +150,14 @@ class FixedLifNode final : public Node {
         auto st = std::make_unique<FixedState>();
         st->u.assign(static_cast<std::size_t>(in_size()), 0);
         st->v.assign(static_cast<std::size_t>(in_size()), 0);
+        if (refractory_) st->quiet_until.assign(static_cast<std::size_t>(in_size()), -1);
         return st;
     }
     bool reset_state(NodeState* s) const override {
         auto* st = static_cast<FixedState*>(s);
         std::fill(st->u.begin(), st->u.end(), 0);
         std::fill(st->v.begin(), st->v.end(), 0);
+        std::fill(st->quiet_until.begin(), st->quiet_until.end(), -1);
         return true;
     }
     bool membrane(const NodeState* s, std::vector<float>& out) const override {
@@ -168,6 +172,36 @@ class FixedLifNode final : public Node {
               const StepContext& ctx) const override;
 
   private:
+    // Lava's LIFReset (u and v cleared at the start of every reset_interval-th step, counted
+    // from Lava's first step 1, at reset_offset) and LIFRefractory (after a spike, v is held for
+    // refractory_period steps while u integrates).
+    void read_schedule(const NodeSpec& s) {
+        reset_interval_ = s.integer_or("reset_interval", 0);
+        reset_offset_ = s.integer_or("reset_offset", 0);
+        refractory_ = s.integer_or("refractory_period", 0);
+        if (reset_interval_ < 0) s.fail("reset_interval", "must be >= 1 (0: no periodic reset)");
+        if (reset_offset_ < 0) s.fail("reset_offset", "must be >= 0");
+        if (s.has("reset_offset") && reset_interval_ == 0)
+            s.fail("reset_offset", "needs reset_interval");
+        if (refractory_ < 0 || refractory_ > 1000000)
+            s.fail("refractory_period", "must lie in [0, 1000000] steps");
+        if (refractory_ && (d_.order != fixed::Order::decay_then_add || d_.max_spikes > 1))
+            s.fail("refractory_period",
+                   "is Loihi's rule: it needs order decay_then_add and one spike a step");
+    }
+    // One neuron in its refractory period: u charges, v is held, no spike.
+    void quiet_step(std::size_t k, std::int32_t& u, std::int64_t in, std::uint64_t& over) const {
+        const fixed::FitSelect cur(d_.current);
+        const std::int64_t a =
+            fixed::shift_floor(in, d_.input_exp) * (std::int64_t{1} << d_.input_shift);
+        bool hit = false;
+        const std::int64_t d = c_[k].du;
+        const std::int64_t kept = d_.decay == DecayForm::multiply
+                                      ? fixed::decay_multiply(u, d, d_.decay_shift)
+                                      : fixed::decay_bitshift(u, d);
+        u = static_cast<std::int32_t>(cur(kept + a, hit));
+        over += hit;
+    }
     std::vector<std::int64_t> param(const NodeSpec& s, const std::string& p,
                                     std::optional<std::int64_t> dflt) {
         if (!s.has(p)) {
@@ -251,9 +285,10 @@ class FixedLifNode final : public Node {
     }
 
     LifDatapath d_;
+    std::int64_t reset_interval_ = 0, reset_offset_ = 0, refractory_ = 0;
     std::vector<std::int64_t> du_, dv_, mant_, exp_, vth_, lo_;
     void update_block(FixedState& st, const float* x, float* o, std::int64_t b0, std::int64_t b1,
-                      std::uint64_t& over) const;
+                      std::uint64_t& over, std::int64_t t) const;
     std::vector<fixed::LifConstants> c_;  // per neuron, after bind
     // The same constants as int32 columns for the vectorised rows (one value each when
     // row_.uniform); row_ holds only that flag.
@@ -286,6 +321,14 @@ std::vector<std::pair<std::string, std::string>> FixedLifNode::summary() const {
     r.emplace_back("reset", d_.subtract ? "subtract vth (at most " + std::to_string(d_.max_spikes) +
                                               " spikes a step)"
                                         : std::string("to 0"));
+    if (refractory_)
+        r.emplace_back("refractory", "v held for " + std::to_string(refractory_) +
+                                         " steps after a spike (u integrates)");
+    if (reset_interval_)
+        r.emplace_back("periodic reset", "u = v = 0 every " + std::to_string(reset_interval_) +
+                                             " steps, at Lava time step " +
+                                             std::to_string(reset_offset_ % reset_interval_) +
+                                             " mod " + std::to_string(reset_interval_));
     return r;
 }
 
@@ -335,15 +378,21 @@ std::uint64_t row_of_form(const fixed::LifDatapath& d, const fixed::LifRow& c, b
 
 }  // namespace
 
-// Neurons [b0, b1): the vectorised rows, or the per-neuron rule when several spikes a step are
-// possible (their count is a division, rare and short).
+// Neurons [b0, b1) at step t: the vectorised rows, or the per-neuron rule when several spikes a
+// step are possible (their count is a division, rare and short) or neurons may be refractory.
 void FixedLifNode::update_block(FixedState& st, const float* x, float* o, std::int64_t b0,
-                                std::int64_t b1, std::uint64_t& over) const {
-    if (d_.max_spikes > 1) {
+                                std::int64_t b1, std::uint64_t& over, std::int64_t t) const {
+    if (d_.max_spikes > 1 || refractory_) {
         for (std::int64_t k = b0; k < b1; ++k) {
             const auto u = static_cast<std::size_t>(k);
+            if (refractory_ && t <= st.quiet_until[u]) {
+                quiet_step(u, st.u[u], fixed::input_int(x[k]), over);
+                o[k] = 0.0f;
+                continue;
+            }
             o[k] = static_cast<float>(
                 fixed::lif_step(d_, c_[u], st.u[u], st.v[u], fixed::input_int(x[k]), over));
+            if (refractory_ && o[k] != 0.0f) st.quiet_until[u] = t + refractory_;
         }
         return;
     }
@@ -388,16 +437,23 @@ void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
     const std::int64_t n = in_size();
     const std::int64_t bs = ctx.neuron_block(n);
     st.block_overflows.resize(static_cast<std::size_t>((n + bs - 1) / bs));
+    // Lava's time step of this step is t + 1 (its first step is 1).
+    if (reset_interval_ && (ctx.step + 1) % reset_interval_ == reset_offset_ % reset_interval_) {
+        std::fill(st.u.begin(), st.u.end(), 0);
+        std::fill(st.v.begin(), st.v.end(), 0);
+    }
+    const std::int64_t t = ctx.step;
     // Stages: integer update per block (outputs, spike lists, overflows per block), then join.
     const float* x = in.values.data();
     float* o = out.values.data();
     FixedState* sp = &st;
     const std::int64_t work = ctx.update_neuron_blocks(
         n, st.block_spikes, st.block,
-        [this, sp, x, o](std::int64_t b, std::int64_t b0, std::int64_t b1, BlockIndices& spikes) {
+        [this, sp, x, o, t](std::int64_t b, std::int64_t b0, std::int64_t b1,
+                            BlockIndices& spikes) {
             auto& over = sp->block_overflows[static_cast<std::size_t>(b)];
             over = 0;
-            update_block(*sp, x, o, b0, b1, over);
+            update_block(*sp, x, o, b0, b1, over, t);
             spikes.resize(static_cast<std::size_t>(b1 - b0));
             bool ternary = true;
             spikes.resize(collect_nonzero(o, b0, b1, spikes.data(), ternary));

@@ -40,8 +40,12 @@ def lava_weights(w, bits=8):
     return (w >> k) << k
 
 
-def lava_run(w, wexp, s_in, du, dv, bmant, bexp, vth, vth_lo=None):
-    """u, v (after reset) and spikes [T, n] of RingBuffer -> Dense -> LIF/TernaryLIF."""
+def lava_run(w, wexp, s_in, du, dv, bmant, bexp, vth, vth_lo=None, reset=None, refractory=0):
+    """u, v (after reset) and spikes [T, n] of RingBuffer -> Dense -> LIF/TernaryLIF.
+    reset=(interval, offset): LIFReset's PyLifResetModelBitAcc, u = v = 0 at the start of each
+    Lava time step ts (1, 2, ...) with ts % interval == offset % interval. refractory=R:
+    LIFRefractory's rule (PyLifRefractoryModelFloat, Lava has it in float only): after a spike
+    at ts, v is not updated while ts' <= ts + R; u integrates as always."""
     T = s_in.shape[0]
     n = w.shape[0]
     u = np.zeros(n, np.int64)
@@ -49,18 +53,25 @@ def lava_run(w, wexp, s_in, du, dv, bmant, bexp, vth, vth_lo=None):
     a_buff = np.zeros(n, np.int64)
     bias = np.where(bexp >= 0, bmant << np.maximum(bexp, 0), bmant >> np.maximum(-bexp, 0))
     us, vs, ss = [], [], []
+    end = np.full(n, -1, np.int64)
     for t in range(T):
+        if reset is not None and (t + 1) % reset[0] == reset[1] % reset[0]:
+            u = np.zeros(n, np.int64)
+            v = np.zeros(n, np.int64)
         a_in = a_buff  # Dense sends last step's sum first
         acc = w @ s_in[t].astype(np.int64)
         a_buff = acc << wexp if wexp >= 0 else acc >> -wexp
         c = rtz(u * (4096 - (du + 1)), 12) + (a_in << 6)
         c = np.where(c > 2**23, c - 2**24, c)
         u = np.where(c <= -(2**23), c + 2**24, c)
-        v = np.clip(rtz(v * (4096 - dv), 12) + u + bias, -(2**23 - 1), 2**23 - 1)
+        quiet = end >= t + 1
+        v_new = np.clip(rtz(v * (4096 - dv), 12) + u + bias, -(2**23 - 1), 2**23 - 1)
+        v = np.where(quiet, v, v_new)
         s = (v > (vth << 6)).astype(np.int64)
         if vth_lo is not None:
             s = s - (v < (vth_lo << 6))
         v = np.where(s != 0, 0, v)
+        end = np.where(s != 0, t + 1 + refractory, end)
         us.append(u)
         vs.append(v)
         ss.append(s)
@@ -119,9 +130,10 @@ def check_all(model, spikes, name, v_ref, s_ref):
             assert np.array_equal(v, v_ref), (name, engine, threads, np.argwhere(v != v_ref)[:5])
 
 
-def lava_model(fname, w, wexp, du, dv, bmant, bexp, vth, vth_lo=None):
+def lava_model(fname, w, wexp, du, dv, bmant, bexp, vth, vth_lo=None, **extra):
     n_out, n_in = w.shape
     lif = dict(du=du, dv=dv, bias_mant=bmant, bias_exp=bexp, vth=vth, input_exp=np.int64(wexp))
+    lif.update({k: np.int64(x) for k, x in extra.items()})
     if vth_lo is not None:
         lif["vth_lo"] = vth_lo
     (Nir().node("input", "Input", shape=np.array([n_in]))
@@ -166,6 +178,40 @@ def lava_lif_and_ternary_lif_equal_lava_equations():
         fired += int(np.abs(s_ref).sum())
         check_all(m, spikes, f"lava{k}", v_ref, s_ref)
     assert fired > 100, fired  # the cases exercise firing, not only sub-threshold decay
+
+
+@test
+def lava_periodic_reset_and_refractory_period():
+    # LIFReset (bit-accurate in Lava) and the refractory rule of LIFRefractory (float in Lava,
+    # the same rule on the integers here), with and without ternary thresholds.
+    cases = [dict(reset=(5, 2)), dict(reset=(3, 7)), dict(reset=(1, 0)), dict(refractory=3),
+             dict(refractory=1), dict(refractory=4, reset=(6, 0))]
+    held = 0
+    for k, case in enumerate(cases):
+        w, wexp, spikes, du, dv, bmant, bexp, vth, vth_lo = random_lava_case(k, k == 4)
+        extra = {}
+        if "reset" in case:
+            extra.update(reset_interval=case["reset"][0], reset_offset=case["reset"][1])
+        if "refractory" in case:
+            extra["refractory_period"] = case["refractory"]
+        m = path(f"lava_sched{k}.h5")
+        lava_model(m, w, wexp, du, dv, bmant, bexp, vth, vth_lo, **extra)
+        _, v_ref, s_ref = lava_run(w, wexp, spikes, du, dv, bmant, bexp, vth, vth_lo,
+                                   reset=case.get("reset"), refractory=case.get("refractory", 0))
+        _, v_plain, s_plain = lava_run(w, wexp, spikes, du, dv, bmant, bexp, vth, vth_lo)
+        held += int((s_ref != s_plain).sum())
+        check_all(m, spikes, f"lava_sched{k}", v_ref, s_ref)
+    assert held > 20, held  # the schedules change the spikes, so the test sees them
+    # The neuron's summary says so, and bad values are named.
+    info = run("info", path("lava_sched5.h5")).stdout
+    assert "refractory" in info and "periodic reset" in info, info
+    w, wexp, spikes, du, dv, bmant, bexp, vth, vth_lo = random_lava_case(0, False)
+    for extra, field in ((dict(reset_interval=-1), "reset_interval"),
+                         (dict(reset_offset=2), "reset_offset"),
+                         (dict(refractory_period=-2), "refractory_period")):
+        m = path("lava_bad_sched.h5")
+        lava_model(m, w, wexp, du, dv, bmant, bexp, vth, None, **extra)
+        expect_error(["info", m], f"nodes/lif/{field}")
 
 
 @test

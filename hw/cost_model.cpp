@@ -31,7 +31,7 @@ std::vector<const StepTally*> tallies_for(const CountMode& m) {
 }
 
 const CountMode CountMode::exact{"exact"}, CountMode::neurobench{"neurobench"},
-    CountMode::paper{"paper"}, CountMode::syops{"syops"};
+    CountMode::paper{"paper"}, CountMode::syops{"syops"}, CountMode::lemaire{"lemaire"};
 
 OpsEnergy price_ops(const OpCounts& ops, const Profile& p) {
     OpsEnergy e;
@@ -65,6 +65,7 @@ PriceContext price_context(const RunRecord& run, const Profile& p) {
     if (const auto mac = p.ops.find("mac"); mac != p.ops.end() && mac->second.bits > 0)
         x.ann_activation_bytes = mac->second.bits / 8.0;
     if (p.widths) x.widths = &*p.widths;
+    if (p.by_buffer_size) x.buffer_rule = &*p.by_buffer_size;
     return x;
 }
 
@@ -220,6 +221,7 @@ CostReport price(const RunRecord& run, const Profile& p, const PriceOptions& o) 
     conv.begin(run, r);
     for (const LayerRecord& l : run.layers) r.layers.push_back(price_layer(l, r, x, conv));
     add_totals(r, p, x);
+    conv.close(r, x);
     add_notes(r, p, conv, x);
     add_timing(r, p, x);
     return r;
@@ -309,6 +311,10 @@ void add_to_json(const CostReport& r, json& doc) {
     json& pi = doc["per_inference"];
     pi["energy_pj"] = r.per_inference_pj;
     pi["energy_by_kind_pj"] = by_kind(r.per_inference_energy_pj, false);
+    if (!r.added_pj.empty()) {
+        json& added = pi["added_pj"];
+        for (const auto& [label, pj] : r.added_pj) added[label] = pj;
+    }
     if (conv.recounts()) pi["counted_ops"] = by_kind(r.per_inference_count, false);
     if (r.latency_s) pi["latency_s"] = *r.latency_s;
     if (r.static_energy_pj) {
@@ -401,6 +407,8 @@ Headline headline(const CostReport& r) {
     for (const LayerCost& c : r.layers)
         if (c.attention) attention_pj += c.energy_total_pj;
     if (attention_pj > 0) h.included.emplace_back("attention");
+    for (const auto& [label, pj] : r.added_pj)
+        if (pj > 0) h.included.push_back(label);
     h.text = "energy per inference: " + energy_words(h.energy_pj) + " (count " +
              count_mode_name(r.mode) + ", profile " + r.profile_name +
              "; priced: " + (h.included.empty() ? "nothing" : joined(h.included, ", "));
@@ -462,6 +470,7 @@ std::string format_table(const CostReport& r) {
     for (int k = 0; k < kKinds; ++k)
         if (r.per_inference_energy_pj[k] != 0.0)
             os << " " << kind_names()[k] << " " << fmt(r.per_inference_energy_pj[k]);
+    for (const auto& [label, pj] : r.added_pj) os << " " << label << " " << fmt(pj);
     os << "\n";
     ann_lines(r, os);
     convention(r.mode).report_text(r, os);

@@ -62,6 +62,19 @@ struct TrafficRule {
     std::string source;
 };
 
+// Memory priced per byte by the size of the buffer accessed, a piecewise-linear function through
+// (bytes, pJ per byte) points, held at the end values outside them: SpikingJelly's Lemaire
+// estimator prices every access this way, at the size of the largest single access of its kind
+// (op_counter/analytical_energy/core.py, LemaireEnergyCostConfig.memory_cost_pj). Used by the
+// `lemaire` counting convention (hw/conventions/lemaire.cpp).
+struct BufferSizeRule {
+    std::vector<std::pair<double, double>> points;  // ascending bytes, >= 2 points
+    std::string source;
+    bool verified = true;
+    std::string note;
+    double pj_per_byte(double buffer_bytes) const;
+};
+
 struct ScalarFigure {
     double value = 0.0;
     std::string source;
@@ -104,7 +117,8 @@ struct Profile {
     std::optional<WidthTable> widths;
     std::map<std::string, OpPrice> ops;  // compute kinds: ac, mac, shift, cmp, ...
     std::map<std::string, MemoryLevel> memory_levels;
-    std::map<std::string, TrafficRule> traffic;  // *_bytes kinds -> a memory level
+    std::map<std::string, TrafficRule> traffic;    // *_bytes kinds -> a memory level
+    std::optional<BufferSizeRule> by_buffer_size;  // memory.by_buffer_size (lemaire convention)
     std::optional<ScalarFigure> static_power_w;
     std::optional<ScalarFigure> clock_hz;  // time steps per second (one step per tick)
     std::vector<std::string> notes;
@@ -146,7 +160,7 @@ std::string citation_sentence(const Profile& p);
 // named below). Each is a file in hw/conventions/ (convention.hpp has the interface).
 struct CountMode {
     std::string name = "exact";
-    static const CountMode exact, neurobench, paper, syops;
+    static const CountMode exact, neurobench, paper, syops, lemaire;
     bool operator==(const CountMode&) const = default;
 };
 CountMode parse_count_mode(const std::string& s);  // throws OptionError("count", ...)
@@ -246,6 +260,9 @@ struct CostReport {
     // Figures of conventions without a typed struct above, by name (per sample), for their own
     // report_json / report_text.
     std::map<std::string, double> figures;
+    // Energy per inference a convention prices beyond the counted kinds (the lemaire memory
+    // term), by label; included in per_inference_pj and total_pj, not in the by-kind arrays.
+    std::vector<std::pair<std::string, double>> added_pj;
     std::optional<double> latency_s;         // T / clock_hz
     std::optional<double> static_energy_pj;  // static_power_w x latency, per inference
     std::optional<double> average_power_w;   // (dynamic + static) / latency

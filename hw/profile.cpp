@@ -89,6 +89,18 @@ double WidthTable::mult_pj(int bits) const {
     return along(mult, bits, 2);
 }
 
+double BufferSizeRule::pj_per_byte(double buffer_bytes) const {
+    if (points.empty()) return 0.0;
+    const double m = std::clamp(buffer_bytes, points.front().first, points.back().first);
+    // The first segment whose right end reaches m; the slope-times-offset order is the one
+    // SpikingJelly's memory_cost_pj evaluates, so the two agree to the last bit.
+    std::size_t i = 0;
+    while (i + 2 < points.size() && m > points[i + 1].first) ++i;
+    const auto [x0, y0] = points[i];
+    const auto [x1, y1] = points[i + 1];
+    return y0 + (y1 - y0) / (x1 - x0) * (m - x0);
+}
+
 bool Profile::price_verified(int k) const {
     std::string n(kind_names()[k]);
     if (!is_memory_kind(k)) {
@@ -267,6 +279,32 @@ NumberFormats read_formats(const Reader& r) {
     return f;
 }
 
+// memory.by_buffer_size: {"points": [[bytes, pJ per byte], ...], "source", "verified", "note"};
+// at least two points, bytes strictly increasing and >= 0, prices >= 0.
+BufferSizeRule read_buffer_rule(const Reader& r) {
+    r.allow({"points", "source", "verified", "note"});
+    BufferSizeRule b;
+    const json& pts = r.at("points");
+    if (!pts.is_array() || pts.size() < 2)
+        r.fail("points", "expected a list of at least two [bytes, pJ per byte] pairs");
+    for (std::size_t i = 0; i < pts.size(); ++i) {
+        const json& q = pts[i];
+        const std::string key = "points[" + std::to_string(i) + "]";
+        if (!q.is_array() || q.size() != 2 || !q[0].is_number() || !q[1].is_number())
+            r.fail(key, "expected a [bytes, pJ per byte] pair of numbers");
+        const double x = q[0].get<double>(), y = q[1].get<double>();
+        if (!std::isfinite(x) || !std::isfinite(y) || x < 0 || y < 0)
+            r.fail(key, "must be finite and non-negative");
+        if (!b.points.empty() && x <= b.points.back().first)
+            r.fail(key, "bytes must increase strictly from one point to the next");
+        b.points.emplace_back(x, y);
+    }
+    b.source = r.source();
+    b.verified = r.flag("verified", true);
+    b.note = r.str("note", false);
+    return b;
+}
+
 ScalarFigure read_scalar(const Reader& r, bool positive) {
     r.allow({"value", "source", "verified", "note"});
     ScalarFigure f;
@@ -336,7 +374,9 @@ Profile parse_profile(const json& doc, const std::string& file) {
 
     if (top.has("memory")) {
         Reader mem = top.child("memory");
-        mem.allow({"levels", "traffic"});
+        mem.allow({"levels", "traffic", "by_buffer_size"});
+        if (mem.has("by_buffer_size"))
+            p.by_buffer_size = read_buffer_rule(mem.child("by_buffer_size"));
         if (mem.has("levels")) {
             Reader lv = mem.child("levels");
             for (auto it = lv.raw().begin(); it != lv.raw().end(); ++it) {
@@ -532,6 +572,18 @@ std::string describe_profile(const Profile& p) {
                << mark(m.verified) << "\n    source: " << m.source << "\n";
             if (!m.note.empty()) os << "    note: " << m.note << "\n";
         }
+    }
+    if (p.by_buffer_size) {
+        const auto& b = *p.by_buffer_size;
+        os << "memory by buffer size (pJ per byte, linear between the points; --count lemaire)"
+           << mark(b.verified) << ":\n   ";
+        for (const auto& [x, y] : b.points) {
+            char bytes[32];
+            std::snprintf(bytes, sizeof bytes, "%.0f", x);  // 1048576, not 1.04858e+06
+            os << " " << bytes << " B: " << fmt(y) << ";";
+        }
+        os << "\n    source: " << b.source << "\n";
+        if (!b.note.empty()) os << "    note: " << b.note << "\n";
     }
     auto scalar = [&](const char* what, const std::optional<ScalarFigure>& f) {
         if (!f) return;

@@ -293,14 +293,27 @@ void read_mesh_attention(const Obj& top, MeshSpec& m) {
     m.sources[a.path()] = a.str("source"), a.assumed(m.assumed);
 }
 
+// Off-chip DRAM (optional): energy per access of access_bits, with its source. Without the
+// section a model whose weights outgrow the cores' SRAM is refused.
+void read_mesh_dram(const Obj& top, MeshSpec& m) {
+    if (!top.has("dram")) return;
+    Obj d = top.child("dram");
+    d.allow({"pj_per_access", "access_bits", "source", "assumed"});
+    m.dram = true;
+    m.dram_pj = d.number("pj_per_access");
+    m.dram_access_bits = d.count("access_bits");
+    m.sources[d.path()] = d.str("source"), d.assumed(m.assumed);
+}
+
 void read_mesh(const Obj& top, Chip& c) {
     top.allow({"name", "description", "family", "technology", "mesh", "core", "energy", "noc",
-               "timing", "memory", "static", "ann", "attention"});
+               "timing", "memory", "static", "ann", "attention", "dram"});
     read_mesh_grid(top, c.mesh);
     read_mesh_costs(top, c.mesh);
     read_mesh_memory(top, c.mesh);
     read_mesh_ann(top, c.mesh);
     read_mesh_attention(top, c.mesh);
+    read_mesh_dram(top, c.mesh);
 }
 
 }  // namespace

@@ -142,7 +142,14 @@ void work(const MeshSpec& s, const MapOptions& o, MeshLayer& l) {
                  l.updates * ((1 - r) * s.neuron_update_pj + r * s.neuron_active_pj) + w.band.ops;
     const double ab = static_cast<double>(s.access_bits);
     const double state_pj = sram_pj(s, static_cast<double>(s.state_memory_bytes));
-    l.weight_words = l.events * static_cast<double>(s.synapse_bits) / ab;
+    // Weights in DRAM are read in its own accesses, at its energy, whether or not the per-op
+    // figures include the core's SRAM.
+    l.weight_words = l.events * static_cast<double>(s.synapse_bits) /
+                     (l.weights_in_dram ? static_cast<double>(s.dram_access_bits) : ab);
+    const double weight_pj =
+        l.weights_in_dram
+            ? s.dram_pj
+            : (s.memory_in_ops ? 0 : sram_pj(s, static_cast<double>(s.synapse_memory_bytes)));
     // Each state read and written once per update; each score entry produced written and read
     // once.
     const double score_words = w.entries * 2 * static_cast<double>(s.state_bits) / ab;
@@ -150,10 +157,7 @@ void work(const MeshSpec& s, const MapOptions& o, MeshLayer& l) {
                         static_cast<double>(s.state_bits) / ab +
                     score_words;
     w.band.memory = s.memory_in_ops ? 0 : score_words * state_pj;
-    l.band.memory = s.memory_in_ops
-                        ? 0
-                        : l.weight_words * sram_pj(s, static_cast<double>(s.synapse_memory_bytes)) +
-                              l.state_words * state_pj;
+    l.band.memory = l.weight_words * weight_pj + (s.memory_in_ops ? 0 : l.state_words * state_pj);
 }
 
 // Per producer (a layer, or the input at index 0 of `dst` shifted by one): the cores holding
@@ -254,16 +258,20 @@ void ann_work(const MeshSpec& s, MeshLayer& l) {
     double stored = 0;
     for (const CoreUse& c : l.cores) stored += static_cast<double>(c.stored);
     const double ab = static_cast<double>(s.access_bits);
-    a.weight_words = stored * static_cast<double>(s.weight_bits) / ab;
+    a.weight_words = stored * static_cast<double>(s.weight_bits) /
+                     (l.weights_in_dram ? static_cast<double>(s.dram_access_bits) : ab);
     a.activation_words = (a.outputs + static_cast<double>(l.score_entries)) * 2 *
                          static_cast<double>(s.ann_activation_bits) / ab;
     a.band = Band{};
     a.band.ops = a.macs * s.ann_mac_pj + a.outputs * s.ann_activation_pj;
-    a.band.memory =
-        s.memory_in_ops
-            ? 0
-            : a.weight_words * sram_pj(s, static_cast<double>(s.synapse_memory_bytes)) +
-                  a.activation_words * sram_pj(s, static_cast<double>(s.state_memory_bytes));
+    const double weight_pj =
+        l.weights_in_dram
+            ? s.dram_pj
+            : (s.memory_in_ops ? 0 : sram_pj(s, static_cast<double>(s.synapse_memory_bytes)));
+    a.band.memory = a.weight_words * weight_pj +
+                    (s.memory_in_ops ? 0
+                                     : a.activation_words *
+                                           sram_pj(s, static_cast<double>(s.state_memory_bytes)));
 }
 
 // The ANN's traffic, time and static energy of one pass: every output value (and every input

@@ -5,6 +5,7 @@
 // synapse memory, state memory or input axons. Layers never share a core, so a core's traffic
 // belongs to one layer. Reshapes and single-input identities only rewire (docs/chips.md).
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 
 #include "hw/chip/chip.hpp"
@@ -19,6 +20,12 @@ using I64 = std::int64_t;
 
 std::string num(I64 v) {
     return std::to_string(v);
+}
+
+std::string pj_words(double v) {
+    char b[32];
+    std::snprintf(b, sizeof b, "%g", v);
+    return b;
 }
 
 [[noreturn]] void fail(const Graph& g, const std::string& node, const std::string& what) {
@@ -115,7 +122,7 @@ class Builder {
             for (int u : g_.order()) resolve(u);
         for (std::size_t l = 0; l < p_.layers.size(); ++l) {
             sources_of(static_cast<int>(l));
-            pack(static_cast<int>(l));
+            pack_or_spill(static_cast<int>(l));
         }
         for (int o : g_.outputs())
             for (int e : g_.in_edges(o))
@@ -175,8 +182,9 @@ class Builder {
             for (int x : producers_[static_cast<std::size_t>(g_.edges()[e].src)])
                 if (std::find(src.begin(), src.end(), x) == src.end()) src.push_back(x);
     }
-    void pack(int l);
-    [[noreturn]] void unit_fails(int l, I64 i, const UnitNeed& n, I64 axons) const;
+    void pack(int l, bool dram);
+    void pack_or_spill(int l);
+    [[noreturn]] void unit_fails(int l, I64 i, const UnitNeed& n, I64 axons, bool dram) const;
     [[noreturn]] void cores_run_out(int l, I64 placed) const;
 };
 
@@ -316,7 +324,7 @@ void Builder::attention(int u, const AttentionShape& a) {
         dense > a.proj_dense_macs_per_step ? dense - a.proj_dense_macs_per_step : 0);
 }
 
-[[noreturn]] void Builder::unit_fails(int l, I64 i, const UnitNeed& n, I64 axons) const {
+[[noreturn]] void Builder::unit_fails(int l, I64 i, const UnitNeed& n, I64 axons, bool dram) const {
     const MeshLayer& L = p_.layers[static_cast<std::size_t>(l)];
     const std::string one = n.score_rows ? "one score row" : "one neuron";
     if (axons > s_.max_fanin)
@@ -327,7 +335,7 @@ void Builder::attention(int u, const AttentionShape& a) {
                            ? rules_[static_cast<std::size_t>(l)].stored(i, i + 1)
                            : n.synapses;
     const I64 syn_bytes = (st_syn * s_.synapse_bits + 7) / 8;
-    if (syn_bytes > s_.synapse_memory_bytes)
+    if (!dram && syn_bytes > s_.synapse_memory_bytes)
         fail(g_, L.name,
              one + " needs " + num(syn_bytes) + " bytes of synapse memory (" + num(st_syn) +
                  " synapses of " + num(s_.synapse_bits) + " bits, fan-in " + L.fanin_form +
@@ -351,9 +359,32 @@ void Builder::attention(int u, const AttentionShape& a) {
              num(s_.height) + " tiles x " + num(s_.cores_per_tile) + ")");
 }
 
+// A chip with DRAM keeps a layer's weights there when the layer does not fit with them in the
+// cores' synapse SRAM (a unit's synapses outgrow a core's, or splitting by synapse memory needs
+// more cores than are left); packed again without the synapse limit, anything else that does not
+// fit is still the layer's error.
+void Builder::pack_or_spill(int l) {
+    if (!s_.dram) return pack(l, false);
+    const I64 first = next_core_;
+    try {
+        return pack(l, false);
+    } catch (const InputError&) {
+        p_.layers[static_cast<std::size_t>(l)].cores.clear();
+        next_core_ = first;
+    }
+    pack(l, true);
+    MeshLayer& L = p_.layers[static_cast<std::size_t>(l)];
+    L.weights_in_dram = true;
+    for (CoreUse& c : L.cores) {
+        L.dram_weight_bytes += (c.stored * s_.synapse_bits + 7) / 8;
+        c.synapse_bits = 0;  // the core's synapse SRAM holds none of them
+    }
+}
+
 // Greedy, in unit order: a unit joins the current core while every capacity holds, else it
-// opens the next core; a unit that fits no empty core is the layer's error.
-void Builder::pack(int l) {
+// opens the next core; a unit that fits no empty core is the layer's error. With `dram` the
+// weights live off chip and the synapse SRAM does not limit the packing.
+void Builder::pack(int l, bool dram) {
     const UnitRule& r = rules_[static_cast<std::size_t>(l)];
     MeshLayer& L = p_.layers[static_cast<std::size_t>(l)];
     const I64 syn_cap = s_.synapse_memory_bytes * 8, st_cap = s_.state_memory_bytes * 8;
@@ -373,7 +404,7 @@ void Builder::pack(int l) {
             const I64 axons = r.axons(start, i + 1);
             const I64 stored = r.stored ? r.stored(start, i + 1) : cur.stored + n.synapses;
             const bool fits = cur.neurons + n.neurons <= s_.neurons &&
-                              stored * s_.synapse_bits <= syn_cap &&
+                              (dram || stored * s_.synapse_bits <= syn_cap) &&
                               cur.state_bits + n.state_bits + n.neurons * neuron_bits <= st_cap &&
                               axons <= s_.max_fanin;
             if (fits) {
@@ -382,7 +413,7 @@ void Builder::pack(int l) {
                 cur.score_rows += n.score_rows, cur.axons_in = axons, cur.stored = stored;
                 break;
             }
-            if (attempt > 0) unit_fails(l, i, n, r.axons(i, i + 1));
+            if (attempt > 0) unit_fails(l, i, n, r.axons(i, i + 1), dram);
             close();
             if (next_core_ >= s_.cores()) cores_run_out(l, i);
             cur = CoreUse{};
@@ -402,6 +433,14 @@ void Builder::pack(int l) {
 // neuron counted towards every core of the layers it feeds) and attention's unpriced parts.
 void notes(const MeshSpec& s, Placement& p) {
     for (const MeshLayer& l : p.mesh.layers) {
+        if (l.weights_in_dram)
+            p.notes.push_back(l.name + ": its weights (" + num(l.dram_weight_bytes) +
+                              " bytes) do not fit the cores' synapse SRAM (" +
+                              num(s.synapse_memory_bytes) +
+                              " bytes a core, core.synapse_memory_bytes); they live in DRAM, "
+                              "every weight read priced at " +
+                              pj_words(s.dram_pj) + " pJ per " + num(s.dram_access_bits) +
+                              "-bit access (dram); DRAM bandwidth and latency are not modelled");
         I64 most = 0, core = -1;
         for (const CoreUse& c : l.cores)
             if (c.axons_out > most) most = c.axons_out, core = c.core;

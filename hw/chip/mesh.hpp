@@ -41,6 +41,13 @@ struct MeshSpec {
     std::int64_t access_bits = 64;
     std::vector<std::array<double, 2>> sram_pj;
     bool memory_in_ops = false;  // the per-op energies already include the core's SRAM reads
+    // Off-chip DRAM (the optional `dram` section): a layer whose weights do not fit the cores'
+    // synapse SRAM keeps them there instead of being refused, each read priced per access of
+    // dram_access_bits (also where the per-op figures include the SRAM: they cover the core's
+    // own memory only). Its bandwidth and latency are not modelled.
+    bool dram = false;
+    double dram_pj = 0;
+    std::int64_t dram_access_bits = 64;
     double static_w_per_core = 0;
     // The ANN equivalent on this chip: energy and time of one multiply-accumulate and of one
     // output value's activation (bias, requantisation, nonlinearity), and the activations' width.
@@ -124,6 +131,10 @@ struct MeshLayer {
     std::int64_t neurons = 0, out_neurons = 0, synapses = 0, max_fanin = 0;
     std::string fanin_form;  // how one neuron's fan-in arises ("512 x 3 x 3")
     std::vector<CoreUse> cores;
+    // The layer's weights live in the chip's DRAM (they did not fit the cores' synapse SRAM):
+    // its cores hold neurons and state only, and its weight reads are priced at DRAM's energy.
+    bool weights_in_dram = false;
+    std::int64_t dram_weight_bytes = 0;
     // Attention: Q/K/V neurons, the score buffer (heads x N x N entries) and projection weights.
     std::int64_t qkv_neurons = 0, score_entries = 0;
     double rate_in = 0, rate_out = 0;

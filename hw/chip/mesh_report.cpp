@@ -148,6 +148,8 @@ json layer_json(const MeshLayer& l, const MeshPlacement& p, const Mesh& m) {
               {"updates", l.updates},
               {"packets", l.packets},
               {"hops", l.hops},
+              {"weights_in_dram", l.weights_in_dram},
+              {"dram_weight_bytes", l.dram_weight_bytes},
               {"weight_words", l.weight_words},
               {"state_words", l.state_words},
               {"band_pj", band_json(l.band)},
@@ -194,7 +196,12 @@ json chip_json(const Chip& c) {
               {"max_fanout", s.max_fanout},
               {"weight_sharing", s.weight_sharing}}},
             {"multicast", s.multicast},
-            {"clock_hz", s.clock_hz > 0 ? json(s.clock_hz) : json(nullptr)}};
+            {"clock_hz", s.clock_hz > 0 ? json(s.clock_hz) : json(nullptr)},
+            {"dram", s.dram ? json{{"pj_per_access", s.dram_pj},
+                                   {"access_bits", s.dram_access_bits},
+                                   {"bandwidth", "not modelled"},
+                                   {"latency", "not modelled"}}
+                            : json(nullptr)}};
 }
 
 }  // namespace
@@ -208,6 +215,10 @@ json mesh_json(const Placement& pl, const Chip& c) {
     j["layers"] = json::array();
     for (const MeshLayer& l : p.layers) j["layers"].push_back(layer_json(l, p, m));
     j["cores_used"] = p.cores_used, j["tiles_used"] = p.tiles_used;
+    json dram = json::array();
+    for (const MeshLayer& l : p.layers)
+        if (l.weights_in_dram) dram.push_back(l.name);
+    j["dram_layers"] = dram;
     j["input_neurons"] = p.input_neurons;
     j["rates"] = {{"input", p.rate_in}, {"hidden", p.rate_hidden}, {"output", p.rate_out}};
     j["rates_given"] = p.rates_given;

@@ -29,7 +29,8 @@ struct PriceContext {
     double ann_activation_bytes = 4.0;
     bool encoding_seen = false;          // paper convention: the first connection layer was handled
     const WidthTable* widths = nullptr;  // the profile's prices by operand width, if it has them
-    bool width_priced = false;           // some layer was priced by its operand widths
+    const BufferSizeRule* buffer_rule = nullptr;  // the profile's memory.by_buffer_size, if any
+    bool width_priced = false;                    // some layer was priced by its operand widths
 };
 
 class Convention {
@@ -47,6 +48,9 @@ class Convention {
     // (totals over all samples) and c.basis (how the layer was counted).
     virtual void count(const LayerRecord& l, LayerCost& c, PriceContext& x,
                        CostReport& r) const = 0;
+    // After every layer and the totals: energy the convention prices beyond the counted kinds
+    // (added to the totals and listed in CostReport::added_pj).
+    virtual void close(CostReport&, const PriceContext&) const {}
     // After every layer: notes.
     virtual void finish(CostReport&) const {}
     // The convention's own keys on one report layer, and on the report.

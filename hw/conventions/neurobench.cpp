@@ -25,8 +25,8 @@ class MembraneChangeTally final : public StepTally {
         std::vector<float> prev, now;
     };
     std::unique_ptr<Scratch> make_scratch() const override { return std::make_unique<Membranes>(); }
-    void tally(const Node& node, const Activity&, const NodeState* state, std::int64_t step,
-               Scratch* scratch, double* slots) const override {
+    void tally(const Node& node, const Activity&, const Activity&, const NodeState* state,
+               std::int64_t step, Scratch* scratch, double* slots) const override {
         if (node.category() != NodeCategory::neuron) return;
         auto& m = static_cast<Membranes&>(*scratch);
         if (!node.membrane(state, m.now)) return;

@@ -6,7 +6,7 @@
 #include "sim/core/error.hpp"
 
 // Every convention, in the order `--count` lists them; each is defined in <name>.cpp.
-#define TERNION_CONVENTIONS(X) X(exact) X(neurobench) X(paper) X(syops)
+#define TERNION_CONVENTIONS(X) X(exact) X(neurobench) X(paper) X(syops) X(lemaire)
 
 namespace ternion::hw {
 

@@ -18,8 +18,8 @@ class BinaryInputTally final : public StepTally {
   public:
     std::string_view name() const override { return "syops input test"; }
     int slots() const override { return 2; }
-    void tally(const Node&, const Activity& in, const NodeState*, std::int64_t, Scratch*,
-               double* slots) const override {
+    void tally(const Node&, const Activity& in, const Activity&, const NodeState*, std::int64_t,
+               Scratch*, double* slots) const override {
         if (in.ternary && in.listed) {
             if (!in.all_ones)
                 for (auto i : in.active)

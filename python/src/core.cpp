@@ -103,7 +103,7 @@ py::dict counts_of(const Output& o) {
     c["layers"] = layers;
     c["totals"] = ops_dict(r.total);
     c["per_inference"] = ops_dict(r.total, static_cast<double>(r.result.samples));
-    for (const char* k : {"neurobench", "syops", "paper"})
+    for (const char* k : {"neurobench", "syops", "paper", "lemaire"})
         c[k] = figures.contains(k) ? to_py(figures[k]) : py::none();
     return c;
 }

@@ -314,11 +314,12 @@ void step_constant(const Node& nd, const Activity& in, Workspace& ws, StepContex
 // RunConfig::tallies on node u's step: each adds to its own slots of the node's stats.
 void run_tallies(const RunShared& r, Workspace& ws, int u, const Activity& in, std::int64_t step,
                  NodeStats& st) {
+    const Activity& out = ws.out[static_cast<std::size_t>(u)];
     const auto& tallies = r.cfg.tallies;
     const auto k = static_cast<std::size_t>(u);
     for (std::size_t i = 0; i < tallies.size(); ++i)
-        tallies[i]->tally(r.g.node(u), in, ws.states[k].get(), step, ws.tally_scratch[i][k].get(),
-                          st.tallies.data() + r.tally_offset[i]);
+        tallies[i]->tally(r.g.node(u), in, out, ws.states[k].get(), step,
+                          ws.tally_scratch[i][k].get(), st.tallies.data() + r.tally_offset[i]);
 }
 
 // Node u's step t: its input gathered (or filled, for the Input node), stepped, tallied and

@@ -161,6 +161,12 @@ struct CountTraits {
     // Integer neurons: the width their summed input accumulates into (a FixedLIF's current).
     // On a connection layer: its consumers' width, filled in by make_run_record.
     int accumulator_bits = 0;
+    // Connection layers, by their shape whatever the weights' values (SpikingJelly's Lemaire
+    // addressing counts these): the weights one input element meets (Linear: out_features;
+    // Conv: out_channels / groups x kernel volume), and a convolution's out_channels x kernel
+    // volume (0 for a Linear).
+    std::uint64_t fanout_taps = 0;
+    std::uint64_t kernel_taps = 0;
 };
 
 #define TERNION_OP_COUNT1(name) +1

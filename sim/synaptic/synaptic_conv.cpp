@@ -49,7 +49,11 @@ void axpy_row(float* __restrict acc, float x, const float* __restrict w, std::in
 class ConvNode final : public Node {
   public:
     CountTraits count_traits() const override {
-        return {.connection = true, .weight_value_bytes = value_bytes(storage_)};
+        const auto taps = static_cast<std::uint64_t>(kh_ * kw_);
+        return {.connection = true,
+                .weight_value_bytes = value_bytes(storage_),
+                .fanout_taps = static_cast<std::uint64_t>(cout_ / groups_) * taps,
+                .kernel_taps = static_cast<std::uint64_t>(cout_) * taps};
     }
     ConvNode(const NodeSpec& s, int dims) : Node(s.name(), s.type()), dims_(dims) {
         Shape wd;

@@ -40,7 +40,9 @@ struct OneTokenJob {
 class LinearNode final : public Node {
   public:
     CountTraits count_traits() const override {
-        return {.connection = true, .weight_value_bytes = value_bytes(weights_.storage())};
+        return {.connection = true,
+                .weight_value_bytes = value_bytes(weights_.storage()),
+                .fanout_taps = static_cast<std::uint64_t>(out_)};
     }
     LinearNode(const NodeSpec& s, bool affine) : Node(s.name(), s.type()) {
         if (!s.has("weight") && s.has("weight_csr_data")) {

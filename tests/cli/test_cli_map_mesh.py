@@ -622,4 +622,48 @@ def run_chip_refuses_a_model_that_does_not_fit_before_running():
                  "option --chip")
 
 
+
+@test
+def weights_that_outgrow_the_cores_sram_spill_to_dram_on_generic_45nm():
+    # 4096 -> 600 dense: a neuron's column is 4096 int8 weights = 4 KB, so the 32 KB synapse
+    # SRAM of a core holds 8 neurons and the layer would need 75 cores of the 64. generic-45nm
+    # declares a DRAM: the weights live there and the 600 neurons share one core.
+    chain("dram.h5", 4096, [600])
+    j = mapped("dram.h5", "generic-45nm", "--rates", "0.1,0.05,0.05")
+    l0 = j["layers"][0]
+    assert j["fits"] and j["dram_layers"] == ["l0"] and l0["weights_in_dram"]
+    assert len(l0["cores"]) == 1 and l0["cores"][0]["synapse_bytes"] == 0
+    assert l0["dram_weight_bytes"] == 600 * 4096  # every column once (weight_sharing)
+    assert j["chip"]["dram"]["pj_per_access"] == 1300 and j["chip"]["dram"]["access_bits"] == 64
+    assert any("live in DRAM" in n and "not modelled" in n for n in j["notes"]), j["notes"]
+    b = l0["band_pj"]
+    events = 0.1 * 4096 * 600                       # 245 760 synaptic events a step
+    ops = events * 0.03 + 600 * (0.95 * 3.2 + 0.05 * 3.3)
+    dram = events * 8 / 64 * 1300                   # 30 720 DRAM words of 64 bits
+    state = 600 * 2 * 16 / 64 * 10                  # 300 words of the 8 KB state SRAM
+    assert abs(b["ops"] - ops) < 1e-6 and abs(b["memory"] - b["ops"] - (dram + state)) < 1e-6, b
+    # The ANN reads every stored weight once, from DRAM too.
+    a = l0["ann"]["band_pj"]
+    ann_ops = 600 * 4096 * 0.3 + 600 * 3.2
+    ann_mem = 600 * 4096 * 8 / 64 * 1300 + 600 * 2 * 8 / 64 * 10
+    assert abs(a["ops"] - ann_ops) < 1e-6 and abs(a["memory"] - a["ops"] - ann_mem) < 1e-6, a
+    # A layer that fits keeps its weights on chip.
+    chain("tiny.h5", 4, [3])
+    t = mapped("tiny.h5", "generic-45nm")
+    assert t["dram_layers"] == [] and not t["layers"][0]["weights_in_dram"]
+    # Without the dram section the same model is refused, as before.
+    c = json.loads(json.dumps(GENERIC))
+    del c["dram"]
+    json.dump(c, open(path("nodram.json"), "w"))
+    expect_error(["map", path("dram.h5"), "--chip", path("nodram.json")],
+                 "dram.h5: nodes/l0: needs more cores than the chip has")
+    # Bad dram fields name the file and the field.
+    for key, value, part in (("pj_per_access", -1, "dram.pj_per_access"),
+                             ("access_bits", 0, "dram.access_bits"),
+                             ("bandwidth", 1, "dram.bandwidth")):
+        c = json.loads(json.dumps(GENERIC))
+        c["dram"][key] = value
+        json.dump(c, open(path("baddram.json"), "w"))
+        expect_error(["map", path("tiny.h5"), "--chip", path("baddram.json")], "baddram.json", part)
+
 finish()

@@ -637,3 +637,88 @@ TEST_CASE("an empty run prices to zero in every mode, never NaN") {
         if (r.neurobench) CHECK(r.neurobench->effective_acs == 0.0);
     }
 }
+
+TEST_CASE("lemaire profile: memory per byte by buffer size (chip-model.md E.5)") {
+    const Profile p = load_profile("lemaire");
+    REQUIRE(p.by_buffer_size);
+    const BufferSizeRule& b = *p.by_buffer_size;
+    // Horowitz's 64-bit SRAM reads over SpikingJelly's 4-byte access width, linear between.
+    CHECK(b.pj_per_byte(20 * 1024) == doctest::Approx(2.5 + 2.5 * 12288.0 / 24576.0));
+    CHECK(b.pj_per_byte(20 * 1024) == doctest::Approx(3.75));
+    CHECK(b.pj_per_byte(5120) == doctest::Approx(1.5625));
+    CHECK(b.pj_per_byte(8192) == doctest::Approx(10.0 / 4));
+    CHECK(b.pj_per_byte(1 << 20) == doctest::Approx(100.0 / 4));
+    CHECK(b.pj_per_byte(2 << 20) == doctest::Approx(25.0));  // held above 1 MiB
+    CHECK(b.pj_per_byte(0) == 0.0);
+    CHECK(*p.price(kAc) == doctest::Approx(0.1));   // int32 add
+    CHECK(*p.price(kMac) == doctest::Approx(3.2));  // int32 multiply + add
+}
+
+TEST_CASE("broken memory.by_buffer_size is refused, naming the point") {
+    auto with = [](const std::string& rule) {
+        return refusal(R"({"name":"x","description":"d",
+            "ops":{"ac":{"pj":1,"source":"s"},"mac":{"pj":2,"source":"s"}},
+            "memory":{"by_buffer_size":)" +
+                       rule + "}}");
+    };
+    CHECK(with(R"({"points":[[0,0],[8,1]],"source":"s"})") == "");
+    CHECK(with(R"({"points":[[0,0]],"source":"s"})") == "memory.by_buffer_size.points");
+    CHECK(with(R"({"points":[[0,0],[0,1]],"source":"s"})") == "memory.by_buffer_size.points[1]");
+    CHECK(with(R"({"points":[[-1,0],[8,1]],"source":"s"})") == "memory.by_buffer_size.points[0]");
+    CHECK(with(R"({"points":[[0,0],[8]],"source":"s"})") == "memory.by_buffer_size.points[1]");
+    CHECK(with(R"({"points":[[0,0],[8,1]]})") == "memory.by_buffer_size.source");
+    CHECK(with(R"({"points":[[0,0],[8,1]],"source":"s","unit":"pJ"})") ==
+          "memory.by_buffer_size.unit");
+}
+
+TEST_CASE("lemaire mode prices its tallies by SpikingJelly's formula") {
+    // S = 2 samples, T = 3 steps: a Linear 8 -> 4 with a bias, fed spikes at 5 of its 6 calls
+    // (12 non-zero inputs in all) and an analog input once, and the LIF it feeds.
+    RunRecord run;
+    run.samples = 2;
+    run.timesteps = 3;
+    run.tallies = tallies_for(CountMode::lemaire);
+    LayerRecord fc = layer("fc", "Linear", NodeCategory::synaptic);
+    fc.traits.fanout_taps = 4;
+    fc.in_size = 8;
+    fc.neurons = 4;
+    fc.dense_macs_per_step = 32;
+    // binary calls, their non-zero inputs, elements read in / written out / of weights read,
+    // and the per-sample largest of those three summed over the two samples.
+    fc.tallies = {5, 12, 40, 24, 300, 20, 8, 100};
+    LayerRecord lif = layer("lif", "ternion.SJLIF", NodeCategory::neuron);
+    lif.neurons = 4;
+    lif.tallies = {6, 150, 100, 144, 48, 0, 0, 0};  // calls, reads, writes, acc, mac
+    run.layers = {fc, lif};
+    const CostReport r = price(run, load_profile("lemaire"), {CountMode::lemaire});
+    const auto& f = r.figures;
+    CHECK(f.at("lemaire.synop") == doctest::Approx(4.0 * 12 / 2));
+    CHECK(f.at("lemaire.ac") == doctest::Approx(4.0 * 12 / 2));
+    CHECK(f.at("lemaire.mac") == doctest::Approx(32.0 / 2));
+    CHECK(f.at("lemaire.acc_addr") == doctest::Approx((4.0 * 12 + (8 + 4)) / 2));
+    CHECK(f.at("lemaire.mac_addr") == 0.0);
+    CHECK(f.at("lemaire.state_acc") == doctest::Approx(72));
+    CHECK(f.at("lemaire.state_mac") == doctest::Approx(24));
+    CHECK(f.at("lemaire.read_in_bytes") == doctest::Approx(80));
+    CHECK(f.at("lemaire.read_params_bytes") == doctest::Approx(600));
+    CHECK(f.at("lemaire.read_in_buffer_bytes") == doctest::Approx(40));
+    CHECK(f.at("lemaire.params_buffer_bytes") == doctest::Approx(200));
+    CHECK(f.at("lemaire.potential_buffer_bytes") == doctest::Approx(16));
+    // ops (24 + 24 + 72) x 0.1 + (16 + 24) x 3.2; addressing 30 x 0.1; memory: each byte at its
+    // buffer's 2.5 x B / 8192 pJ (all buffers below 8 KiB).
+    const double ops = 120 * 0.1 + 40 * 3.2, addr = 30 * 0.1;
+    const double mem = (80.0 * 40 + 48 * 16 + 600 * 200 + (300 + 200) * 16) * 2.5 / 8192;
+    CHECK(f.at("lemaire.ops_pj") == doctest::Approx(ops));
+    CHECK(f.at("lemaire.addressing_pj") == doctest::Approx(addr));
+    CHECK(f.at("lemaire.memory_pj") == doctest::Approx(mem));
+    CHECK(r.per_inference_pj == doctest::Approx(ops + addr + mem));
+    CHECK(r.total_pj == doctest::Approx(2 * (ops + addr + mem)));
+    CHECK(headline(r).text.find("memory by buffer size") != std::string::npos);
+    // An empty run prices to zero, never NaN.
+    RunRecord empty;
+    empty.tallies = tallies_for(CountMode::lemaire);
+    empty.layers = {layer("fc", "Linear", NodeCategory::synaptic)};
+    const CostReport z = price(empty, load_profile("lemaire"), {CountMode::lemaire});
+    CHECK(z.per_inference_pj == 0.0);
+    CHECK(z.total_pj == 0.0);
+}

@@ -33,7 +33,7 @@ pkg=$(echo "$p"/lib/python3*/dist-packages)
 # Profiles come from the moved prefix's share/ternion, found relative to the executable.
 profiles=$("$p/bin/ternion" profiles)
 grep -Eq '^horowitz45-fp32 .*\[default\]$' <<<"$profiles" || fail "profiles: $profiles"
-[[ $(grep -c . <<<"$profiles") == 5 ]] || fail "expected 5 profiles: $profiles"
+[[ $(grep -c . <<<"$profiles") == 6 ]] || fail "expected 6 profiles: $profiles"
 "$p/bin/ternion" profiles --help | grep -qF "A NAME is looked up in $p/share/ternion/profiles" ||
     fail "profiles are not looked up in the moved prefix"
 

@@ -717,6 +717,72 @@ class TernaryLifNode final : public NeuronBase {
     std::vector<float> decay_, th_;
 };
 
+// ------------------------------------------------------------------ integer MultiSpike
+
+// Spike-driven Transformer V3's integer spiking neuron (E-SpikeFormer, BICLab; the official
+// MultiSpike quantises round(clamp(x, min, max)) and divides by a norm): emits the integer
+// count k itself, so that a consumer's weights carry the 1/norm (exactly, for a power of two)
+// and its event cost sees small integers: |k| ACs per synapse, the cost of the k binary spikes
+// of the max_value virtual steps that execute it spike-driven. Stateless: one step's output
+// depends on that step's input alone. Rounding is half to even, as torch.round.
+class MultiSpikeNode final : public Node {
+  public:
+    explicit MultiSpikeNode(const NodeSpec& s) : Node(s.name(), s.type()) {
+        lo_ = integer_level(s, "min_value", 0.0);
+        hi_ = integer_level(s, "max_value", 4.0);
+        if (lo_ > 0.0f || hi_ < 1.0f || lo_ >= hi_)
+            s.fail(lo_ > 0.0f ? "min_value" : "max_value",
+                   "needs min_value <= 0 < max_value (a zero input must stay silent)");
+    }
+    NodeCategory category() const override { return NodeCategory::neuron; }
+    bool is_spiking() const override { return true; }
+    bool reads_values_only() const override { return true; }
+    bool pure() const override { return true; }
+    void bind(const Shape& in) override { in_shape_ = out_shape_ = in; }
+    void step(const Activity& in, NodeState*, Activity& out,
+              const StepContext& ctx) const override {
+        const std::int64_t n = in_size();
+        const float* x = in.values.data();
+        float* o = out.values.data();
+        out.active.clear();
+        std::uint64_t units = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+            // clamp, then round half to even (the default rounding mode), as the official
+            // round(clamp(x)) does; a NaN input (never finite weights' output) stays silent.
+            const float c = std::clamp(x[i], lo_, hi_);
+            const float k = c == c ? std::nearbyint(c) : 0.0f;
+            o[i] = k == 0.0f ? 0.0f : k;  // no -0: a silent neuron is +0 as everywhere
+            if (k != 0.0f) {
+                out.active.push_back(static_cast<std::uint32_t>(i));
+                units += static_cast<std::uint64_t>(std::fabs(k));
+            }
+        }
+        out.ternary = lo_ >= -1.0f && hi_ <= 1.0f;
+        out.all_ones = lo_ == 0.0f && hi_ == 1.0f;
+        if (!ctx.ops) return;
+        // One quantiser update per neuron and step (the count of its threshold crossings is
+        // one comparison against the levels); each unit of k is one virtual binary spike.
+        kernels::book_neuron_updates(*ctx.ops, static_cast<std::uint64_t>(n), 1, true);
+        kernels::book_spikes(*ctx.ops, units);
+    }
+    std::vector<std::pair<std::string, double>> attributes() const override {
+        return {{"min_value", double(lo_)}, {"max_value", double(hi_)}};
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"levels", range_str({lo_, hi_})},
+                {"output", "integer spike count k = round(clamp(x, min, max)), half to even"}};
+    }
+
+  private:
+    // Integer levels of at most 16: the event-cost rule counts |k| ACs up to that.
+    static float integer_level(const NodeSpec& s, const char* p, double dflt) {
+        const double v = s.scalar_or(p, dflt);
+        if (v != std::floor(v) || std::fabs(v) > 16.0) s.fail(p, "must be an integer in [-16, 16]");
+        return static_cast<float>(v);
+    }
+    float lo_ = 0.0f, hi_ = 4.0f;
+};
+
 // ------------------------------------------------------------------ NIR Threshold
 
 class ThresholdNode final : public NeuronBase {
@@ -835,6 +901,14 @@ void register_neuron_nodes(NodeFactory& f) {
         "ternary spiking neuron (TSN) of BSA: decay, v_threshold; emits -1/0/+1",
         [] {
             return neuron_example({{"decay", 0.5}, {"v_threshold", 0.7}});
+        });
+    f.add(
+        "ternion.MultiSpike", [](const NodeSpec& s) { return std::make_unique<MultiSpikeNode>(s); },
+        "integer spiking neuron of SDT V3 (MultiSpike): k = round(clamp(x, min_value, max_value)), "
+        "emitted as the count k (|k| virtual binary spikes)",
+        [] {
+            auto e = neuron_example({{"min_value", 0.0}, {"max_value", 4.0}});
+            return e;
         });
 }
 

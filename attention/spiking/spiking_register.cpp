@@ -5,6 +5,7 @@
 #include <string_view>
 #include <utility>
 
+#include "attention/spiking/multispike_attention.hpp"
 #include "attention/spiking/spiking_attention.hpp"
 #include "neuron/neuron_params.hpp"
 #include "sim/kernels/event_cost.hpp"
@@ -256,6 +257,10 @@ void register_spiking_attention_nodes(NodeFactory& f) {
           "(form \"token\", the official code), or LIF(sum of Q over tokens) masks K's channels "
           "(form \"channel\"); no V",
           qk_attention_example);
+    f.add("ternion.MultiSpikeAttention", build_multispike_attention,
+          "SDT V3's linear attention on integer spikes: MultiSpike Q/K/V counts, "
+          "MultiSpike(scale * Q K^T V) (exact integer product; V may be wider)",
+          multispike_attention_example);
 }
 
 }  // namespace ternion

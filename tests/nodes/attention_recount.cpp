@@ -401,6 +401,106 @@ void run_bsa(const Model& m, const MapParams& p, std::int64_t samples, std::int6
     }
 }
 
+// SDT V3's MultiSpike quantiser: round(clamp(x, lo, hi)), half to even; margin: how close the
+// clamped value came to a rounding boundary k + 1/2.
+struct MultiSpikeQ {
+    double lo, hi;
+    MultiSpikeQ(const MapParams& p)
+        : lo(scalar_or(p, "min_value", 0.0)), hi(scalar_or(p, "max_value", 4.0)) {}
+    double fire(double x, double& margin) const {
+        const double c = std::min(std::max(x, lo), hi);
+        if (c > lo && c < hi) margin = std::min(margin, std::fabs(c - std::floor(c) - 0.5));
+        return std::nearbyint(c);
+    }
+};
+
+// ternion.MultiSpikeAttention in the D-virtual-step expansion: every unit of an integer count is
+// one binary spike, so SSA's rules apply with counts for spikes. Per head: (Q K^T) V costs
+// sum_c nq(c) nk(c) + sum over non-zero S_ij of sum_d |V_jd|; Q (K^T V) costs
+// sum_j |K_j| |V_j| + sum_c nq(c) nnz(M_c); the cheaper (ties: (Q K^T) V) or the forced one.
+// out = round(clamp(scale * Q K^T V)); V (and the output) may be wider than Q and K.
+void run_multispike(const Model& m, const MapParams& p, std::int64_t samples, std::int64_t steps,
+                    const InputOf& input, AttentionRecount& r) {
+    const MultiSpikeQ qz(p);
+    const double scale = static_cast<float>(scalar_or(p, "scale", 1.0));
+    const std::string assoc = p.has("association") ? p.string("association") : "auto";
+    const std::int64_t N = m.N, D = m.D, Dv = m.v->out, H = m.H, dh = m.dh, dvh = Dv / H;
+    for (std::int64_t s = 0; s < samples; ++s)
+        for (std::int64_t t = 0; t < steps; ++t) {
+            const auto& x = input(s, t);
+            book_projection(m, x, r);
+            const Vec zq = m.q.apply(x, N), zk = m.k.apply(x, N), zv = m.v->apply(x, N);
+            Vec Q(zq.size()), K(zk.size()), V(zv.size());
+            for (std::size_t i = 0; i < zq.size(); ++i) {
+                Q[i] = qz.fire(zq[i], r.margin);
+                K[i] = qz.fire(zk[i], r.margin);
+                r.att.q_spikes += static_cast<std::uint64_t>(std::fabs(Q[i]));
+                r.att.k_spikes += static_cast<std::uint64_t>(std::fabs(K[i]));
+            }
+            for (std::size_t i = 0; i < zv.size(); ++i) {
+                V[i] = qz.fire(zv[i], r.margin);
+                r.att.v_spikes += static_cast<std::uint64_t>(std::fabs(V[i]));
+            }
+            book_neurons(at(N * (2 * D + Dv)), r);
+            Vec y(at(N * Dv), 0.0);
+            for (std::int64_t h = 0; h < H; ++h) {
+                auto q = [&](std::int64_t n, std::int64_t c) { return Q[at(n * D + h * dh + c)]; };
+                auto k = [&](std::int64_t n, std::int64_t c) { return K[at(n * D + h * dh + c)]; };
+                auto v = [&](std::int64_t n, std::int64_t d) {
+                    return V[at(n * Dv + h * dvh + d)];
+                };
+                std::uint64_t qk_score = 0, qk_mix = 0, kv_score = 0, kv_mix = 0;
+                for (std::int64_t c = 0; c < dh; ++c) {
+                    double nq = 0, nk = 0;
+                    for (std::int64_t n = 0; n < N; ++n) {
+                        nq += std::fabs(q(n, c));
+                        nk += std::fabs(k(n, c));
+                    }
+                    qk_score += static_cast<std::uint64_t>(nq * nk);
+                    std::uint64_t row = 0;
+                    for (std::int64_t d = 0; d < dvh; ++d) {
+                        double mcd = 0;
+                        for (std::int64_t j = 0; j < N; ++j) mcd += k(j, c) * v(j, d);
+                        row += nz(mcd);
+                    }
+                    kv_mix += static_cast<std::uint64_t>(nq) * row;
+                }
+                for (std::int64_t j = 0; j < N; ++j) {
+                    double kj = 0, vj = 0;
+                    for (std::int64_t c = 0; c < dh; ++c) kj += std::fabs(k(j, c));
+                    for (std::int64_t d = 0; d < dvh; ++d) vj += std::fabs(v(j, d));
+                    kv_score += static_cast<std::uint64_t>(kj * vj);
+                }
+                for (std::int64_t i = 0; i < N; ++i)
+                    for (std::int64_t j = 0; j < N; ++j) {
+                        double sij = 0, vj = 0;
+                        for (std::int64_t c = 0; c < dh; ++c) sij += q(i, c) * k(j, c);
+                        for (std::int64_t d = 0; d < dvh; ++d) {
+                            vj += std::fabs(v(j, d));
+                            y[at(i * Dv + h * dvh + d)] += sij * v(j, d);
+                        }
+                        if (sij != 0.0) qk_mix += static_cast<std::uint64_t>(vj);
+                    }
+                const bool qk =
+                    assoc == "qk" || (assoc != "kv" && qk_score + qk_mix <= kv_score + kv_mix);
+                r.att.score_ac += qk ? qk_score : kv_score;
+                r.att.mix_ac += qk ? qk_mix : kv_mix;
+                (qk ? r.att.qk_first_heads : r.att.kv_first_heads) += 1;
+                r.ops.ac += qk ? qk_score + qk_mix : kv_score + kv_mix;
+            }
+            // The node rounds float32(Y) * scale once in float32; Y is exact here.
+            for (auto& e : y) {
+                e = qz.fire(static_cast<double>(static_cast<float>(e) * static_cast<float>(scale)),
+                            r.margin);
+                r.ops.spikes_out += static_cast<std::uint64_t>(std::fabs(e));
+            }
+            book_neurons(at(N * Dv), r);
+            std::vector<float> o(y.size());
+            for (std::size_t i = 0; i < y.size(); ++i) o[i] = static_cast<float>(y[i]);
+            r.out[{s, t}] = std::move(o);
+        }
+}
+
 }  // namespace
 
 AttentionRecount recount_spiking_attention(const std::string& type, const MapParams& p,
@@ -416,6 +516,8 @@ AttentionRecount recount_spiking_attention(const std::string& type, const MapPar
         run_bsa(m, p, samples, steps, input, r);
     else if (type == "ternion.QKAttention")
         run_qk(m, p, samples, steps, input, r);
+    else if (type == "ternion.MultiSpikeAttention")
+        run_multispike(m, p, samples, steps, input, r);
     else  // a new variant with a closed form needs its own independent recount here
         throw std::logic_error("no independent recount for attention type " + type);
     r.ops.spike_write_bytes = 4 * r.ops.spikes_out;

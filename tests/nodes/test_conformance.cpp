@@ -240,7 +240,7 @@ void check_attention_recount(const Case& c, const MapParams& params, const Graph
 //   Linear/Affine/Conv*: the event-cost rule (sim/kernels/event_cost.hpp) with spike inputs: AC =
 //   sum
 //     over non-zero inputs of their fan-out (probed), MAC = 0;
-//   neurons: one neuron_update per neuron and step; spiking ones: spikes_out = non-zero outputs;
+//   neurons: one neuron_update per neuron and step; spiking ones: spikes_out = sum of |outputs|;
 //   ANN attention: MAC = the kind's closed form (dense_macs_per_step) per step and sample;
 //   spiking attention: the recount of check_attention_recount.
 // Other kinds (pass-through, pooling, Scale, Delay, token reshapes) are held to event == dense
@@ -263,10 +263,12 @@ void check_counts(const Case& c, const Graph& g, const Outcome& o) {
         const auto per = static_cast<std::uint64_t>(numel(n.out_shape()));
         CHECK(ops.neuron_update == per * kSamples * kSteps);
         if (n.is_spiking()) {
+            // One spike per unit of |output|: a binary or ternary spike counts 1, an integer
+            // spike k (ternion.MultiSpike) its k virtual binary spikes.
             std::uint64_t nz = 0;
             for (const auto& [key, v] : o.cap.values)
                 if (std::get<2>(key) == c.node)
-                    for (float x : v) nz += x != 0;
+                    for (float x : v) nz += static_cast<std::uint64_t>(std::fabs(x));
             CHECK(ops.spikes_out == nz);
         }
     }
@@ -484,6 +486,8 @@ TEST_CASE("conformance: spiking attention counts in every form") {
         {"ternion.SDSA", {"form", "kv"}},
         {"ternion.BSA", {"", ""}},  // analog input: the projection books MACs
         {"ternion.QKAttention", {"form", "channel"}},
+        {"ternion.MultiSpikeAttention", {"association", "qk"}},
+        {"ternion.MultiSpikeAttention", {"association", "kv"}},
     };
     for (const auto& form : forms) {
         // clang 14 cannot capture structured bindings in lambdas (INFO/CAPTURE)

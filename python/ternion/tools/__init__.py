@@ -23,9 +23,18 @@ check_neurobench
     ternion's `--count neurobench` against NeuroBench (with snnTorch):
         PYTHONPATH=python /usr/bin/python3 -m ternion.tools.check_neurobench \\
             --neurobench ~/src/neurobench --snntorch ~/src/snntorch
+check_lemaire
+    ternion's `--count lemaire --profile lemaire` against SpikingJelly's estimate_lemaire_energy:
+        PYTHONPATH=python /usr/bin/python3 -m ternion.tools.check_lemaire \\
+            --spikingjelly ~/src/spikingjelly --ternion build/ternion
+check_sdt_v3
+    ternion against the official Spike-driven Transformer V3 (integer MultiSpike neurons); needs
+    a checkout of BICLab/Spike-Driven-Transformer-V3:
+        PYTHONPATH=python /usr/bin/python3 -m ternion.tools.check_sdt_v3 \\
+            --official ~/src/Spike-Driven-Transformer-V3 [build/ternion]
 
 Paths into the source tree (build/ternion, models/bundled) are defaults relative to the current
-directory, so run the tools from the repository root or pass them as options. The three checks
+directory, so run the tools from the repository root or pass them as options. The checks
 are local: not part of ctest, since their peer frameworks are not Debian packages. Each tool is a
 module with a main(argv=None); importing one runs nothing.
 """

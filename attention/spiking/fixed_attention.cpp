@@ -10,6 +10,12 @@ std::uint64_t FixedNeuronGroup::step(std::int32_t* v, const float* x, float* s,
     return cleared_neuron_row(d, row, ternary, v, x, s, n);
 }
 
+std::uint64_t FixedNeuronGroup::step_rows(std::int32_t* v, const float* x, std::int64_t x_stride,
+                                          float* s, std::int64_t rows, std::int64_t n) const {
+    const fixed::LifRow row{&du, &dv, &bias, &vth, &vth_lo, true};
+    return cleared_neuron_rows(d, row, ternary, v, x, x_stride, s, rows, n);
+}
+
 namespace {
 
 int ranged(const NodeSpec& s, const std::string& p, int dflt, int lo, int hi) {

@@ -26,6 +26,9 @@ struct FixedNeuronGroup {
     // One step of n neurons: x the integer inputs (as floats), v the membranes, s the spikes.
     // Returns the states that saturated or wrapped.
     std::uint64_t step(std::int32_t* v, const float* x, float* s, std::int64_t n) const;
+    // `rows` rows of n neurons, row r's inputs at x + r * x_stride (Q, K, V of one token).
+    std::uint64_t step_rows(std::int32_t* v, const float* x, std::int64_t x_stride, float* s,
+                            std::int64_t rows, std::int64_t n) const;
 };
 
 struct FixedAttention {
@@ -39,6 +42,14 @@ struct FixedAttention {
     fixed::IntFormat value{24, fixed::Overflow::saturate};
     int value_shift = 0, shift_cap = 31;
     bool shift_toward_zero = false;
+    // The accumulator's values kept as they are ([-2^(b-1), 2^(b-1) - 1] saturating,
+    // (-2^(b-1), 2^(b-1)] wrapping): a sum inside needs no fit.
+    std::int64_t acc_lo() const {
+        return acc.overflow == fixed::Overflow::wrap ? -acc.max() : -acc.max() - 1;
+    }
+    std::int64_t acc_hi() const {
+        return acc.overflow == fixed::Overflow::wrap ? acc.max() + 1 : acc.max();
+    }
     // Bytes of one neuron's state (its membrane; the current is not kept).
     std::uint64_t state_bytes() const {
         return static_cast<std::uint64_t>((d.membrane.bits + 7) / 8);

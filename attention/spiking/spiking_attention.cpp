@@ -196,15 +196,11 @@ void SpikingAttentionNode::count_qkv_spikes(const Buffers& b, const StepContext&
 void SpikingAttentionNode::fire_qkv_fixed(std::int32_t* vq, std::int32_t* vk, std::int32_t* vv,
                                           Buffers& b, const StepContext& ctx) const {
     // Row by row, as the float neurons: the projection's outputs of a token are Q | K | V.
-    const std::int64_t N = tokens_, D = dim_;
-    std::uint64_t over = 0;
-    for (std::int64_t n = 0; n < N; ++n) {
-        const float* p = b.proj.data() + n * parts_ * D;
-        const std::int64_t o = n * D;
-        over += fixed_->q.step(vq + o, p, b.q.data() + o, D);
-        over += fixed_->k.step(vk + o, p + D, b.k.data() + o, D);
-        if (vv) over += fixed_->v.step(vv + o, p + 2 * D, b.v.data() + o, D);
-    }
+    const std::int64_t N = tokens_, D = dim_, stride = parts_ * D;
+    const float* p = b.proj.data();
+    std::uint64_t over = fixed_->q.step_rows(vq, p, stride, b.q.data(), N, D) +
+                         fixed_->k.step_rows(vk, p + D, stride, b.k.data(), N, D);
+    if (vv) over += fixed_->v.step_rows(vv, p + 2 * D, stride, b.v.data(), N, D);
     book_overflows(ctx, over);
     book_neurons(ctx, (vv ? 3 : 2) * sz(N * D));
     count_qkv_spikes(b, ctx);

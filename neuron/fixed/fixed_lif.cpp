@@ -479,6 +479,18 @@ std::uint64_t cleared_neuron_row(const fixed::LifDatapath& d, const fixed::LifRo
     return over;
 }
 
+std::uint64_t cleared_neuron_rows(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
+                                  std::int32_t* v, const float* x, std::int64_t x_stride,
+                                  float* out, std::int64_t rows, std::int64_t n) {
+    std::uint64_t over = 0;
+    simd::at_level([&] {
+        for (std::int64_t r = 0; r < rows; ++r)
+            over +=
+                cleared_row(d, c, ternary, nullptr, v + r * n, x + r * x_stride, out + r * n, n);
+    });
+    return over;
+}
+
 void register_fixed_neuron_nodes(NodeFactory& f) {
     f.add(
         "ternion.FixedLIF", [](const NodeSpec& s) { return std::make_unique<FixedLifNode>(s); },

@@ -20,6 +20,11 @@ fixed::LifDatapath read_lif_datapath(const NodeSpec& s);
 // states that saturated or wrapped.
 std::uint64_t cleared_neuron_row(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
                                  std::int32_t* v, const float* x, float* out, std::int64_t n);
+// The same over `rows` rows of n neurons in one call: row r reads x + r * x_stride and writes
+// v + r * n and out + r * n.
+std::uint64_t cleared_neuron_rows(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
+                                  std::int32_t* v, const float* x, std::int64_t x_stride,
+                                  float* out, std::int64_t rows, std::int64_t n);
 
 void register_fixed_neuron_nodes(NodeFactory& f);
 

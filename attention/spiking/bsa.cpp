@@ -126,13 +126,18 @@ void BsaNode::fire_qk(State& s, const StepContext& ctx) const {
                 nkn += k[c] < 0.0f;
             }
         }
-        book_neurons(ctx, 2 * sz(N * D));
-        AttentionCounts& att = counts(ctx);
-        att.q_spikes += nq;
-        att.k_spikes += nk;
-        att.q_neg_spikes += nqn;
-        att.k_neg_spikes += nkn;
+        book_qk(ctx, nq, nk, nqn, nkn);
     });
+}
+
+void BsaNode::book_qk(const StepContext& ctx, std::uint64_t nq, std::uint64_t nk,
+                      std::uint64_t nq_neg, std::uint64_t nk_neg) const {
+    book_neurons(ctx, 2 * sz(tokens_ * dim_));
+    AttentionCounts& att = counts(ctx);
+    att.q_spikes += nq;
+    att.k_spikes += nk;
+    att.q_neg_spikes += nq_neg;
+    att.k_neg_spikes += nk_neg;
 }
 
 std::uint64_t BsaNode::score_head(State& s, std::int64_t h, Engine engine) const {
@@ -254,12 +259,7 @@ void BsaNode::fire_qk_fixed(State& s, const StepContext& ctx) const {
         }
     });
     book_overflows(ctx, over);
-    book_neurons(ctx, 2 * sz(N * D));
-    AttentionCounts& att = counts(ctx);
-    att.q_spikes += nq;
-    att.k_spikes += nk;
-    att.q_neg_spikes += nqn;
-    att.k_neg_spikes += nkn;
+    book_qk(ctx, nq, nk, nqn, nkn);
 }
 
 // Row i of head h: sum_j (V_j >> n_ij) over the keys whose shift is within the cap, in

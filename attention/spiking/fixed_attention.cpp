@@ -18,28 +18,20 @@ std::uint64_t FixedNeuronGroup::step_rows(std::int32_t* v, const float* x, std::
 
 namespace {
 
-int ranged(const NodeSpec& s, const std::string& p, int dflt, int lo, int hi) {
-    const std::int64_t v = s.integer_or(p, dflt);
-    if (v < lo || v > hi)
-        s.fail(p, "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                      std::to_string(v));
-    return static_cast<int>(v);
-}
-
 // One group's constants, <pre>vth (required), <pre>vth_lo (ternary groups, required), <pre>dv,
 // <pre>bias_mant, <pre>bias_exp and <pre>input_exp, each one integer for the whole group.
 FixedNeuronGroup read_group(const NodeSpec& s, const fixed::LifDatapath& d, const std::string& pre,
                             bool ternary) {
     FixedNeuronGroup g;
     g.d = d;
-    g.d.input_exp = ranged(s, pre + "input_exp", 0, -31, 31);
+    g.d.input_exp = read_int_in(s, pre + "input_exp", 0, -31, 31);
     if (std::max(g.d.input_exp, 0) + d.input_shift > 30)
         s.fail(pre + "input_exp", "input_exp + input_shift must not exceed 30");
     const std::int64_t unity = std::int64_t{1} << d.decay_shift;
     g.du = static_cast<std::int32_t>(unity);  // single compartment: u holds the step's input
-    g.dv = ranged(s, pre + "dv", 0, 0, static_cast<int>(unity) - d.dv_offset) + d.dv_offset;
+    g.dv = read_int_in(s, pre + "dv", 0, 0, static_cast<int>(unity) - d.dv_offset) + d.dv_offset;
     const std::int64_t mant = s.integer_or(pre + "bias_mant", 0);
-    const int bexp = ranged(s, pre + "bias_exp", 0, -31, 31);
+    const int bexp = read_int_in(s, pre + "bias_exp", 0, -31, 31);
     const std::int64_t bias = fixed::shift_floor(mant, bexp);
     if (mant < -(std::int64_t{1} << 31) || mant >= (std::int64_t{1} << 31) || bias > 2147483647 ||
         bias < -2147483647)
@@ -93,12 +85,12 @@ std::optional<FixedAttention> read_fixed_attention(const NodeSpec& s, const Fixe
         if (g.prefix[static_cast<std::size_t>(i)])
             *groups[i] = read_group(s, f.d, g.prefix[static_cast<std::size_t>(i)],
                                     g.ternary[static_cast<std::size_t>(i)]);
-    f.acc.bits = ranged(s, "acc_bits", 32, 2, 32);
+    f.acc.bits = read_int_in(s, "acc_bits", 32, 2, 32);
     f.acc.overflow = overflow(s, "acc_overflow");
     if (g.shiftmax) {
-        f.value.bits = ranged(s, "value_bits", 24, 2, 30);
-        f.value_shift = ranged(s, "value_shift", 0, 0, 24);
-        f.shift_cap = ranged(s, "shift_cap", 31, 0, 31);
+        f.value.bits = read_int_in(s, "value_bits", 24, 2, 30);
+        f.value_shift = read_int_in(s, "value_shift", 0, 0, 24);
+        f.shift_cap = read_int_in(s, "shift_cap", 31, 0, 31);
         const auto r = s.string_opt("shift_rounding").value_or("floor");
         if (r != "floor" && r != "toward_zero")
             s.fail("shift_rounding", "must be \"floor\" or \"toward_zero\", got \"" + r + "\"");

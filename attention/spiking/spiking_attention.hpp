@@ -260,6 +260,9 @@ class BsaNode : public SpikingAttentionNode {
     // The integer form's: Q, K on integer TSNs, V into its register; each row's terms
     // V >> n summed in the accumulator (returns the overflows).
     void fire_qk_fixed(State& s, const StepContext& ctx) const;
+    // Books the Q and K TSNs' updates and their spikes (all, and the -1s).
+    void book_qk(const StepContext& ctx, std::uint64_t nq, std::uint64_t nk, std::uint64_t nq_neg,
+                 std::uint64_t nk_neg) const;
     std::uint64_t shiftmax_mix_fixed(State& s, std::int64_t h) const;
     void book_shiftmax(std::uint64_t score_acs, const StepContext& ctx) const;
     void fire_output(State& s, Activity& out, const StepContext& ctx) const;

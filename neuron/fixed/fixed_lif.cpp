@@ -34,14 +34,6 @@ LifDatapath preset(const NodeSpec& s) {
     s.fail("datapath", "must be \"loihi\" or \"xylo\", got \"" + name + "\"");
 }
 
-int ranged(const NodeSpec& s, const std::string& p, int dflt, int lo, int hi) {
-    const std::int64_t v = s.integer_or(p, dflt);
-    if (v < lo || v > hi)
-        s.fail(p, "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
-                      std::to_string(v));
-    return static_cast<int>(v);
-}
-
 Overflow overflow(const NodeSpec& s, const std::string& p, Overflow dflt) {
     auto o = s.string_opt(p);
     if (!o) return dflt;
@@ -53,10 +45,18 @@ Overflow overflow(const NodeSpec& s, const std::string& p, Overflow dflt) {
 
 }  // namespace
 
+int read_int_in(const NodeSpec& s, const std::string& p, int dflt, int lo, int hi) {
+    const std::int64_t v = s.integer_or(p, dflt);
+    if (v < lo || v > hi)
+        s.fail(p, "must lie in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " +
+                      std::to_string(v));
+    return static_cast<int>(v);
+}
+
 LifDatapath read_lif_datapath(const NodeSpec& s) {
     LifDatapath d = preset(s);
-    d.current.bits = ranged(s, "current_bits", d.current.bits, 2, 32);
-    d.membrane.bits = ranged(s, "membrane_bits", d.membrane.bits, 2, 32);
+    d.current.bits = read_int_in(s, "current_bits", d.current.bits, 2, 32);
+    d.membrane.bits = read_int_in(s, "membrane_bits", d.membrane.bits, 2, 32);
     d.current.overflow = overflow(s, "current_overflow", d.current.overflow);
     d.membrane.overflow = overflow(s, "membrane_overflow", d.membrane.overflow);
     if (auto f = s.string_opt("decay_form")) {
@@ -70,12 +70,12 @@ LifDatapath read_lif_datapath(const NodeSpec& s) {
         d.order =
             *o == "decay_then_add" ? fixed::Order::decay_then_add : fixed::Order::add_then_decay;
     }
-    d.decay_shift = ranged(s, "decay_shift", d.decay_shift, 1, 24);
-    d.du_offset = ranged(s, "du_offset", d.du_offset, 0, 1);
-    d.dv_offset = ranged(s, "dv_offset", d.dv_offset, 0, 1);
-    d.input_exp = ranged(s, "input_exp", d.input_exp, -31, 31);
-    d.input_shift = ranged(s, "input_shift", d.input_shift, 0, 24);
-    d.threshold_shift = ranged(s, "threshold_shift", d.threshold_shift, 0, 24);
+    d.decay_shift = read_int_in(s, "decay_shift", d.decay_shift, 1, 24);
+    d.du_offset = read_int_in(s, "du_offset", d.du_offset, 0, 1);
+    d.dv_offset = read_int_in(s, "dv_offset", d.dv_offset, 0, 1);
+    d.input_exp = read_int_in(s, "input_exp", d.input_exp, -31, 31);
+    d.input_shift = read_int_in(s, "input_shift", d.input_shift, 0, 24);
+    d.threshold_shift = read_int_in(s, "threshold_shift", d.threshold_shift, 0, 24);
     if (auto c = s.string_opt("compare")) {
         if (*c != ">" && *c != ">=")
             s.fail("compare", "must be \">\" or \">=\", got \"" + *c + "\"");
@@ -90,7 +90,7 @@ LifDatapath read_lif_datapath(const NodeSpec& s) {
         s.fail(d.input_shift > 0 ? "input_shift" : "input_exp",
                "input_exp + input_shift must not exceed 30 (got " +
                    std::to_string(std::max(d.input_exp, 0) + d.input_shift) + ")");
-    d.max_spikes = ranged(s, "max_spikes", d.max_spikes, 1, 255);
+    d.max_spikes = read_int_in(s, "max_spikes", d.max_spikes, 1, 255);
     if (d.max_spikes > 1 && !d.subtract)
         s.fail("max_spikes", "more than one spike per step needs reset_mode \"subtract\"");
     return d;

@@ -12,6 +12,8 @@ namespace ternion {
 // The datapath a node declares: its `datapath` preset with any of the format fields overriding
 // it. Refuses unknown presets and values outside what the formats allow, naming the field.
 fixed::LifDatapath read_lif_datapath(const NodeSpec& s);
+// The integer parameter p (dflt when absent), refused outside [lo, hi] with the field named.
+int read_int_in(const NodeSpec& s, const std::string& p, int dflt, int lo, int hi);
 
 // One step of n single-compartment neurons with one set of constants (c.uniform): the current
 // holds the step's input alone, the membrane decays by a multiplier before the input is added.

@@ -579,10 +579,14 @@ def test_quantize_equals_the_cli(core, ternion_bin, tmp_path):
     assert cli.returncode == 0, cli.stderr
     doc = json.loads(cli.stdout)
     assert rep["nodes"] == doc["nodes"] and rep["weight_bits"] == 6
+    attn = [n for n in rep["nodes"] if n["name"] == "b0_attn"][0]
+    assert attn["action"] == "integer attention", attn  # the BSA node's integer form
     with h5py.File(tmp_path / "py.h5", "r") as a, h5py.File(tmp_path / "cli.h5", "r") as b:
-        for n in ("conv", "b0_fc1", "head"):
-            assert np.array_equal(a[f"node/nodes/{n}/weight"][()], b[f"node/nodes/{n}/weight"][()])
-            assert np.abs(a[f"node/nodes/{n}/weight"][()]).max() <= 31
+        for n, w in (("conv", "weight"), ("b0_fc1", "weight"), ("head", "weight"),
+                     ("b0_attn", "q_weight"), ("b0_attn", "v_weight")):
+            assert np.array_equal(a[f"node/nodes/{n}/{w}"][()], b[f"node/nodes/{n}/{w}"][()])
+            assert np.abs(a[f"node/nodes/{n}/{w}"][()]).max() <= 31
+        assert a["node/nodes/b0_attn/datapath"][()] == b["node/nodes/b0_attn/datapath"][()]
     data = os.path.join(os.path.dirname(model), "digits_test.h5")
     r = core.run(core.load(tmp_path / "py.h5"), data)
     out = cli_json(ternion_bin, str(tmp_path / "cli.h5"), "--input", data)

@@ -319,7 +319,6 @@ std::uint64_t BsaNode::shiftmax_mix_fixed(State& s, std::int64_t h) const {
         const FixedAttention& f = *fixed_;
         const std::int32_t* S = s.s.data();
         std::int32_t *kj = s.keys.data(), *ks = s.keys.data() + N;
-        const std::int64_t lo = f.acc_lo(), hi = f.acc_hi();
         for (std::int64_t i = 0; i < N; ++i) {
             std::int32_t* e = s.expo.data();
             spiking::shiftmax_exponents(S + i * N, N, e);
@@ -340,14 +339,7 @@ std::uint64_t BsaNode::shiftmax_mix_fixed(State& s, std::int64_t h) const {
             else
                 shift_sums<false>(s.vi.data() + c0, D, kj, ks, nk, dh, acc);
             float* y = s.b.y.data() + i * D + c0;
-            if (f.acc.bits >= 32) {  // an int32 sum always fits
-                for (std::int64_t c = 0; c < dh; ++c) y[c] = static_cast<float>(acc[c]);
-                continue;
-            }
-            for (std::int64_t c = 0; c < dh; ++c) {
-                const std::int64_t x = acc[c];
-                y[c] = static_cast<float>(x >= lo && x <= hi ? x : fit_acc(x, over));
-            }
+            for (std::int64_t c = 0; c < dh; ++c) y[c] = static_cast<float>(fit_acc(acc[c], over));
         }
     });
     return over;

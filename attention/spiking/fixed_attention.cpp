@@ -6,8 +6,7 @@ namespace ternion {
 
 std::uint64_t FixedNeuronGroup::step(std::int32_t* v, const float* x, float* s,
                                      std::int64_t n) const {
-    const fixed::LifRow row{&du, &dv, &bias, &vth, &vth_lo, true};
-    return cleared_neuron_row(d, row, ternary, v, x, s, n);
+    return step_rows(v, x, n, s, 1, n);
 }
 
 std::uint64_t FixedNeuronGroup::step_rows(std::int32_t* v, const float* x, std::int64_t x_stride,

@@ -173,13 +173,6 @@ void SpikingAttentionNode::book_neurons(const StepContext& ctx, std::uint64_t ne
         kernels::book_neuron_updates(*ctx.ops, neurons, 1, true);
 }
 
-std::int64_t SpikingAttentionNode::fit_acc(std::int64_t x, std::uint64_t& overflows) const {
-    bool hit = false;
-    const std::int64_t r = fixed_->acc.fit(x, hit);
-    overflows += hit;
-    return r;
-}
-
 void SpikingAttentionNode::count_qkv_spikes(const Buffers& b, const StepContext& ctx) {
     std::uint64_t nq = 0, nk = 0, nv = 0;
     for (std::size_t i = 0; i < b.q.size(); ++i) {

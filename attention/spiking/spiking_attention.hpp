@@ -140,7 +140,13 @@ class SpikingAttentionNode : public Node {
     // The spike counts of Q, K and V into the attention counters.
     static void count_qkv_spikes(const Buffers& b, const StepContext& ctx);
     // Holds x in the integer form's accumulator; counts the values that did not fit.
-    std::int64_t fit_acc(std::int64_t x, std::uint64_t& overflows) const;
+    std::int64_t fit_acc(std::int64_t x, std::uint64_t& overflows) const {
+        if (x >= fixed_->acc_lo() && x <= fixed_->acc_hi()) return x;  // the common case
+        bool hit = false;
+        const std::int64_t r = fixed_->acc.fit(x, hit);
+        overflows += hit;
+        return r;
+    }
     static void book_overflows(const StepContext& ctx, std::uint64_t n) {
         if (ctx.ops) ctx.ops->overflow += n;
     }

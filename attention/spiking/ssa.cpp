@@ -283,13 +283,9 @@ std::uint64_t SsaNode::multiply_head(State& s, std::int64_t h, bool qk_first, En
         // Integer form: the count itself, held in the accumulator (the scale is in the
         // attention neurons' input exponent and threshold).
         if (fixed_) {
-            const std::int64_t lo = fixed_->acc_lo(), hi = fixed_->acc_hi();
             for (std::int64_t i = 0; i < N; ++i)
-                for (std::int64_t c = 0; c < dh; ++c) {
-                    const std::int64_t x = Y[i * dh + c];
-                    s.b.y[sz(i * D + c0 + c)] =
-                        static_cast<float>(x >= lo && x <= hi ? x : fit_acc(x, over));
-                }
+                for (std::int64_t c = 0; c < dh; ++c)
+                    s.b.y[sz(i * D + c0 + c)] = static_cast<float>(fit_acc(Y[i * dh + c], over));
             return;
         }
         for (std::int64_t i = 0; i < N; ++i)

@@ -472,13 +472,6 @@ void FixedLifNode::step(const Activity& in, NodeState* state, Activity& out,
 
 }  // namespace
 
-std::uint64_t cleared_neuron_row(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
-                                 std::int32_t* v, const float* x, float* out, std::int64_t n) {
-    std::uint64_t over = 0;
-    simd::at_level([&] { over = cleared_row(d, c, ternary, nullptr, v, x, out, n); });
-    return over;
-}
-
 std::uint64_t cleared_neuron_rows(const fixed::LifDatapath& d, const fixed::LifRow& c, bool ternary,
                                   std::int32_t* v, const float* x, std::int64_t x_stride,
                                   float* out, std::int64_t rows, std::int64_t n) {

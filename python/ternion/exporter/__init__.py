@@ -117,7 +117,7 @@ def _multi_step(module):
 
 
 def export(module, example_input, path, *, timesteps=None, time_first=None, metadata=None,
-           fold_bn=True, quantize=None):
+           fold_bn=True, quantize=None, attention=None):
     """Writes `module` as a ternion model file at `path` and returns an ExportReport.
 
     example_input: a tensor with the batch axis, shaped like what `module` takes:
@@ -140,7 +140,13 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
     quantize: a hardware profile (name or file) with number formats: `path` then holds the
       integer model a chip would hold (ternion.quantize, docs/fixed-point.md) instead of the
       float one; the report's `quantized` says what became integer. Needs the compiled
-      extension."""
+      extension.
+    attention: None (default) exports each attention as it is; "bsa" states that the model was
+      trained with Bipolar Self-attention in place of its backbone's self-attention
+      (ternion.reference.bsa.swap_attention): an SSA or SDSA left in the model is then an error
+      naming the module (QKFormer's Q-K token attention blocks stay as they are)."""
+    if attention not in (None, "bsa"):
+        raise ExportError(f"attention must be None or 'bsa', got {attention!r}")
     ex = Exporter(fold_bn)
     shape = tuple(example_input.shape)
     whole = cv.is_spikformer(module) or sdt.is_sdt(module) or qkformer.is_qkformer(module) or \
@@ -164,6 +170,8 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
     if not ex.complete:
         ex.g.add("output", "Output", dict(shape=cv.i64(ex.g.shapes[last])), [last],
                  ex.g.shapes[last])
+    if attention == "bsa":
+        _require_bsa(ex.g)
     if timesteps is not None:
         # The bounds ternion's loader accepts: a file it would refuse is not written.
         if int(timesteps) != timesteps or not 1 <= int(timesteps) <= 1_000_000:
@@ -185,6 +193,18 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
         return report
     report.quantized = _write_quantized(ex.g, meta, path, quantize)
     return report
+
+
+def _require_bsa(graph):
+    """attention="bsa": no spiking self-attention other than BSA, and at least one BSA."""
+    types = {n: t for n, (t, _) in graph.nodes.items()}
+    other = [n for n, t in types.items() if t in ("ternion.SSA", "ternion.SDSA")]
+    if other:
+        raise ExportError(f"attention='bsa', but {graph.origin.get(other[0], other[0])} is a "
+                          f"{types[other[0]].split('.')[1]} attention (replace it with "
+                          "ternion.reference.bsa.swap_attention before loading the BSA weights)")
+    if "ternion.BSA" not in types.values():
+        raise ExportError("attention='bsa', but the model has no BipolarSelfAttention")
 
 
 def _write_quantized(graph, meta, path, profile):

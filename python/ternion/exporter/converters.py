@@ -319,7 +319,9 @@ def is_mlp(m):
 
 
 def is_block(m):
-    return hasattr(m, "attn") and hasattr(m, "mlp") and is_ssa(m.attn)
+    from .bsa import is_bsa
+
+    return hasattr(m, "attn") and hasattr(m, "mlp") and (is_ssa(m.attn) or is_bsa(m.attn))
 
 
 def convert_sps(ex, m, path, x):
@@ -357,11 +359,9 @@ def linbn(ex, lin, bn, path, x, name):
                        bn_path=path.rsplit("_linear", 1)[0] + "_bn", bn_form="normalize")
 
 
-def convert_ssa(ex, m, path, x):
-    shape = ex.g.shapes[x]
-    if len(shape) != 2:
-        raise ExportError(f"{describe(m, path)}: SSA needs tokens [N, D], got {shape}")
-    p = {"heads": np.int64(m.num_heads), "scale": np.float64(float(m.scale))}
+def ssa_projections(ex, m):
+    """Spikformer's {q,k,v}_linear + {q,k,v}_bn as ternion attention parameters."""
+    p = {}
     for nm in ("q", "k", "v"):
         lin, bn = getattr(m, f"{nm}_linear"), getattr(m, f"{nm}_bn")
         if ex.fold_bn:
@@ -372,6 +372,15 @@ def convert_ssa(ex, m, path, x):
             p[f"{nm}_bias"] = f32(lin.bias)
         p.update(bn_params(bn, f"{nm}_bn_"))
         p[f"{nm}_bn_form"] = "normalize"  # BatchNorm1d on transposed tokens, as linbn
+    return p
+
+
+def convert_ssa(ex, m, path, x):
+    shape = ex.g.shapes[x]
+    if len(shape) != 2:
+        raise ExportError(f"{describe(m, path)}: SSA needs tokens [N, D], got {shape}")
+    p = {"heads": np.int64(m.num_heads), "scale": np.float64(float(m.scale)),
+         **ssa_projections(ex, m)}
     lifs = [lif_for_attention(getattr(m, f"{nm}_lif"), f"{path}.{nm}_lif", "lif_")
             for nm in ("q", "k", "v")]
     if not (lifs[0] == lifs[1] == lifs[2]):
@@ -394,7 +403,12 @@ def convert_mlp(ex, m, path, x):
 
 def convert_block(ex, m, path, x):
     """x = x + attn(x); x = x + mlp(x) (norm1/norm2 exist in the official code but are unused)."""
-    a = ex.convert(m.attn, f"{path}.attn", x)
+    from . import bsa
+
+    if bsa.is_bsa(m.attn):
+        a = bsa.convert(ex, m.attn, f"{path}.attn", x, "spikformer")
+    else:
+        a = ex.convert(m.attn, f"{path}.attn", x)
     r1 = ex.g.add(ex.name(f"{path}.res1"), "ternion.Identity", {}, [x, a], ex.g.shapes[x],
                   origin=path)
     y = ex.convert(m.mlp, f"{path}.mlp", r1)

@@ -33,7 +33,8 @@ import numpy as np
 
 from . import converters as cv
 from .graph import ExportError
-from .sdt import affine, join, pointwise
+from .sdt import affine, join
+from .sdt import projections as sdt_projections
 
 INIT = ("proj_conv", "proj_bn", "proj_lif", "proj1_conv", "proj1_bn", "proj1_lif",
         "proj_res_conv", "proj_res_bn", "proj_res_lif")
@@ -125,15 +126,7 @@ def convert_patch_embed_stage(ex, m, path, x):
 def projections(ex, m, path, names, form):
     """q/k(/v) weights, biases and unfolded BatchNorms (the convolutions' outputs are contiguous
     [T*B, C, N]: PyTorch's "fma" form), and the one set of Q/K(/V) LIF parameters."""
-    p = {"heads": np.int64(m.num_heads)}
-    for nm in names:
-        w, b, unfolded = pointwise(ex, getattr(m, f"{nm}_conv"), getattr(m, f"{nm}_bn"),
-                                   f"{path}.{nm}_conv")
-        p[f"{nm}_weight"] = w
-        if b is not None:
-            p[f"{nm}_bias"] = b
-        if unfolded is not None:
-            p.update({f"{nm}_bn_{k}": v for k, v in unfolded.items()}, **{f"{nm}_bn_form": "fma"})
+    p = {"heads": np.int64(m.num_heads), **sdt_projections(ex, m, path, names)}
     lifs = [cv.lif_for_attention(getattr(m, f"{nm}_lif"), f"{path}.{nm}_lif", "lif_")
             for nm in names]
     if any(lif != lifs[0] for lif in lifs):
@@ -147,6 +140,10 @@ def projections(ex, m, path, names, form):
 def convert_attention(ex, m, path, x):
     """Token_QK_Attention -> ternion.QKAttention, Spiking_Self_Attention -> ternion.SSA; then
     the projection (Affine) and proj_lif."""
+    from . import bsa
+
+    if bsa.is_bsa(m):
+        return bsa.convert(ex, m, path, x, "qkformer")
     shape = ex.g.shapes[x]
     if len(shape) != 2:
         raise ExportError(f"{cv.describe(m, path)}: needs tokens [N, D], got {shape}")

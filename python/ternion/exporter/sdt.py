@@ -34,7 +34,11 @@ def is_ms_sps(m):
 
 
 def is_ms_block(m):
-    return hasattr(m, "attn") and hasattr(m, "mlp") and is_ms_attention(m.attn)
+    from .bsa import is_bsa
+
+    if not (hasattr(m, "attn") and hasattr(m, "mlp")):
+        return False
+    return is_ms_attention(m.attn) or (is_bsa(m.attn) and m.attn.backbone == "sdt")
 
 
 def is_ms_attention(m):
@@ -76,6 +80,22 @@ def pointwise(ex, conv, bn, path):
     return f32(w), (f32(conv.bias) if conv.bias is not None else None), cv.bn_params(bn)
 
 
+def projections(ex, m, path, names):
+    """An attention's {q,k,v}_conv + {q,k,v}_bn as ternion attention parameters: weights,
+    biases and, with fold_bn=False, the unfolded BatchNorms (the convolutions' outputs are
+    contiguous: PyTorch's "fma" form)."""
+    p = {}
+    for nm in names:
+        w, b, unfolded = pointwise(ex, getattr(m, f"{nm}_conv"), getattr(m, f"{nm}_bn"),
+                                   f"{path}.{nm}_conv")
+        p[f"{nm}_weight"] = w
+        if b is not None:
+            p[f"{nm}_bias"] = b
+        if unfolded is not None:
+            p.update({f"{nm}_bn_{k}": v for k, v in unfolded.items()}, **{f"{nm}_bn_form": "fma"})
+    return p
+
+
 def affine(ex, conv, bn, path, x):
     w, b, unfolded = pointwise(ex, conv, bn, path)
     n, d = ex.g.shapes[x]
@@ -112,6 +132,10 @@ def convert_ms_sps(ex, m, path, x):
 
 
 def convert_ms_attention(ex, m, path, x):
+    from . import bsa
+
+    if bsa.is_bsa(m):
+        return bsa.convert(ex, m, path, x, "sdt")
     shape = ex.g.shapes[x]
     if len(shape) != 2:
         raise ExportError(f"{cv.describe(m, path)}: needs tokens [N, D], got {shape}")
@@ -119,15 +143,7 @@ def convert_ms_attention(ex, m, path, x):
         raise ExportError(f"{cv.describe(m, path)}: dvs=True (the Erode max-pool over Q, K and "
                           "K*V) is not supported by ternion.SDSA")
     s = ex.convert(m.shortcut_lif, f"{path}.shortcut_lif", x)
-    p = {"heads": np.int64(m.num_heads), "form": "kv"}
-    for nm in ("q", "k", "v"):
-        w, b, unfolded = pointwise(ex, getattr(m, f"{nm}_conv"), getattr(m, f"{nm}_bn"),
-                                   f"{path}.{nm}_conv")
-        p[f"{nm}_weight"] = w
-        if b is not None:
-            p[f"{nm}_bias"] = b
-        if unfolded is not None:
-            p.update({f"{nm}_bn_{k}": v for k, v in unfolded.items()}, **{f"{nm}_bn_form": "fma"})
+    p = {"heads": np.int64(m.num_heads), "form": "kv", **projections(ex, m, path, "qkv")}
     lifs = [cv.lif_for_attention(getattr(m, f"{nm}_lif"), f"{path}.{nm}_lif", "lif_")
             for nm in ("q", "k", "v")]
     if not (lifs[0] == lifs[1] == lifs[2]):

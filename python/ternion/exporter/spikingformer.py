@@ -26,6 +26,7 @@ proj_bn), the MLP ternion.SJLIF -> Affine -> ternion.SJLIF -> Affine, and the re
 ternion.Identity sums feeding the next branch's LIF."""
 import numpy as np
 
+from . import bsa
 from . import converters as cv
 from .graph import ExportError
 from .qkformer import _lif, projections
@@ -89,6 +90,8 @@ def convert_tokenizer(ex, m, path, x):
 def convert_attention(ex, m, path, x):
     """proj_lif, then ternion.SSA (Q/K/V, attn_lif, the scale), then proj_conv + proj_bn: the
     branch ends in the BatchNorm's output, which the block adds to its input."""
+    if bsa.is_bsa(m):
+        return bsa.convert(ex, m, path, x, "spikingformer")
     shape = ex.g.shapes[x]
     if not all(hasattr(m, a) for a in ATTN):
         raise ExportError(f"{cv.describe(m, path)}: not a Spikingformer SpikingSelfAttention "

@@ -73,7 +73,7 @@ class MS_SSA_Conv(nn.Module):
         self.proj_bn = nn.BatchNorm2d(dim)
         self.shortcut_lif = lif()
 
-    def forward(self, x):
+    def forward(self, x, hook=None):  # as the official: (output, V's spikes, hook)
         T, B, C, H, W = x.shape
         heads = self.num_heads
         s = self.shortcut_lif(x)
@@ -86,7 +86,7 @@ class MS_SSA_Conv(nn.Module):
         q, k, v = split("q"), split("k"), split("v")
         mask = self.talking_heads_lif((k * v).sum(dim=3, keepdim=True))  # one per channel
         y = (q * mask).transpose(3, 4).reshape(T, B, C, H, W)
-        return frames(nn.Sequential(self.proj_conv, self.proj_bn), y) + x
+        return frames(nn.Sequential(self.proj_conv, self.proj_bn), y) + x, v, hook
 
 
 class MS_MLP_Conv(nn.Module):
@@ -115,7 +115,8 @@ class MS_Block_Conv(nn.Module):
         self.mlp = MS_MLP_Conv(dim, int(dim * mlp_ratio))
 
     def forward(self, x):
-        return self.mlp(self.attn(x))
+        x_attn, _, _ = self.attn(x, hook=None)
+        return self.mlp(x_attn)
 
 
 class SpikeDrivenTransformer(nn.Module):

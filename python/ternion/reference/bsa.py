@@ -15,6 +15,7 @@ Backbones (recognised by their module structure, as ternion.export recognises th
                  blocks stay as they are): out = proj_lif(BN(conv(y)))
   sdt            BICLab/Spike-Driven-Transformer's MS_SSA_Conv: [T, B, C, H, W],
                  s = shortcut_lif(x), Conv2d + BatchNorm2d, out = BN(conv(y)) + x
+                 (called as the official block calls it: (out, V, hook) = attn(x, hook=hook))
 The projections (and the neurons around the attention) are the original module's own
 submodules, moved over with their names and weights; the attention between them is BSA
 (docs/bsa.md, docs/transformer-format.md §3.3):
@@ -169,10 +170,12 @@ class BipolarSelfAttention(nn.Module):
         self.last_scores = scores.detach()
         return self.attn_tsn(y.transpose(2, 3).reshape(T, B, N, D))
 
-    def forward(self, x):
+    def forward(self, x, hook=None):
         project = self._enter(x)
-        y = self.attention(project("q"), project("k"), project("v"))
-        return self._leave(y, x)
+        v = project("v")
+        y = self._leave(self.attention(project("q"), project("k"), v), x)
+        # The Spike-driven Transformer's attention returns (output, V, hook), its block unpacks it
+        return (y, v, hook) if self.backbone == "sdt" else y
 
     def extra_repr(self):
         return f"backbone={self.backbone!r}, num_heads={self.num_heads}, exact={self.exact}"

@@ -2,7 +2,9 @@
 official model class with random weights and calibrated BatchNorms, run by PyTorch with
 SpikingJelly's own MultiStepLIFNode, exported by ternion.export and run by `ternion run`;
 prints, per neuron layer, PyTorch's spikes and how many differ, the Q/K/V totals inside each
-ternion.SSA, the predictions and (with the compiled extension) the logits.
+ternion.SSA, the predictions and (with the compiled extension) the logits. With --attention bsa
+every SpikingSelfAttention is first replaced by ternion.reference.bsa's BipolarSelfAttention
+(its exact form), and the BSA outputs are compared spike for spike, the Q/K totals as totals.
 
 Needs a checkout of the Spikingformer repository and of SpikingJelly 0.0.0.0.12 (the
 `clock_driven` package the official files import; its commit 1171f524). timm and einops are
@@ -29,6 +31,7 @@ import torch
 import torch.nn as nn
 
 import ternion
+from ternion.reference import bsa
 from ternion.tools._peers import import_checkout, ternion_binary
 
 VARIANTS = ("cifar10", "cifar100", "imagenet", "cifar10-dvs", "dvs128-gesture")
@@ -85,6 +88,8 @@ def build(mod, sjn, a):
     for m in net.modules():
         if isinstance(m, sjn.MultiStepLIFNode):
             m.backend = "torch"
+    if a.attention == "bsa":
+        bsa.swap_attention(net, "spikingformer")
     gen = torch.Generator().manual_seed(a.seed)
     for m in net.modules():
         if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
@@ -106,6 +111,7 @@ def build(mod, sjn, a):
             net(data(16))
     net.eval()
     functional.reset_net(net)
+    bsa.set_exact(net)
     return net, data(a.samples), functional
 
 
@@ -120,6 +126,11 @@ def torch_run(net, sjn, functional, x, batch):
                 rec.setdefault(name, []).append(
                     out.detach().reshape(T, B, -1).transpose(0, 1).to(torch.int8).numpy())
             hooks.append(m.register_forward_hook(hook))
+        if isinstance(m, bsa.TSN):  # [T, B, N, D]: already token-major
+            def tsn_hook(mod, inp, out, name=name):
+                rec.setdefault(name, []).append(out.detach().transpose(0, 1).reshape(
+                    out.shape[1], out.shape[0], -1).to(torch.int8).numpy())
+            hooks.append(m.register_forward_hook(tsn_hook))
     outs = []
     with torch.no_grad():
         for i in range(0, len(x), batch):
@@ -145,16 +156,16 @@ def compare(a, rec, out, js, tern, nodes, outputs):
     print(f"{'layer':<34} {'torch spikes':>12} {'differ':>8}")
     for path, s in rec.items():
         head, _, leaf = path.rpartition(".")
-        if leaf in ("q_lif", "k_lif", "v_lif"):
-            got = layers[nodes[head]]["attention"][f"{leaf[0]}_spikes"]
-            print(f"{path + ' (total)':<34} {int(s.sum()):>12} {abs(got - int(s.sum())):>8}")
+        if leaf in ("q_lif", "k_lif", "v_lif", "q_tsn", "k_tsn"):
+            got, n = layers[nodes[head]]["attention"][f"{leaf[0]}_spikes"], int((s != 0).sum())
+            print(f"{path + ' (total)':<34} {n:>12} {abs(got - n):>8}")
             continue
-        if path.startswith("block."):
+        if path.startswith("block.") and leaf != "attn_tsn":
             s = token_major(s, tokens)
-        node = nodes[head] if leaf == "attn_lif" else nodes[path]
+        node = nodes[head] if leaf in ("attn_lif", "attn_tsn") else nodes[path]
         t = tern[node].reshape(s.shape)
         d = int((t != s).sum())
-        total, differ = total + int(s.sum()), differ + d
+        total, differ = total + int((s != 0).sum()), differ + d
         print(f"{path:<34} {int(s.sum()):>12} {d:>8}")
     pred = out.argmax(1).tolist()
     print(f"{len(blocks)} blocks; {differ} of {total} spikes differ (element by element); "
@@ -203,6 +214,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=0, help="PyTorch's batch size (0: all at once)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--fold-bn", choices=("yes", "no", "both"), default="both")
+    ap.add_argument("--attention", choices=("ssa", "bsa"), default="ssa",
+                    help="bsa: the official model with BSA in place of its attention")
     ap.add_argument("ternion", nargs="?", default="build/ternion")
     a = ap.parse_args(argv)
     binary = ternion_binary(a.ternion)
@@ -211,13 +224,14 @@ def main(argv=None):
     net, x, functional = build(mod, sjn, a)
     out, rec = torch_run(net, sjn, functional, x, a.batch or len(x))
     frames = "dvs" in a.variant
-    print(f"{a.variant}: image {a.image}, dims {a.dims}, heads {a.heads}, depths {a.depths}, "
+    print(f"{a.variant} ({a.attention}): image {a.image}, dims {a.dims}, heads {a.heads}, depths {a.depths}, "
           f"T {a.T}, {a.samples} samples, PyTorch batch {a.batch or a.samples}, seed {a.seed}")
     bad = 0
     for fold in {"yes": [True], "no": [False], "both": [True, False]}[a.fold_bn]:
         with tempfile.TemporaryDirectory() as tmp:
             model = os.path.join(tmp, "spikingformer.h5")
-            rep = ternion.export(net, x, model, fold_bn=fold)
+            rep = ternion.export(net, x, model, fold_bn=fold,
+                                 attention="bsa" if a.attention == "bsa" else None)
             nodes = {origin: name for name, (_, origin) in rep.nodes.items()}
             js, tern, outputs = run_ternion(binary, model, x, frames, tmp)
             print(f"\nfold_bn={fold}")

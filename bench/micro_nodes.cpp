@@ -103,8 +103,9 @@ std::vector<float> conv_weights(std::mt19937& rng, std::int64_t cin, std::int64_
 }
 
 // Spikformer CIFAR-10's 3x3 stem convolutions (padding 1) on binary input maps; arguments:
-// input channels, output channels, map side, spike rate in percent. Counter: multiply-adds per
-// nanosecond (every tap of every output, as the direct path computes them).
+// input channels, output channels, map side, spike rate in percent, and 2 for inputs of 2 (a
+// residual stream's integer sums: the multiply-then-add tile) instead of 1. Counter:
+// multiply-adds per nanosecond (every tap of every output, as the direct path computes them).
 void BM_DirectConv(benchmark::State& state) {
     const std::int64_t cin = state.range(0), cout = state.range(1), side = state.range(2);
     std::mt19937 rng(7);
@@ -114,9 +115,10 @@ void BM_DirectConv(benchmark::State& state) {
     std::bernoulli_distribution fire(static_cast<double>(state.range(3)) / 100.0);
     std::vector<float> x(static_cast<std::size_t>(cin * side * side)),
         y(static_cast<std::size_t>(cout * side * side)), scratch;
-    for (auto& v : x) v = fire(rng) ? 1.0f : 0.0f;
+    const float value = static_cast<float>(state.range(4));
+    for (auto& v : x) v = fire(rng) ? value : 0.0f;
     for (auto _ : state) {
-        conv.run(x.data(), y.data(), scratch);
+        conv.run(x.data(), value == 1.0f, y.data(), scratch);
         benchmark::DoNotOptimize(y.data());
     }
     state.counters["GMAC"] =
@@ -192,11 +194,12 @@ void BM_TokenRows(benchmark::State& state) {
 
 }  // namespace
 
-// Arguments: input channels, output channels, map side, spike rate in percent.
+// Arguments: input channels, output channels, map side, spike rate in percent, input value.
 BENCHMARK(BM_DirectConv)
-    ->Args({96, 192, 32, 25})
-    ->Args({192, 384, 16, 25})
-    ->Args({384, 384, 8, 25})
+    ->Args({96, 192, 32, 25, 1})
+    ->Args({192, 384, 16, 25, 1})
+    ->Args({384, 384, 8, 25, 1})
+    ->Args({192, 384, 8, 50, 2})
     ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_GatherConv)
     ->Args({48, 96, 32, 10})

@@ -61,7 +61,7 @@ void DirectConv::plan_vectors(bool row_vectors) {
     }
 }
 
-void DirectConv::run(const float* x, float* y, std::vector<float>& scratch) const {
+void DirectConv::run(const float* x, bool ternary, float* y, std::vector<float>& scratch) const {
     // The padded input, with room for the last vector's reads past the final plane.
     const std::int64_t xn = s_.groups * s_.cin_g * plane_ + lanes_ + s_.kh * Wp_ + s_.kw;
     scratch.resize(static_cast<std::size_t>(xn + co_ * nv_ * lanes_));
@@ -71,7 +71,8 @@ void DirectConv::run(const float* x, float* y, std::vector<float>& scratch) cons
     std::fill(xp + s_.groups * s_.cin_g * plane_, xp + xn, 0.0f);
     const std::int64_t wblock = s_.cin_g * taps_ * co_;
     const auto tile = simd::kernels().direct_tile;
-    simd::DirectTileArgs a{nullptr, nullptr, nullptr, s_.cin_g, plane_, Wp_, s_.kh, s_.kw, out};
+    simd::DirectTileArgs a{nullptr, nullptr, nullptr, s_.cin_g, plane_,
+                           Wp_,     s_.kh,   s_.kw,   out,      ternary};
     for (std::int64_t g = 0; g < s_.groups; ++g)
         for (std::int64_t b = 0; b < blocks_; ++b)
             for (std::int64_t v0 = 0; v0 < slots_; v0 += nv_) {

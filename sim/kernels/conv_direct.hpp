@@ -1,9 +1,11 @@
-// Direct convolution for dense spike maps (stride 1, dilation 1, ternary inputs): the output is
-// computed in register tiles of output channels x positions over a zero-padded copy of the
-// input, multiplying every tap instead of scattering each spike. Each output still sums its
-// inputs in (input channel, kernel row, kernel column) order, and with inputs in {-1, 0, 1}
-// every product is exact, so the result equals the event scatter bit for bit: ConvNode picks
-// whichever is cheaper for the step's spike density.
+// Direct convolution for dense input maps (stride 1, dilation 1): the output is computed in
+// register tiles of output channels x positions over a zero-padded copy of the input,
+// multiplying every tap instead of scattering each non-zero input. Each output still sums its
+// inputs in (input channel, kernel row, kernel column) order; with inputs in {-1, 0, 1} every
+// product is exact (a fused multiply-add), and any other input is multiplied, rounded, then
+// added, as the scatter does, so the result equals the event scatter bit for bit: ConvNode
+// picks whichever is cheaper for the step's density (spikes, or the integer sums of a residual
+// stream).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -26,8 +28,9 @@ class DirectConv {
     // vectors of 16).
     // w: [groups * cout_g][cin_g][kh][kw], as PyTorch stores it.
     void build(const DirectConvShape& s, const std::vector<float>& w);
-    // x: [groups * cin_g][H][W] with values in {-1, 0, 1}; y: [groups * cout_g][OH][OW].
-    void run(const float* x, float* y, std::vector<float>& scratch) const;
+    // x: [groups * cin_g][H][W], `ternary` when every value is -1, 0 or 1;
+    // y: [groups * cout_g][OH][OW].
+    void run(const float* x, bool ternary, float* y, std::vector<float>& scratch) const;
     // The multiply-adds of one run (tiles x channels x taps x lanes), to weigh against a scatter.
     std::uint64_t lanes() const {
         return static_cast<std::uint64_t>(s_.groups * blocks_ * co_ * s_.cin_g * taps_ * slots_ *

@@ -6,7 +6,8 @@
 // the object files).
 //
 // Register budgets (vector registers: 16 below AVX-512, 32 with it):
-//   direct tile  Co x Nv sums + Nv inputs + 1 broadcast weight (+1 product without FMA)
+//   direct tile  Co x Nv sums + Nv inputs + 1 broadcast weight (+1 product without FMA, as
+//                for inputs other than -1, 0, 1 at every level)
 //                v4 8x2, 4x5 (16 + 2 + 1, 20 + 5 + 1 of 32); v3 6x2, 4x3 (15, 16);
 //                v2 4x2, 3x3 (12, 14).
 //   gather       up to 12 vectors of sums, + 1 row: 192 / 96 / 48 channels per pass.
@@ -79,8 +80,14 @@ inline void madd(vf& acc, const vf& x, float w) {
 #endif
 }
 
+// acc + x * w rounded twice, as the event scatter adds a weighted tap (-ffp-contract=off keeps
+// the two instructions apart): for inputs other than -1, 0, 1.
+inline void mul_add(vf& acc, const vf& x, float w) {
+    acc += x * w;
+}
+
 // Co channels x Nv vectors, each output summed over (channel, row, column) in order.
-template <int Co, int Nv>
+template <int Co, int Nv, bool Ternary>
 void direct(const DirectTileArgs& a) {
     vf acc[Co][Nv];
     for (int j = 0; j < Co; ++j)
@@ -96,7 +103,12 @@ void direct(const DirectTileArgs& a) {
                 for (int v = 0; v < Nv; ++v) loadu(x[v], xv[v] + off);
                 const float* w = wc + (ky * a.kw + kx) * Co;
                 for (int j = 0; j < Co; ++j)
-                    for (int v = 0; v < Nv; ++v) madd(acc[j][v], x[v], w[j]);
+                    for (int v = 0; v < Nv; ++v) {
+                        if constexpr (Ternary)
+                            madd(acc[j][v], x[v], w[j]);
+                        else
+                            mul_add(acc[j][v], x[v], w[j]);
+                    }
             }
     }
     for (int j = 0; j < Co; ++j)
@@ -104,10 +116,11 @@ void direct(const DirectTileArgs& a) {
 }
 
 void direct_tile(int shape, const DirectTileArgs& a) {
-    if (shape == 0)
-        direct<kShapes[0].co, kShapes[0].nv>(a);
-    else
-        direct<kShapes[1].co, kShapes[1].nv>(a);
+    using Tile = void (*)(const DirectTileArgs&);
+    constexpr Tile kTiles[2][2] = {
+        {direct<kShapes[0].co, kShapes[0].nv, false>, direct<kShapes[0].co, kShapes[0].nv, true>},
+        {direct<kShapes[1].co, kShapes[1].nv, false>, direct<kShapes[1].co, kShapes[1].nv, true>}};
+    kTiles[shape == 0 ? 0 : 1][a.ternary ? 1 : 0](a);
 }
 
 // ---- gather convolution ------------------------------------------------------------------

@@ -33,6 +33,9 @@ struct DirectTileArgs {
     const std::int64_t* base;  // per vector of the tile: its first lane's offset in a plane
     std::int64_t cin_g, plane, Wp, kh, kw;
     float* out;  // [co][nv * lanes]
+    // Inputs all in {-1, 0, 1}: a fused multiply-add rounds as the separate add does. Any other
+    // input takes a multiply, then an add: the scatter's rounding, so the same bits.
+    bool ternary = true;
 };
 
 // token_rows (sim/kernels/token_kernel.hpp): rows [r0, r1) of y [ntok][out] from events or dense
@@ -70,8 +73,8 @@ struct Table {
     void (*token_rows)(const TokenRowsArgs& a);
     // The positions of the non-zero bytes of f[0, len) plus base, ascending, into out (room for
     // len); returns their count.
-    // BSA (attention/spiking/bsa.cpp). Scores of `rows` (1 or 4) queries q + r * D against the keys kt
-    // [dh][np] (transposed, np a multiple of 16, zero past N): S[r * N + j] = sum over the
+    // BSA (attention/spiking/bsa.cpp). Scores of `rows` (1 or 4) queries q + r * D against the keys
+    // kt [dh][np] (transposed, np a multiple of 16, zero past N): S[r * N + j] = sum over the
     // channels c of q[r * D + c] * kt[c * np + j], every term -1, 0 or +1.
     void (*bsa_scores)(const float* q, std::int64_t D, int rows, const float* kt, std::int64_t np,
                        std::int64_t N, std::int64_t dh, std::int32_t* S);

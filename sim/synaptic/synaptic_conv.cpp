@@ -225,7 +225,7 @@ class ConvNode final : public Node {
                     gather(in, out.values.data());
                     break;
                 case Path::direct:
-                    direct_.run(in.values.data(), out.values.data(), sc.padded);
+                    direct_.run(in.values.data(), in.ternary, out.values.data(), sc.padded);
                     break;
                 case Path::gather_lists:
                     gather_.run(in.active.data(), in.active.size(),
@@ -261,10 +261,12 @@ class ConvNode final : public Node {
         if (direct_pays(in, lists)) return Path::direct;
         return lists ? Path::gather_lists : Path::scatter;
     }
-    // The direct path for ternary inputs dense enough that multiplying every tap is cheaper
-    // than the event path (the gather for binary inputs, else the scatter).
+    // The direct path for inputs dense enough that multiplying every tap is cheaper than the
+    // event path (the gather for binary inputs, else the scatter). Inputs other than -1, 0, 1
+    // (a residual stream's integer sums, analog values) cost the tile a multiply and an add per
+    // lane, and the scatter the same per tap, so the break-even density is the same.
     bool direct_pays(const Activity& in, bool gather) const {
-        if (!direct_ok_ || !in.ternary) return false;
+        if (!direct_ok_) return false;
         const auto taps = static_cast<std::uint64_t>(in.nonzero()) *
                           static_cast<std::uint64_t>(kh_ * kw_ * (cout_ / groups_));
         return taps * (gather ? kGatherCost : kScatterCost) >= direct_.lanes();

@@ -99,10 +99,17 @@ class TokensNode final : public Node {
         out_shape_ = {HW_, C_};
     }
     void step(const Activity& in, NodeState*, Activity& out, const StepContext&) const override {
-        for (std::int64_t c = 0; c < C_; ++c)
-            for (std::int64_t p = 0; p < HW_; ++p)
-                out.values[static_cast<std::size_t>(p * C_ + c)] =
-                    in.values[static_cast<std::size_t>(c * HW_ + p)];
+        // In blocks of 16 x 16, so that neither the reads nor the writes stride through a whole
+        // map (a column at a time wrote one float per cache line: 5 % of a QKFormer run).
+        constexpr std::int64_t B = 16;
+        const float* x = in.values.data();
+        float* y = out.values.data();
+        for (std::int64_t c0 = 0; c0 < C_; c0 += B)
+            for (std::int64_t p0 = 0; p0 < HW_; p0 += B) {
+                const std::int64_t c1 = std::min(C_, c0 + B), p1 = std::min(HW_, p0 + B);
+                for (std::int64_t p = p0; p < p1; ++p)
+                    for (std::int64_t c = c0; c < c1; ++c) y[p * C_ + c] = x[c * HW_ + p];
+            }
         out.scan();
     }
 

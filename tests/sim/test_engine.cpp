@@ -837,20 +837,30 @@ TEST_CASE(
                           want);
                 }
             }
-        // Analog inputs (half of them zero) take the scatter's multiply-add rows.
-        TempFile analog;
-        std::vector<float> a(static_cast<std::size_t>(g.C * g.H * g.W));
+        // Analog inputs and small integers (a residual stream's sums of spikes), sparse and
+        // dense: the scatter's multiply-add rows, or the direct tile's multiply-then-add, whose
+        // products round as the scatter's.
         std::uniform_real_distribution<float> u(-1.0f, 1.0f);
-        for (auto& x : a) x = u(rng) < 0.0f ? u(rng) : 0.0f;
-        write_data(analog.path(), a, one_d ? Shape{1, g.C, g.W} : Shape{1, g.C, g.H, g.W});
-        const auto want = conv_reference(g, w, [&](std::int64_t c, std::int64_t y, std::int64_t x) {
-            return a[static_cast<std::size_t>((c * g.H + y) * g.W + x)];
-        });
-        for (auto eng : {Engine::event, Engine::dense}) {
-            CAPTURE(engine_name(eng));
-            CHECK(output_of(*run_file(model.path(), analog.path(), eng, 1, 2), "conv", 0, 1) ==
-                  want);
-        }
+        std::uniform_int_distribution<int> k(-3, 3);
+        for (double zero : {0.5, 0.05})
+            for (bool integral : {false, true}) {
+                CAPTURE(zero);
+                CAPTURE(integral);
+                TempFile analog;
+                std::vector<float> a(static_cast<std::size_t>(g.C * g.H * g.W));
+                for (auto& x : a)
+                    x = (u(rng) + 1.0f) / 2.0f < zero ? 0.0f : integral ? float(k(rng)) : u(rng);
+                write_data(analog.path(), a, one_d ? Shape{1, g.C, g.W} : Shape{1, g.C, g.H, g.W});
+                const auto want =
+                    conv_reference(g, w, [&](std::int64_t c, std::int64_t y, std::int64_t x) {
+                        return a[static_cast<std::size_t>((c * g.H + y) * g.W + x)];
+                    });
+                for (auto eng : {Engine::event, Engine::dense}) {
+                    CAPTURE(engine_name(eng));
+                    CHECK(output_of(*run_file(model.path(), analog.path(), eng, 1, 2), "conv", 0,
+                                    1) == want);
+                }
+            }
     }
 }
 

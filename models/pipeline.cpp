@@ -284,7 +284,8 @@ Pipeline::Pipeline(RunRequest request, std::shared_ptr<const LoadedModel> model)
     if (!req_.chip.empty()) {
         // A model that does not fit is refused before anything is simulated.
         chip_ = std::make_shared<const chip::Chip>(chip::load_chip(req_.chip));
-        chip::map_model(graph(), *chip_, map_options());
+        chip::Placement placed = chip::map_model(graph(), *chip_, map_options());
+        if (chip_->family == "mesh") placed_ = std::move(placed);
     }
     if (req_.record) {
         TraceOptions to = *req_.record;
@@ -407,6 +408,13 @@ RunConfig Pipeline::config() const {
     cfg.time_nodes = req_.time_nodes;
     cfg.cancel = req_.cancel;
     cfg.tallies = hw::tallies_for(req_.pricing.mode);
+    if (placed_) {  // each spike routed to its own targets: count spikes per element
+        std::vector<std::string> sources;
+        for (const auto& r : placed_->mesh.input_targets) sources.push_back(r.node);
+        for (const auto& l : placed_->mesh.layers) sources.push_back(l.targets.node);
+        spike_tally_ = std::make_shared<chip::ElementSpikeTally>(graph(), sources);
+        cfg.tallies.push_back(spike_tally_.get());
+    }
     cfg.observer = recorder_.get();
     return cfg;
 }
@@ -462,7 +470,9 @@ RunReport Pipeline::finish(RunResult result) const {
         chip::MapOptions o = map_options();
         chip::use_run(r.record, o);
         if (chip_->family == "dynapcnn") o.has_rates = false;  // placement only: no cycle model
-        r.chip = chip::map_model(graph(), *chip_, o);
+        if (spike_tally_) o.element_spikes = spike_tally_->totals();
+        r.chip = placed_ ? chip::reestimate_mesh(*placed_, *chip_, o)
+                         : chip::map_model(graph(), *chip_, o);
         r.chip_desc = chip_;
     }
     if (!req_.trace_path.empty()) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "hw/chip/chip.hpp"
+#include "hw/chip/spike_counts.hpp"
 #include "hw/cost_model.hpp"
 #include "models/inputs/inputs.hpp"
 #include "models/nir_loader.hpp"
@@ -173,6 +174,10 @@ class Pipeline {
     std::vector<std::shared_ptr<const InputSource>> srcs_;
     hw::Profile profile_;
     std::shared_ptr<const chip::Chip> chip_;  // --chip
+    // A mesh chip: the placement made before the run (priced again with the run's activity), and
+    // the per-element spike counts of the latest run configured (config()), whose spikes it routes.
+    std::optional<chip::Placement> placed_;
+    mutable std::shared_ptr<chip::ElementSpikeTally> spike_tally_;
     std::unique_ptr<TraceRecorder> recorder_;
     Encoding encoding_ = Encoding::direct;
     std::int64_t T_ = 0, samples_ = 0;

@@ -127,6 +127,7 @@ struct NodeActivity {
     bool attention = false;
     double adds = 0, shifts = 0, cmps = 0, q_spikes = 0, k_spikes = 0, v_spikes = 0;
     double qk_first_heads = 0, kv_first_heads = 0;
+    std::uint64_t nonzero_out = 0;  // the run's total of non-zero outputs (every sample and step)
 };
 struct MapOptions {
     double dt = 1e-3;
@@ -138,6 +139,12 @@ struct MapOptions {
     // node and the synaptic events of all its nodes instead of the rates above.
     bool measured = false;
     std::map<std::string, NodeActivity> activity;
+    // A measured run's per-element counts (ElementSpikeTally): per node, how often each output
+    // element was non-zero over the run, and the run's samples x steps they are divided by. A
+    // source whose counts do not add up to its node's nonzero_out (a part of the run only, as
+    // under mpirun on a rank) spreads its spikes over its elements at its rate instead.
+    std::map<std::string, std::vector<std::uint64_t>> element_spikes;
+    double sample_steps = 1;
 };
 // Sets `o` from a run: every node's activity, the run's steps, and the three rates Xylo's cycle
 // model takes (the Input nodes'; the spiking nodes' but the last, weighted by their neurons; the
@@ -151,6 +158,15 @@ Placement map_model(const Graph& g, const Chip& c, const MapOptions& o = {});
 Placement map_dynapcnn(const Graph& g, const Chip& c);
 Placement map_xylo(const Graph& g, const Chip& c, const MapOptions& o);
 Placement map_mesh(const Graph& g, const Chip& c, const MapOptions& o);
+// A mesh placement made by map_mesh, priced again under other options (a run's activity): the
+// cores and spike targets are the graph's alone, so only the estimate is redone.
+Placement reestimate_mesh(const Placement& placed, const Chip& c, const MapOptions& o);
+// Fills every mesh layer's `targets` and the placement's `input_targets` from the graph the
+// placement was made of (hw/chip/targets.cpp); map_mesh calls it once the layers have cores.
+void build_targets(const Graph& g, MeshPlacement& p);
+// An attention layer's internal routes from its cores alone (build_targets sets them); empty
+// for any other layer.
+std::vector<AttentionRoute> attention_routes(const MeshLayer& l);
 // A mesh placement's traffic, latency and energy band at the options' rates (every rate 1
 // without them); map_mesh calls it.
 void estimate_mesh(const MeshSpec& s, const MapOptions& o, MeshPlacement& p);

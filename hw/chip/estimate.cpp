@@ -5,7 +5,6 @@
 // estimate from rates (or a run's counts), not a simulation of the chip.
 #include <algorithm>
 #include <cmath>
-#include <set>
 
 #include "hw/chip/chip.hpp"
 
@@ -87,41 +86,18 @@ void attention_work(const MapOptions& o, double r, MeshLayer& l) {
     }
 }
 
-// The overlap of units [a, b) with [lo, hi).
-I64 overlap(I64 a, I64 b, I64 lo, I64 hi) {
-    return std::max<I64>(0, std::min(b, hi) - std::max(a, lo));
-}
-
-// Attention's internal traffic: Q, K and V from the cores holding them to every core with score
-// rows (the products and weighted sums are formed beside the scores), the mixed values from
-// there to every core holding output neurons. A core's units run in order: Q, K, V neurons,
-// score rows, output neurons. `ann`: every value a packet.
+// Attention's internal traffic (hw/chip/targets.cpp builds its routes): Q, K and V spikes (V's
+// values where V is analog) at the node's measured or estimated counts, spread evenly over its
+// neurons, and the mixed values one a step each. `ann`: every value a packet.
 std::vector<Flow> attention_flows(const MeshLayer& l, bool ann) {
     std::vector<Flow> f;
-    if (l.kind != "attention" || l.cores.empty()) return f;
-    const I64 nd = l.shape.tokens * l.shape.dim, rows = l.shape.heads * l.shape.tokens;
-    const double ndd = static_cast<double>(nd);
-    std::vector<I64> score, out;
-    I64 u = 0;
-    for (const CoreUse& c : l.cores) {
-        const I64 u1 = u + c.neurons + c.score_rows;
-        if (c.score_rows > 0) score.push_back(c.core);
-        if (overlap(u, u1, 3 * nd + rows, 4 * nd + rows) > 0) out.push_back(c.core);
-        u = u1;
-    }
+    const double nd = static_cast<double>(l.shape.tokens * l.shape.dim);
+    if (l.kind != "attention" || nd <= 0) return f;
     const MeshLayer::Att& w = l.att;
-    const double fq = ann ? 1 : w.q / ndd, fk = ann ? 1 : w.k / ndd, fv = ann ? 1 : w.v / ndd;
-    u = 0;
-    for (const CoreUse& c : l.cores) {
-        const I64 u1 = u + c.neurons + c.score_rows;
-        const double sent = static_cast<double>(overlap(u, u1, 0, nd)) * fq +
-                            static_cast<double>(overlap(u, u1, nd, 2 * nd)) * fk +
-                            static_cast<double>(overlap(u, u1, 2 * nd, 3 * nd)) * fv;
-        if (sent > 0) f.push_back({c.core, score, sent});
-        if (c.score_rows > 0 && rows > 0)
-            f.push_back(
-                {c.core, out, static_cast<double>(c.score_rows) / static_cast<double>(rows) * ndd});
-        u = u1;
+    const double fq = ann ? 1 : w.q / nd, fk = ann ? 1 : w.k / nd, fv = ann ? 1 : w.v / nd;
+    for (const AttentionRoute& r : l.att_routes) {
+        const double sent = r.q * fq + r.k * fk + r.v * fv + r.mixed;
+        if (sent > 0 && !r.dst.empty()) f.push_back({r.src, r.dst, sent});
     }
     return f;
 }
@@ -160,31 +136,65 @@ void work(const MeshSpec& s, const MapOptions& o, MeshLayer& l) {
     l.band.memory = l.weight_words * weight_pj + (s.memory_in_ops ? 0 : l.state_words * state_pj);
 }
 
-// Per producer (a layer, or the input at index 0 of `dst` shifted by one): the cores holding
-// the layers it feeds. A spike goes to every one of them (one packet per destination core).
-std::vector<std::vector<I64>> destinations(const MeshPlacement& p) {
-    std::vector<std::set<I64>> d(p.layers.size() + 1);
-    for (const MeshLayer& l : p.layers)
-        for (int s : l.sources)
-            for (const CoreUse& c : l.cores) d[static_cast<std::size_t>(s + 1)].insert(c.core);
-    std::vector<std::vector<I64>> r;
-    for (const auto& x : d) r.emplace_back(x.begin(), x.end());
-    return r;
+// One source's spikes per step by route group: a measured run's per-element counts where they
+// add up to the node's whole run, else `rate` spikes per element (the rate's own estimate; under
+// mpirun, where a rank counted its samples only, the measured rate spread evenly).
+std::vector<double> group_spikes(const SourceRoutes& r, double rate, const MapOptions& o) {
+    std::vector<double> s(r.groups.size(), 0);
+    const auto c = o.element_spikes.find(r.node);
+    const auto a = o.activity.find(r.node);
+    if (o.measured && c != o.element_spikes.end() && a != o.activity.end() &&
+        c->second.size() == r.group.size()) {
+        std::vector<std::uint64_t> n(r.groups.size(), 0);
+        std::uint64_t total = 0;
+        for (std::size_t e = 0; e < r.group.size(); ++e)
+            n[static_cast<std::size_t>(r.group[e])] += c->second[e], total += c->second[e];
+        if (total == a->second.nonzero_out) {
+            for (std::size_t g = 0; g < n.size(); ++g)
+                s[g] = static_cast<double>(n[g]) / o.sample_steps;
+            return s;
+        }
+    }
+    for (std::size_t g = 0; g < s.size(); ++g)
+        s[g] = rate * static_cast<double>(r.groups[g].elements);
+    return s;
 }
 
-void routing(const MeshSpec& s, MeshPlacement& p) {
+// A source's flows: one per route group with destinations and spikes (spikes[g]; null: one per
+// element, the ANN's every value).
+void add_flows(const SourceRoutes& r, const std::vector<double>* spikes, std::vector<Flow>& out) {
+    for (std::size_t g = 0; g < r.groups.size(); ++g) {
+        const RouteGroup& x = r.groups[g];
+        const double n = spikes ? (*spikes)[g] : static_cast<double>(x.elements);
+        if (n > 0 && !x.dst.empty()) out.push_back({x.src, x.dst, n});
+    }
+}
+
+// Each core's output axons: its output neurons' destination cores, summed.
+void output_axons(MeshLayer& l) {
+    if (l.cores.empty()) return;
+    const I64 first = l.cores.front().core;
+    for (CoreUse& c : l.cores) c.axons_out = 0;
+    for (const RouteGroup& x : l.targets.groups) {
+        const I64 k = x.src - first;
+        if (k >= 0 && k < static_cast<I64>(l.cores.size()))
+            l.cores[static_cast<std::size_t>(k)].axons_out +=
+                x.elements * static_cast<I64>(x.dst.size());
+    }
+}
+
+void routing(const MeshSpec& s, const MapOptions& o, MeshPlacement& p) {
     const Mesh m = Mesh::uniform(s);
-    const auto dst = destinations(p);
     std::vector<Flow> all;
-    if (!dst[0].empty())
-        all.push_back({-1, dst[0], p.rate_in * static_cast<double>(p.input_neurons)});
-    for (std::size_t i = 0; i < p.layers.size(); ++i) {
-        MeshLayer& l = p.layers[i];
+    for (const SourceRoutes& r : p.input_targets) {
+        const std::vector<double> n = group_spikes(r, p.rate_in, o);
+        add_flows(r, &n, all);
+    }
+    for (MeshLayer& l : p.layers) {
         std::vector<Flow> mine;
-        for (CoreUse& c : l.cores) {
-            mine.push_back({c.core, dst[i + 1], l.rate_out * static_cast<double>(c.out_neurons)});
-            c.axons_out = c.out_neurons * static_cast<I64>(dst[i + 1].size());
-        }
+        const std::vector<double> n = group_spikes(l.targets, l.rate_out, o);
+        add_flows(l.targets, &n, mine);
+        output_axons(l);
         const std::vector<Flow> inner = attention_flows(l, false);
         const RouteTotals a = route(m, inner, s.cores());
         l.att.packets = a.packets, l.att.hops = a.hops, l.att.band.routing = a.energy_pj;
@@ -275,19 +285,16 @@ void ann_work(const MeshSpec& s, MeshLayer& l) {
 }
 
 // The ANN's traffic, time and static energy of one pass: every output value (and every input
-// value, injected by the host) is a packet to every core of the layers it feeds, by the SNN's
+// value, injected by the host) is a packet to each core holding its targets, by the SNN's
 // routing rule; each core takes its MACs and activations at the chip's op times, then sends its
 // packets; the pass is the slowest core plus the barrier.
 void ann_pass(const MeshSpec& s, MeshPlacement& p) {
     const Mesh m = Mesh::uniform(s);
-    const auto dst = destinations(p);
     std::vector<Flow> all;
-    if (!dst[0].empty()) all.push_back({-1, dst[0], static_cast<double>(p.input_neurons)});
-    for (std::size_t i = 0; i < p.layers.size(); ++i) {
-        MeshLayer& l = p.layers[i];
+    for (const SourceRoutes& r : p.input_targets) add_flows(r, nullptr, all);
+    for (MeshLayer& l : p.layers) {
         std::vector<Flow> mine;
-        for (const CoreUse& c : l.cores)
-            mine.push_back({c.core, dst[i + 1], static_cast<double>(c.out_neurons)});
+        add_flows(l.targets, nullptr, mine);
         const std::vector<Flow> inner = attention_flows(l, true);
         l.ann.att_packets = route(m, inner, s.cores()).packets;
         mine.insert(mine.end(), inner.begin(), inner.end());
@@ -334,6 +341,7 @@ void use_run(const RunRecord& rec, MapOptions& o) {
         const double spikes = static_cast<double>(l.nonzero_out);
         NodeActivity& act = o.activity[l.name];
         act.rate_out = spikes / per / n;
+        act.nonzero_out = l.nonzero_out;
         act.events = static_cast<double>(l.synapses.pairs_ternary + l.synapses.pairs_other) / per;
         if (l.attention_shape) {
             const AttentionCounts& a = l.attention;
@@ -357,6 +365,7 @@ void use_run(const RunRecord& rec, MapOptions& o) {
     }
     auto rate = [&](double spikes, double size) { return size > 0 ? spikes / per / size : 0.0; };
     o.measured = o.has_rates = true;
+    o.sample_steps = per;
     o.rates.input = rate(in_spikes, in_size);
     o.rates.hidden = rate(hid_spikes, hid_size);
     o.rates.output =
@@ -376,7 +385,7 @@ void estimate_mesh(const MeshSpec& s, const MapOptions& o, MeshPlacement& p) {
         if (l.kind == "attention") attention_work(o, p.rate_hidden, l);
         work(s, o, l);
     }
-    routing(s, p);
+    routing(s, o, p);
     latency(s, p);
     p.band = Band{};
     for (MeshLayer& l : p.layers) {

@@ -106,6 +106,30 @@ RouteTotals route(const Mesh& m, const std::vector<Flow>& flows, std::int64_t co
 // (0, 0) below the first, the last value above (Lemaire et al.'s piecewise rule).
 double sram_pj(const MeshSpec& s, double bytes);
 
+// Per-synapse targets (hw/chip/targets.cpp, docs/chips.md "Routing"): the output elements of
+// one source of spikes (an Input node, injected by the host, or a mesh layer) that leave the same
+// core for the same destination cores, those being the cores holding at least one neuron an
+// element has a synapse to. A spike of one of its elements is one packet to each of `dst`.
+struct RouteGroup {
+    std::int64_t src = -1;          // the core; -1: the host
+    std::vector<std::int64_t> dst;  // ascending; empty: the elements feed no core
+    std::int64_t elements = 0;
+};
+struct SourceRoutes {
+    std::string node;                 // the node whose output elements these are
+    std::vector<std::int32_t> group;  // per output element: its index in `groups`
+    std::vector<RouteGroup> groups;
+};
+
+// An attention node's internal traffic (hw/chip/targets.cpp): its units on core `src` that send
+// to the same cores `dst`, by kind: Q, K and V neurons (a spike each when they fire) and mixed
+// values (each one value a step; fractional where a score core's share is spread).
+struct AttentionRoute {
+    std::int64_t src = 0;
+    std::vector<std::int64_t> dst;
+    double q = 0, k = 0, v = 0, mixed = 0;
+};
+
 // One core's share of a mesh layer.
 struct CoreUse {
     // synapses: connections (fan-in summed, what events run over); stored: weights in memory.
@@ -131,6 +155,8 @@ struct MeshLayer {
     std::int64_t neurons = 0, out_neurons = 0, synapses = 0, max_fanin = 0;
     std::string fanin_form;  // how one neuron's fan-in arises ("512 x 3 x 3")
     std::vector<CoreUse> cores;
+    SourceRoutes targets;                    // where each of its output elements' spikes go
+    std::vector<AttentionRoute> att_routes;  // attention: Q, K, V and mixed values inside it
     // The layer's weights live in the chip's DRAM (they did not fit the cores' synapse SRAM):
     // its cores hold neurons and state only, and its weight reads are priced at DRAM's energy.
     bool weights_in_dram = false;
@@ -164,6 +190,7 @@ struct MeshLayer {
 struct MeshPlacement {
     std::vector<MeshLayer> layers;
     std::int64_t cores_used = 0, tiles_used = 0, input_neurons = 0;
+    std::vector<SourceRoutes> input_targets;  // per Input node, in the graph's input order
     double rate_in = 1, rate_hidden = 1, rate_out = 1;
     bool rates_given = false;
     bool measured = false;  // rates and events are a run's own (ternion run --chip)

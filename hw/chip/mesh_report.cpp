@@ -359,7 +359,8 @@ std::string mesh_text(const Placement& pl, const Chip& c) {
            " step(s): " + fmt("%.6g", p.band.levels()[3] * static_cast<double>(p.steps)) + " pJ\n";
     out += "routing per step: " + fmt("%.6g", p.routing.packets) + " packets, " +
            fmt("%.6g", p.routing.hops) + " hops, " + fmt("%.6g", p.routing.energy_pj) +
-           " pJ (XY hops; energy of the destination tile, latency of the source tile)\n";
+           " pJ (a packet per core holding a target; XY hops; energy of the destination tile, "
+           "latency of the source tile)\n";
     out += "latency per step: " + fmt("%.6g", p.step_ns) + " ns (slowest core " +
            std::to_string(p.critical_core) + ": " +
            fmt("%.6g", p.critical_core >= 0 ? p.core_ns[p.critical_core] : 0) + " ns, barrier " +
@@ -377,8 +378,9 @@ std::string mesh_text(const Placement& pl, const Chip& c) {
         out += "\n";
     }
     out += p.measured ? "from the run's spike and event counts per sample and step; each spike is "
-                        "routed to every core of the layers it feeds (docs/chips.md)\n"
-                      : "estimates from firing rates, not counts of a run (docs/chips.md)\n";
+                        "routed to the cores holding its own targets (docs/chips.md)\n"
+                      : "estimates from firing rates, not counts of a run; each spike is routed to "
+                        "the cores holding its own targets (docs/chips.md)\n";
     return out;
 }
 

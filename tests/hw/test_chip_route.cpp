@@ -182,6 +182,7 @@ MeshPlacement attention_on_two_cores(ternion::AttentionClosedForm form, bool spi
     l.shape.closed_form = form, l.shape.spiking_v = spiking_v;
     l.qkv_neurons = 48, l.score_entries = 32, l.neurons = 64, l.out_neurons = 16;
     l.cores = {CoreUse{0, 48, 0, 0, 0, 0, 0, 0, 0, 0}, CoreUse{1, 16, 16, 0, 0, 0, 0, 0, 0, 8}};
+    l.att_routes = attention_routes(l);  // every score row on core 1: Q, K and V all go there
     p.layers = {l};
     p.cores_used = 2, p.tiles_used = 2, p.input_neurons = 16;
     return p;

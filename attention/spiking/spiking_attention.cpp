@@ -37,10 +37,19 @@ SpikingAttentionNode::SpikingAttentionNode(std::string name, std::string type, P
     spiking_v_ = false;
 }
 
+SpikingAttentionNode::SpikingAttentionNode(std::string name, std::string type, std::int64_t dim,
+                                           std::int64_t heads)
+    : Node(std::move(name), std::move(type)), heads_(heads), identity_(true) {
+    dim_in_ = 3 * dim;
+    dim_ = dim;
+    head_dim_ = heads_ > 0 ? dim_ / heads_ : 0;
+}
+
 void SpikingAttentionNode::bind(const Shape& in_shape) {
     if (in_shape.size() != 2 || in_shape[1] != dim_in_)
         fail("", "input shape " + shape_str(in_shape) + " does not fit: expected [tokens, " +
-                     std::to_string(dim_in_) + "] (the q_weight columns)");
+                     std::to_string(dim_in_) +
+                     (identity_ ? "] (Q | K | V of dim each)" : "] (the q_weight columns)"));
     if (in_shape[0] < 1) fail("", "needs at least one token");
     in_shape_ = in_shape;
     tokens_ = in_shape[0];
@@ -55,6 +64,7 @@ std::uint64_t SpikingAttentionNode::dense_macs_per_step() const {
     return dense_synops_per_step() + mix_dense_macs_per_step();
 }
 std::uint64_t SpikingAttentionNode::dense_synops_per_step() const {
+    if (identity_) return 0;  // the projections are other nodes, counted there
     return static_cast<std::uint64_t>(parts_ * tokens_ * dim_in_ * dim_);
 }
 std::uint64_t SpikingAttentionNode::param_count() const {
@@ -76,7 +86,7 @@ std::optional<AttentionShape> SpikingAttentionNode::attention_shape() const {
     a.tokens = tokens_;
     a.dim = dim_;
     a.heads = heads_;
-    a.dim_in = dim_in_;
+    a.dim_in = identity_ ? 1 : dim_in_;  // without projections a neuron reads one input
     a.proj_dense_macs_per_step = dense_synops_per_step();
     a.closed_form = closed_form_;
     a.spiking_v = spiking_v_;
@@ -127,6 +137,10 @@ bool SpikingAttentionNode::export_maps(const KeptMaps& m, AttentionMaps& out) co
 }
 
 void SpikingAttentionNode::project(const Activity& in, Buffers& b, const StepContext& ctx) const {
+    if (identity_) {  // the input is the projections' output: [N][Q | K | V], as b.proj
+        std::copy(in.values.begin(), in.values.end(), b.proj.begin());
+        return;
+    }
     if (ctx.engine == Engine::event)
         qkv_.apply_event(in.values.data(), in.active, tokens_, b.proj.data(), in.ternary);
     else
@@ -242,6 +256,7 @@ kernels::LeakyForm form_of(const kernels::Tsn& t) {
 }  // namespace
 
 std::vector<SpikingAttentionNode::FloatGroup> SsaNode::float_groups() const {
+    if (identity_) return {};  // no projections to quantise: its integer form is not built
     return {{"q_", form_of(lif_), 0},
             {"k_", form_of(lif_), 1},
             {"v_", form_of(lif_), 2},

@@ -34,6 +34,9 @@ class SpikingAttentionNode : public Node {
     // A variant without V (QKFormer's Q-K attention): the fused projection is Q|K.
     SpikingAttentionNode(std::string name, std::string type, Projection q, Projection k,
                          std::int64_t heads);
+    // A variant without projections: the input [N, 3 dim] already holds what the Q, K and V
+    // neurons receive (SDT V2 computes them with RepConv convolutions, separate graph nodes).
+    SpikingAttentionNode(std::string name, std::string type, std::int64_t dim, std::int64_t heads);
 
     NodeCategory category() const override { return NodeCategory::attention; }
     bool is_spiking() const override { return true; }
@@ -74,8 +77,10 @@ class SpikingAttentionNode : public Node {
     // Projection `part`'s (out, in) weights and bias, the BatchNorm folded; false when it is
     // kept unfolded.
     bool projection_matrix(int part, std::vector<float>& w, std::vector<float>& b) const {
-        return qkv_.matrix(part * dim_, (part + 1) * dim_, w, b);
+        return !identity_ && qkv_.matrix(part * dim_, (part + 1) * dim_, w, b);
     }
+    // True for the variant without projections.
+    bool identity() const { return identity_; }
 
     std::int64_t tokens() const { return tokens_; }
     std::int64_t dim() const { return dim_; }
@@ -170,6 +175,7 @@ class SpikingAttentionNode : public Node {
     std::uint64_t proj_params_ = 0, proj_nnz_ = 0;
     int biased_ = 0, normalised_ = 0;
     std::int64_t parts_ = 3;  // projections fused: Q, K, V (3) or Q, K (2)
+    bool identity_ = false;   // no projections: the input is Q | K | V's neuron input
     // Neuron updates per step: this many per output element (SSA: Q, K, V and attention LIFs;
     // SDSA: Q, K and V LIFs; BSA: Q, K and output TSNs, V has none), plus mask_neurons_.
     std::int64_t neurons_per_element_ = 3;
@@ -181,6 +187,9 @@ class SsaNode : public SpikingAttentionNode {
   public:
     SsaNode(std::string name, Projection q, Projection k, Projection v, std::int64_t heads,
             kernels::SjLif qkv_lif, kernels::SjLif attn_lif, float scale, SsaAssociation assoc);
+    // Without projections (input [N, 3 dim]: the Q, K and V neurons' input side by side).
+    SsaNode(std::string name, std::int64_t dim, std::int64_t heads, kernels::SjLif qkv_lif,
+            kernels::SjLif attn_lif, float scale, SsaAssociation assoc);
     std::unique_ptr<NodeState> make_state() const override;
     bool reset_state(NodeState* state) const override;
     void step(const Activity& in, NodeState* state, Activity& out,

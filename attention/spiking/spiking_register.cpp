@@ -151,13 +151,43 @@ std::unique_ptr<Node> finish(std::unique_ptr<N> n, const Qkv& qkv, std::optional
 
 }  // namespace
 
+namespace {
+
+SsaAssociation read_association(const NodeSpec& spec) {
+    return named_choice<SsaAssociation>(spec, "association",
+                                        {{"auto", SsaAssociation::automatic},
+                                         {"qk", SsaAssociation::qk_first},
+                                         {"kv", SsaAssociation::kv_first}},
+                                        "must be \"auto\", \"qk\" or \"kv\"");
+}
+
+// SSA without projections (no q_weight): `dim` D, the input [N, 3D] holds the Q, K and V
+// neurons' input; float neurons only (the integer form quantises projections it lacks).
+std::unique_ptr<Node> build_ssa_inputs(const NodeSpec& spec) {
+    if (spec.has("k_weight") || spec.has("v_weight"))
+        spec.fail("q_weight",
+                  "missing, while k_weight or v_weight is given (without all three "
+                  "the node has no projections: its input is Q | K | V)");
+    if (spec.has("datapath"))
+        spec.fail("datapath", "an SSA without projections (no q_weight) has no integer form");
+    const double d = spec.scalar_or("dim", 0.0);
+    if (d < 1 || d != std::floor(d) || d > 1e8)
+        spec.fail("dim",
+                  "without q_weight, `dim` (the width of Q, K and V) is required: a "
+                  "positive integer");
+    const auto dim = static_cast<std::int64_t>(d);
+    return std::make_unique<SsaNode>(
+        spec.name(), dim, read_heads(spec, dim), read_sj_lif(spec, "lif_", 1.0f),
+        read_sj_lif(spec, "attn_", 0.5f), static_cast<float>(spec.scalar_or("scale", 0.125)),
+        read_association(spec));
+}
+
+}  // namespace
+
 std::unique_ptr<Node> build_ssa(const NodeSpec& spec) {
+    if (!spec.has("q_weight")) return build_ssa_inputs(spec);
     auto qkv = read_qkv(spec);
-    const auto assoc = named_choice<SsaAssociation>(spec, "association",
-                                                    {{"auto", SsaAssociation::automatic},
-                                                     {"qk", SsaAssociation::qk_first},
-                                                     {"kv", SsaAssociation::kv_first}},
-                                                    "must be \"auto\", \"qk\" or \"kv\"");
+    const auto assoc = read_association(spec);
     int bytes = 0;
     auto f = read_fixed(spec, {{"q_", "k_", "v_", "attn_"}, {false, false, false, false}}, bytes);
     // The integer form's neurons are its groups': the float LIFs' parameters do not apply.

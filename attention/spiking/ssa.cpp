@@ -63,6 +63,17 @@ SsaNode::SsaNode(std::string name, Projection q, Projection k, Projection v, std
     neurons_per_element_ = 4;  // Q, K, V and attention LIFs
 }
 
+SsaNode::SsaNode(std::string name, std::int64_t dim, std::int64_t heads, kernels::SjLif qkv_lif,
+                 kernels::SjLif attn_lif, float scale, SsaAssociation assoc)
+    : SpikingAttentionNode(std::move(name), "ternion.SSA", dim, heads),
+      lif_(qkv_lif),
+      attn_(attn_lif),
+      scale_(scale),
+      assoc_(assoc) {
+    closed_form_ = AttentionClosedForm::qkv_products;
+    neurons_per_element_ = 4;
+}
+
 std::unique_ptr<NodeState> SsaNode::make_state() const {
     auto s = std::make_unique<State>();
     const auto nd = sz(tokens_ * dim_);

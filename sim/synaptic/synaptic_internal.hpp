@@ -46,7 +46,7 @@ bool listed_ones(const Activity& in);
 using In = NodeExample::Input;
 
 // One per file: the types each family registers, with their examples.
-void register_structural(NodeFactory& f);   // Input, Output, Identity, Flatten, Tokens, TokenMean
+void register_structural(NodeFactory& f);   // Input, Output, Identity, Flatten, Pad, Tokens, ...
 void register_linear(NodeFactory& f);       // Affine, Linear
 void register_elementwise(NodeFactory& f);  // Scale, Delay
 void register_conv(NodeFactory& f);         // Conv1d, Conv2d

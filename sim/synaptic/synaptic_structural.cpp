@@ -1,4 +1,4 @@
-// Structural node types: Input, Output, Identity (residual joins), Flatten, and the token
+// Structural node types: Input, Output, Identity (residual joins), Flatten, Pad, and the token
 // helpers of spiking Transformers (Tokens, TokenMean).
 #include <algorithm>
 
@@ -83,6 +83,52 @@ class FlattenNode final : public Node {
   private:
     std::int64_t start_ = 0, end_ = -1;
     Shape declared_;
+};
+
+// ------------------------------------------------------------------ Pad
+
+// [C, H, W] -> [C, H + 2 ph, W + 2 pw], the border of channel c holding value[c]. SDT V2's
+// RepConv pads a BatchNorm's output with that BatchNorm's response to zero, not with zero, so a
+// convolution's own zero padding cannot express it. Values only move here: nothing is counted;
+// the layer it feeds books the border's non-zero values as inputs, as it books any others.
+class PadNode final : public Node {
+  public:
+    explicit PadNode(const NodeSpec& s) : Node(s.name(), s.type()) {
+        const auto p = pair_param(s, "padding", 0, 0);
+        ph_ = p[0];
+        pw_ = p[1];
+        value_ = s.floats("value");
+        if (value_.empty()) s.fail("value", "needs one value per channel");
+    }
+    NodeCategory category() const override { return NodeCategory::other; }
+    void bind(const Shape& in) override {
+        if (in.size() != 3 || in[0] != static_cast<std::int64_t>(value_.size()))
+            fail("value", "expects input [" + std::to_string(value_.size()) +
+                              ", H, W] (one value per channel), receives " + shape_str(in));
+        in_shape_ = in;
+        out_shape_ = {in[0], in[1] + 2 * ph_, in[2] + 2 * pw_};
+        if (numel(out_shape_) > kMaxElements) fail("padding", "absurd output size");
+    }
+    void step(const Activity& in, NodeState*, Activity& out, const StepContext&) const override {
+        const std::int64_t H = in_shape_[1], W = in_shape_[2];
+        const std::int64_t OH = out_shape_[1], OW = out_shape_[2];
+        for (std::int64_t c = 0; c < in_shape_[0]; ++c) {
+            float* o = out.values.data() + c * OH * OW;
+            std::fill(o, o + OH * OW, value_[static_cast<std::size_t>(c)]);
+            const float* x = in.values.data() + c * H * W;
+            for (std::int64_t y = 0; y < H; ++y)
+                std::copy(x + y * W, x + (y + 1) * W, o + (y + ph_) * OW + pw_);
+        }
+        out.scan();
+    }
+    std::vector<std::pair<std::string, std::string>> summary() const override {
+        return {{"padding", std::to_string(ph_) + "x" + std::to_string(pw_)}};
+    }
+    std::uint64_t param_count() const override { return value_.size(); }
+
+  private:
+    std::int64_t ph_ = 0, pw_ = 0;
+    std::vector<float> value_;
 };
 
 // ------------------------------------------------------------------ token helpers
@@ -177,6 +223,15 @@ void register_structural(NodeFactory& f) {
         [] {
             auto e = example_of({2, 3});
             e.params.set("start_dim", 0.0).set("end_dim", -1.0);
+            return e;
+        });
+    f.add(
+        "ternion.Pad", [](const NodeSpec& s) { return std::make_unique<PadNode>(s); },
+        "[C, H, W] -> [C, H+2ph, W+2pw], the border of channel c set to value[c]",
+        [] {
+            auto e = example_of({2, 3, 2}, In::analog);
+            e.params.set("padding", {1.0, 2.0}, {2});
+            e.params.set("value", {0.5, -1.25}, {2});
             return e;
         });
     f.add(

@@ -573,3 +573,59 @@ TEST_CASE("event and dense engines: identical spikes, membranes and counts for e
         CHECK(node->param_count() == std::uint64_t(3 * (Din * D + D)));
     }
 }
+
+TEST_CASE("SSA without projections: the input is Q | K | V's neuron input, nothing projected") {
+    // The same analog [N, 3D] input through SSA with block-identity projections (Q reads columns
+    // [0, D), K [D, 2D), V [2D, 3D)) and through SSA without projections: identical spikes,
+    // membranes and attention counts; the second books no projection work at all.
+    const std::int64_t N = 7, D = 8, H = 2, T = 5;
+    std::vector<float> wq(D * 3 * D, 0.0f), wk = wq, wv = wq;
+    for (std::int64_t i = 0; i < D; ++i) {
+        wq[i * 3 * D + i] = 1.0f;
+        wk[i * 3 * D + D + i] = 1.0f;
+        wv[i * 3 * D + 2 * D + i] = 1.0f;
+    }
+    const auto attn = make_lif(2.0f, true, 0.5f, 0.0f);
+    SsaNode proj("ssa", Projection(wq, {}, D, 3 * D), Projection(wk, {}, D, 3 * D),
+                 Projection(wv, {}, D, 3 * D), H, make_lif(), attn, 0.125f,
+                 SsaAssociation::kv_first);
+    SsaNode bare("ssa", D, H, make_lif(), attn, 0.125f, SsaAssociation::kv_first);
+    proj.bind({N, 3 * D});
+    bare.bind({N, 3 * D});
+    CHECK(bare.identity());
+    CHECK(bare.out_shape() == Shape{N, D});
+    Stepper a(proj), b(bare), bd(bare);
+    std::mt19937 rng(5);
+    std::uniform_real_distribution<float> u(-0.5f, 4.0f);
+    std::uint64_t spikes = 0;
+    for (std::int64_t t = 0; t < T; ++t) {
+        std::vector<float> x(N * 3 * D);
+        for (auto& e : x) e = rng() % 4 ? u(rng) : 0.0f;
+        const auto in = act(x);
+        a.run(in, Engine::event, t);
+        b.run(in, Engine::event, t);
+        bd.run(in, Engine::dense, t);
+        CHECK(a.out.values == b.out.values);
+        CHECK(bd.out.values == b.out.values);
+        CHECK(a.att.q_spikes == b.att.q_spikes);
+        CHECK(a.att.v_spikes == b.att.v_spikes);
+        CHECK(a.att.score_ac == b.att.score_ac);
+        CHECK(a.att.mix_ac == b.att.mix_ac);
+        CHECK(a.att.proj_mac > 0);
+        CHECK(b.att.proj_mac == 0);
+        CHECK(b.att.proj_ac == 0);
+        CHECK(b.ops.mac == 0);
+        CHECK(a.ops.ac == b.ops.ac);  // the projection's analog inputs cost MACs, not ACs
+        CHECK(a.ops.neuron_update == b.ops.neuron_update);
+        std::vector<float> m1, m2;
+        proj.membrane(a.st.get(), m1);
+        bare.membrane(b.st.get(), m2);
+        CHECK(m1 == m2);
+        spikes += b.out.active.size();
+    }
+    CHECK(spikes > 0);
+    CHECK(bare.dense_macs_per_step() == std::uint64_t(2 * N * N * D));
+    CHECK(bare.param_count() == 0);
+    CHECK(bare.attention_shape()->proj_dense_macs_per_step == 0);
+    CHECK(bare.float_groups().empty());  // no integer form without projections
+}

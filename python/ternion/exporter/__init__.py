@@ -5,8 +5,8 @@ need not be importable here): SpikingJelly LIFNode/MultiStepLIFNode, ParametricL
 IFNode; torch Conv1d/Conv2d/Linear with a following BatchNorm folded in (or kept: fold_bn=False),
 MaxPool2d, AvgPool2d, Flatten, Identity/Dropout; Sequential, SeqToANNContainer, MultiStepContainer; the official
 Spikformer (SPS, SSA blocks, MLP, head), the official Spike-driven Transformer v1 (sdt.py), the
-official QKFormer (qkformer.py), the official Spike-driven Transformer V3 with its integer
-MultiSpike neurons (sdt_v3.py) and
+official QKFormer (qkformer.py), the official Spike-driven Transformer V2 (sdt_v2.py) and V3
+with its integer MultiSpike neurons (sdt_v3.py) and
 this repository's DigitsSpikformer; snnTorch Leaky,
 Synaptic, RLeaky and RSynaptic (recurrent nn.Linear, nn.Conv2d or one-to-one V), Norse LIFBoxCell, LIFCell, LIBoxCell and IAFCell, Sinabs IAF, LIF and ExpLeak
 (peers.py: the file then carries that framework's conventions, metadata/from). Anything else
@@ -17,6 +17,7 @@ from . import converters as cv
 from . import peers
 from . import qkformer
 from . import sdt
+from . import sdt_v2
 from . import sdt_v3
 from . import spikingformer
 from .graph import ExportError, Graph, fold_bn, write_model
@@ -71,6 +72,8 @@ class Exporter:
             return sdt.convert_sdt(self, m, path, x)
         if sdt_v3.is_sdt_v3(m):
             return sdt_v3.convert_sdt_v3(self, m, path, x)
+        if sdt_v2.is_sdt_v2(m):
+            return sdt_v2.convert_sdt_v2(self, m, path, x)
         if qkformer.is_qkformer(m):
             return qkformer.convert_qkformer(self, m, path, x)
         if spikingformer.is_spikingformer(m):  # before Spikformer: the same top attributes
@@ -150,7 +153,7 @@ def export(module, example_input, path, *, timesteps=None, time_first=None, meta
     ex = Exporter(fold_bn)
     shape = tuple(example_input.shape)
     whole = cv.is_spikformer(module) or sdt.is_sdt(module) or qkformer.is_qkformer(module) or \
-        cv.is_digits_spikformer(module) or sdt_v3.is_sdt_v3(module)
+        cv.is_digits_spikformer(module) or sdt_v3.is_sdt_v3(module) or sdt_v2.is_sdt_v2(module)
     ex.frames = spikingformer.is_spikingformer(module) and len(shape) == 5
     if ex.frames:  # [B, T, C, H, W]: samples first, as the DVS forward takes them
         ex.timesteps, shape, time_first = int(shape[1]), shape[:1] + shape[2:], False

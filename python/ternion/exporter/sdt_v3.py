@@ -25,6 +25,8 @@ attention is one ternion.MultiSpikeAttention node (Q/K/V projections, their Mult
 exact integer product, the output MultiSpike, with 1/Norm^3 inside its `scale`); the stream
 stays [C, H, W] (Conv2d, ternion.BatchNorm or folded, ternion.Identity sums), the attention and
 the MLP run on tokens (ternion.Tokens in, back to [C, H, W] by moving values only)."""
+from typing import Callable, NamedTuple
+
 import numpy as np
 
 from . import converters as cv
@@ -36,7 +38,6 @@ STAGES = ("downsample1_1", "ConvBlock1_1", "downsample1_2", "ConvBlock1_2", "dow
           "ConvBlock2_1", "ConvBlock2_2", "downsample3", "block3", "downsample4", "block4")
 ATTN = ("head_spike", "q_conv", "q_spike", "k_conv", "k_spike", "v_conv", "v_spike",
         "attn_spike", "proj_conv", "num_heads", "scale")
-MLP = ("fc1_spike", "fc1_conv", "fc1_bn", "fc2_spike", "fc2_conv", "fc2_bn")
 
 
 def is_multispike(m):
@@ -82,6 +83,18 @@ def multispike(ex, m, path, x):
                  dict(min_value=np.float64(lo), max_value=np.float64(hi)), [x], ex.g.shapes[x],
                  origin=path)
     return y, 1.0 / norm
+
+
+class Neurons(NamedTuple):
+    """Which neurons a MetaFormer-style model (SDT V3, and V2 in sdt_v2.py) puts before its
+    convolutions: the stem of their attribute names (V3's spike1, encode_spike, fc1_spike; V2's
+    lif1, encode_lif, fc1_lif) and fire(ex, module, path, x) -> (node, the factor the weights
+    of the layer it feeds take)."""
+    tag: str
+    fire: Callable
+
+
+MULTISPIKE = Neurons("spike", multispike)
 
 
 def _scale_weights(ex, node, scale):
@@ -131,46 +144,51 @@ def tokens(ex, path, x):
                     origin=f"{path}.tokens")
 
 
-def convert_downsampling(ex, m, path, x):
+def convert_downsampling(ex, m, path, x, nk=MULTISPIKE):
     if not (hasattr(m, "encode_conv") and hasattr(m, "encode_bn")):
         raise ExportError(f"{cv.describe(m, path)}: not an MS_DownSampling (encode_conv, "
                           "encode_bn)")
     scale = 1.0
-    if hasattr(m, "encode_spike"):
-        x, scale = multispike(ex, m.encode_spike, f"{path}.encode_spike", x)
+    sp = f"encode_{nk.tag}"
+    if hasattr(m, sp):
+        x, scale = nk.fire(ex, getattr(m, sp), f"{path}.{sp}", x)
     return conv(ex, m.encode_conv, m.encode_bn, f"{path}.encode_conv", x, scale,
                 f"{path}.encode_bn")
 
 
-def convert_sepconv(ex, m, path, x):
-    """SepConv_Spike (a MultiSpike before each of its three conv+BN pairs) or SepConv (MultiSpikes
+def convert_sepconv(ex, m, path, x, nk=MULTISPIKE):
+    """SepConv_Spike (a MultiSpike before each of its three conv+BN pairs) or SepConv (neurons
     before pwconv1 and the depthwise conv; the depthwise conv has no BatchNorm and feeds pwconv2
-    directly)."""
-    s, sc = multispike(ex, m.spike1, f"{path}.spike1", x)
-    if hasattr(m, "spike3"):
+    directly: V3's with MultiSpikes spike1/spike2, V2's with LIFs lif1/lif2)."""
+    n1, n2 = f"{nk.tag}1", f"{nk.tag}2"
+    if not all(hasattr(m, a) for a in (n1, "pwconv1", n2, "dwconv", "pwconv2")):
+        raise ExportError(f"{cv.describe(m, path)}: not a SepConv ({n1}, pwconv1, {n2}, dwconv, "
+                          "pwconv2)")
+    s, sc = nk.fire(ex, getattr(m, n1), f"{path}.{n1}", x)
+    if nk is MULTISPIKE and hasattr(m, "spike3"):
         y = conv_bn(ex, m.pwconv1, f"{path}.pwconv1", s, sc)
         s, sc = multispike(ex, m.spike2, f"{path}.spike2", y)
         y = conv_bn(ex, m.dwconv, f"{path}.dwconv", s, sc)
         s, sc = multispike(ex, m.spike3, f"{path}.spike3", y)
         return conv_bn(ex, m.pwconv2, f"{path}.pwconv2", s, sc)
-    if not all(hasattr(m, a) for a in ("pwconv1", "bn1", "spike2", "dwconv", "pwconv2", "bn2")):
+    if not all(hasattr(m, a) for a in ("bn1", "bn2")):
         raise ExportError(f"{cv.describe(m, path)}: not a SepConv or SepConv_Spike")
     y = conv(ex, m.pwconv1, m.bn1, f"{path}.pwconv1", s, sc, f"{path}.bn1")
-    s, sc = multispike(ex, m.spike2, f"{path}.spike2", y)
+    s, sc = nk.fire(ex, getattr(m, n2), f"{path}.{n2}", y)
     y = conv(ex, m.dwconv, None, f"{path}.dwconv", s, sc, None)
     return conv(ex, m.pwconv2, m.bn2, f"{path}.pwconv2", y, 1.0, f"{path}.bn2")
 
 
-def convert_conv_block(ex, m, path, x):
+def convert_conv_block(ex, m, path, x, nk=MULTISPIKE):
     """MS_ConvBlock / MS_ConvBlock_spike_SepConv: x + Conv(x), then + the two 3x3 conv+BN."""
-    if not all(hasattr(m, a) for a in ("Conv", "spike1", "conv1", "bn1", "spike2", "conv2",
-                                       "bn2")):
-        raise ExportError(f"{cv.describe(m, path)}: not an MS_ConvBlock (Conv, spike1, conv1, "
-                          "bn1, spike2, conv2, bn2)")
-    x = join(ex, f"{path}.res1", [x, convert_sepconv(ex, m.Conv, f"{path}.Conv", x)])
-    s, sc = multispike(ex, m.spike1, f"{path}.spike1", x)
+    n1, n2 = f"{nk.tag}1", f"{nk.tag}2"
+    if not all(hasattr(m, a) for a in ("Conv", n1, "conv1", "bn1", n2, "conv2", "bn2")):
+        raise ExportError(f"{cv.describe(m, path)}: not an MS_ConvBlock (Conv, {n1}, conv1, "
+                          f"bn1, {n2}, conv2, bn2)")
+    x = join(ex, f"{path}.res1", [x, convert_sepconv(ex, m.Conv, f"{path}.Conv", x, nk)])
+    s, sc = nk.fire(ex, getattr(m, n1), f"{path}.{n1}", x)
     y = conv(ex, m.conv1, m.bn1, f"{path}.conv1", s, sc, f"{path}.bn1")
-    s, sc = multispike(ex, m.spike2, f"{path}.spike2", y)
+    s, sc = nk.fire(ex, getattr(m, n2), f"{path}.{n2}", y)
     y = conv(ex, m.conv2, m.bn2, f"{path}.conv2", s, sc, f"{path}.bn2")
     return join(ex, f"{path}.res2", [x, y])
 
@@ -229,13 +247,16 @@ def convert_attention(ex, m, path, x):
     return to_image(ex, f"{path}.out", y, (h, w))
 
 
-def convert_mlp(ex, m, path, x):
-    if not all(hasattr(m, a) for a in MLP):
-        raise ExportError(f"{cv.describe(m, path)}: not an MS_MLP (needs {', '.join(MLP)})")
+def convert_mlp(ex, m, path, x, nk=MULTISPIKE):
+    """MS_MLP: neuron, kernel-1 conv + BN on tokens, neuron, conv + BN, back to [C, H, W]."""
+    n1, n2 = f"fc1_{nk.tag}", f"fc2_{nk.tag}"
+    names = (n1, "fc1_conv", "fc1_bn", n2, "fc2_conv", "fc2_bn")
+    if not all(hasattr(m, a) for a in names):
+        raise ExportError(f"{cv.describe(m, path)}: not an MS_MLP (needs {', '.join(names)})")
     _, h, w = ex.g.shapes[x]
-    s, sc = multispike(ex, m.fc1_spike, f"{path}.fc1_spike", x)
+    s, sc = nk.fire(ex, getattr(m, n1), f"{path}.{n1}", x)
     y = affine(ex, m.fc1_conv, m.fc1_bn, f"{path}.fc1_conv", tokens(ex, path, s), sc)
-    s, sc = multispike(ex, m.fc2_spike, f"{path}.fc2_spike", y)
+    s, sc = nk.fire(ex, getattr(m, n2), f"{path}.{n2}", y)
     y = affine(ex, m.fc2_conv, m.fc2_bn, f"{path}.fc2_conv", s, sc)
     return to_image(ex, f"{path}.out", y, (h, w))
 

@@ -24,7 +24,12 @@ void DirectConv::build(const DirectConvShape& s, const std::vector<float>& w) {
         const std::int64_t used = rows ? s.OH * (s.OW / lanes_) : (q + lanes_ - 1) / lanes_;
         return (s.cout_g + t.co - 1) / t.co * t.co * ((used + t.nv - 1) / t.nv * t.nv);
     };
-    shape_ = work(k.direct_shapes[1]) < work(k.direct_shapes[0]) ? 1 : 0;
+    // A depthwise convolution (one output channel a group) would leave all but one channel of
+    // the other shapes' tiles idle: it takes the single-channel shape.
+    if (s.cout_g == 1)
+        shape_ = 2;
+    else
+        shape_ = work(k.direct_shapes[1]) < work(k.direct_shapes[0]) ? 1 : 0;
     co_ = k.direct_shapes[shape_].co;
     nv_ = k.direct_shapes[shape_].nv;
     plan_vectors(rows);

@@ -25,7 +25,8 @@ class DirectConv {
     // and no lane is spare; otherwise the vectors run along the padded rows (padding columns
     // included). Of the two tile shapes the level offers (AVX-512: 8 channels x 2 vectors or
     // 4 x 5) the one with less spare work is taken (8x8 maps: 80 padded positions, exactly 5
-    // vectors of 16).
+    // vectors of 16); a depthwise convolution (one output channel a group) takes the level's
+    // single-channel shape (AVX-512: 1 x 12).
     // w: [groups * cout_g][cin_g][kh][kw], as PyTorch stores it.
     void build(const DirectConvShape& s, const std::vector<float>& w);
     // x: [groups * cin_g][H][W], `ternary` when every value is -1, 0 or 1;

@@ -9,7 +9,8 @@
 //   direct tile  Co x Nv sums + Nv inputs + 1 broadcast weight (+1 product without FMA, as
 //                for inputs other than -1, 0, 1 at every level)
 //                v4 8x2, 4x5 (16 + 2 + 1, 20 + 5 + 1 of 32); v3 6x2, 4x3 (15, 16);
-//                v2 4x2, 3x3 (12, 14).
+//                v2 4x2, 3x3 (12, 14); depthwise (one channel a group) v4 1x12 (25),
+//                v3 1x6 (13), v2 1x6 (14).
 //   gather       up to 12 vectors of sums, + 1 row: 192 / 96 / 48 channels per pass.
 //   token event  one pass holds up to 8 vectors of sums (64 outputs: 4 on v4, 8 on v3; v2 takes
 //                the 64 in two passes of 8).
@@ -61,11 +62,11 @@ constexpr std::int64_t lmax(std::int64_t a, std::int64_t b) {
 // ---- direct convolution ----------------------------------------------------------------
 
 #if TERNION_SIMD_LEVEL == 4
-constexpr TileShape kShapes[2] = {{8, 2}, {4, 5}};
+constexpr TileShape kShapes[3] = {{8, 2}, {4, 5}, {1, 12}};
 #elif TERNION_SIMD_LEVEL == 3
-constexpr TileShape kShapes[2] = {{6, 2}, {4, 3}};
+constexpr TileShape kShapes[3] = {{6, 2}, {4, 3}, {1, 6}};
 #else
-constexpr TileShape kShapes[2] = {{4, 2}, {3, 3}};
+constexpr TileShape kShapes[3] = {{4, 2}, {3, 3}, {1, 6}};
 #endif
 
 // acc + x * w. The direct tile's inputs are -1, 0 or +1: every product is exact, so a fused
@@ -117,10 +118,11 @@ void direct(const DirectTileArgs& a) {
 
 void direct_tile(int shape, const DirectTileArgs& a) {
     using Tile = void (*)(const DirectTileArgs&);
-    constexpr Tile kTiles[2][2] = {
+    constexpr Tile kTiles[3][2] = {
         {direct<kShapes[0].co, kShapes[0].nv, false>, direct<kShapes[0].co, kShapes[0].nv, true>},
-        {direct<kShapes[1].co, kShapes[1].nv, false>, direct<kShapes[1].co, kShapes[1].nv, true>}};
-    kTiles[shape == 0 ? 0 : 1][a.ternary ? 1 : 0](a);
+        {direct<kShapes[1].co, kShapes[1].nv, false>, direct<kShapes[1].co, kShapes[1].nv, true>},
+        {direct<kShapes[2].co, kShapes[2].nv, false>, direct<kShapes[2].co, kShapes[2].nv, true>}};
+    kTiles[shape >= 0 && shape < 3 ? shape : 0][a.ternary ? 1 : 0](a);
 }
 
 // ---- gather convolution ------------------------------------------------------------------
@@ -595,7 +597,7 @@ std::size_t flags_to_indices(const std::uint8_t* f, std::int64_t len, std::uint3
 const Table& table() {
     static constexpr Table t{Level(TERNION_SIMD_LEVEL),
                              L,
-                             {kShapes[0], kShapes[1]},
+                             {kShapes[0], kShapes[1], kShapes[2]},
                              direct_tile,
                              gather_sums,
                              gather_store,

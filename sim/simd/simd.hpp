@@ -61,7 +61,9 @@ struct Table {
     int lanes;  // floats per vector register
     // Direct convolution: the shapes this level offers (the caller picks the cheaper for its
     // map) and the tile itself.
-    TileShape direct_shapes[2];
+    // Two shapes for convolutions with several output channels a group, and one of a single
+    // channel by many vectors for depthwise ones (one output channel a group).
+    TileShape direct_shapes[3];
     void (*direct_tile)(int shape, const DirectTileArgs& a);
     // Gather convolution: sums[0 .. ld) = the sum of the rows w + e[k] * ld (k < n, in order),
     // from zero; ld a multiple of 16.

@@ -34,6 +34,11 @@ constexpr std::uint64_t kScatterCost = 5;
 // against BM_DirectConv): it breaks even at about 25 % non-zero inputs on 16x16 maps and 30 %
 // on 8x8 ones.
 constexpr std::uint64_t kGatherCost = 4;
+// A depthwise convolution's scatter adds one scalar per tap (one output channel a group), which
+// costs about 16-30 of the single-channel tile's lanes: measured on the Spike-driven Transformer
+// V3's 7x7 depthwise layers (bench/official_cifar.py's model, each path forced), the tile is
+// faster above about 3 % non-zero inputs on 56x56 maps and 8 % on 28x28 ones.
+constexpr std::uint64_t kDepthwiseScatterCost = 16;
 
 // acc[c] += w[c], acc[c] -= w[c], acc[c] += x w[c]: one tap's row of output channels.
 void add_row(float* __restrict acc, const float* __restrict w, std::int64_t n) {
@@ -269,7 +274,10 @@ class ConvNode final : public Node {
         if (!direct_ok_) return false;
         const auto taps = static_cast<std::uint64_t>(in.nonzero()) *
                           static_cast<std::uint64_t>(kh_ * kw_ * (cout_ / groups_));
-        return taps * (gather ? kGatherCost : kScatterCost) >= direct_.lanes();
+        const std::uint64_t cost = cout_ == groups_ ? kDepthwiseScatterCost
+                                   : gather         ? kGatherCost
+                                                    : kScatterCost;
+        return taps * cost >= direct_.lanes();
     }
     // Dense engine: each output sums its window in (input channel, row, column) order.
     void gather(const Activity& in, float* y) const {

@@ -790,12 +790,14 @@ TEST_CASE(
     // and non-square kernels, and Conv1d (H = 1). The 8x8 and 23x8 maps (80 and 230 padded
     // positions) take the 4-channel, 5-vector tiles, the second with a partial last tile; the
     // 16- and 32-wide outputs take vectors along output rows (5 x 1 of them: a partial tile).
+    // The last two are depthwise (one output channel a group: the single-channel tile).
     const ConvGeometry cases[] = {
         {3, 9, 37, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1}, {4, 8, 8, 10, 3, 3, 1, 1, 1, 1, 1, 1, 1},
         {3, 5, 16, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1}, {2, 4, 33, 9, 2, 2, 1, 1, 1, 1, 1, 0, 0},
         {3, 23, 8, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1},  {4, 6, 5, 10, 3, 2, 2, 1, 1, 1, 1, 1, 0},
         {5, 8, 8, 17, 1, 1, 1, 1, 1, 1, 1, 0, 0},  {2, 5, 11, 9, 2, 4, 1, 1, 1, 1, 1, 0, 3},
-        {6, 1, 40, 8, 1, 5, 2, 1, 1, 1, 1, 0, 2}};
+        {6, 1, 40, 8, 1, 5, 2, 1, 1, 1, 1, 0, 2},  {6, 9, 20, 6, 3, 3, 6, 1, 1, 1, 1, 1, 1},
+        {8, 12, 12, 8, 7, 7, 8, 1, 1, 1, 1, 3, 3}};
     std::mt19937_64 rng(11);
     for (const auto& g : cases) {
         const bool one_d = g.H == 1;

@@ -1,4 +1,5 @@
-"""Helpers of the checks against peer frameworks (check_syops, check_neurobench, check_peers)."""
+"""Helpers of the checks against peer frameworks (check_syops, check_neurobench, check_peers) and
+official model code (check_spikingformer, check_sdt_v2, check_sdt_v3)."""
 import importlib
 import importlib.machinery
 import importlib.util
@@ -35,3 +36,17 @@ def ternion_binary(path):
         sys.exit(f"{path}: no ternion binary there (run from the repository root, or give "
                  "its path)")
     return path
+
+
+def randomize_bn(net, gen):
+    """Random affine BatchNorm parameters (weight in [0.6, 1.4], bias in [0.2, 0.8]: neurons fire
+    at different rates) and cumulative running statistics, for calibration passes."""
+    import torch
+    import torch.nn as nn
+
+    for m in net.modules():
+        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+            with torch.no_grad():
+                m.weight.copy_(0.6 + 0.8 * torch.rand(m.weight.shape, generator=gen))
+                m.bias.copy_(0.2 + 0.6 * torch.rand(m.bias.shape, generator=gen))
+            m.momentum = None

@@ -25,12 +25,12 @@ import sys
 import tempfile
 import types
 
-import numpy as np
 import torch
 import torch.nn as nn
 
 import ternion
-from ternion.tools._peers import import_checkout, ternion_binary
+from ternion.tools._peers import import_checkout, randomize_bn, ternion_binary
+from ternion.tools.check_sdt_v3 import compare
 from ternion.tools.check_spikingformer import run_ternion, stub_timm_einops
 
 MODEL = os.path.join("classification", "models.py")
@@ -63,12 +63,8 @@ def build(mod, sjn, a):
         if isinstance(m, sjn.MultiStepLIFNode):
             m.backend = "torch"
     gen = torch.Generator().manual_seed(a.seed)
+    randomize_bn(net, gen)
     for m in net.modules():
-        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            with torch.no_grad():
-                m.weight.copy_(0.6 + 0.8 * torch.rand(m.weight.shape, generator=gen))
-                m.bias.copy_(0.2 + 0.6 * torch.rand(m.bias.shape, generator=gen))
-            m.momentum = None
         if isinstance(m, nn.Linear):  # the class then follows the features, not a random bias
             with torch.no_grad():
                 m.bias.zero_()
@@ -109,40 +105,8 @@ def torch_run(net, sjn, x):
     return out, rec
 
 
-def token_major(s, channels):
-    B, T, n = s.shape
-    return np.ascontiguousarray(s.reshape(B, T, channels, n // channels).transpose(0, 1, 3, 2)
-                                ).reshape(B, T, n)
-
-
-def compare(net, rec, out, js, tern, nodes):
-    """Prints the per-layer table; returns (spikes, differing spikes, predictions equal)."""
-    mods = dict(net.named_modules())
-    total = differ = 0
-    layers = {L["name"]: L for L in js["layers"]}
-    print(f"{'layer':<40} {'torch spikes':>12} {'differ':>8}")
-    for path, s in rec.items():
-        head, _, leaf = path.rpartition(".")
-        k = int(s.astype(np.int64).sum())
-        if leaf in INNER:
-            got = layers[nodes[head]]["attention"][f"{leaf[0]}_spikes"]
-            print(f"{path + ' (total)':<40} {k:>12} {abs(got - k):>8}")
-            differ += got != k
-            continue
-        node = nodes[head] if leaf == "attn_lif" else nodes[path]
-        if leaf == "attn_lif":  # the ternion.SSA node's output, [N, C] tokens
-            s = token_major(s, mods[head].dim)
-        elif leaf == "fc2_lif":  # on tokens in ternion, on [C, N] in PyTorch
-            s = token_major(s, mods[head].c_hidden)
-        t = tern[node].reshape(s.shape)
-        d = int((t != s).sum())
-        total, differ = total + k, differ + d
-        print(f"{path:<40} {k:>12} {d:>8}")
-    pred = out.argmax(1).tolist()
-    print(f"{differ} of {total} spikes differ; predictions "
-          f"{'equal' if js['predictions'] == pred else 'DIFFER'} "
-          f"({sum(p == q for p, q in zip(js['predictions'], pred))}/{len(pred)})")
-    return total, differ, js["predictions"] == pred
+V2_NAMES = dict(inner=INNER, attn="attn_lif", attn_channels=lambda m: m.dim, fc2="fc2_lif",
+                fc2_channels=lambda m: m.c_hidden, what="spikes", column="torch spikes")
 
 
 def main(argv=None):
@@ -178,7 +142,7 @@ def main(argv=None):
             nodes = {origin: name for name, (_, origin) in rep.nodes.items()}
             js, tern, _ = run_ternion(binary, model, x, False, tmp)
             print(f"\nfold_bn={fold}")
-            _, differ, same = compare(net, rec, out, js, tern, nodes)
+            _, differ, same = compare(net, rec, out, js, tern, nodes, None, V2_NAMES)
             bad += differ > 0 or not same
     return 1 if bad else 0
 

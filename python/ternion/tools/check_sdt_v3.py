@@ -23,10 +23,9 @@ import types
 
 import numpy as np
 import torch
-import torch.nn as nn
 
 import ternion
-from ternion.tools._peers import ternion_binary
+from ternion.tools._peers import randomize_bn, ternion_binary
 from ternion.tools.check_spikingformer import run_ternion, stub_timm_einops
 
 MODEL = os.path.join("SDT_V3", "Classification", "Model_Base", "models.py")
@@ -50,12 +49,7 @@ def build(mod, a):
         num_heads=a.heads, mlp_ratios=4, in_channels=3, num_classes=a.classes, qkv_bias=False,
         depths=8, sr_ratios=1)
     gen = torch.Generator().manual_seed(a.seed)
-    for m in net.modules():
-        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            with torch.no_grad():
-                m.weight.copy_(0.6 + 0.8 * torch.rand(m.weight.shape, generator=gen))
-                m.bias.copy_(0.2 + 0.6 * torch.rand(m.bias.shape, generator=gen))
-            m.momentum = None
+    randomize_bn(net, gen)
     with torch.no_grad():  # the class then follows the features, not the random bias
         net.head.bias.zero_()
 
@@ -95,31 +89,40 @@ def token_major(s, channels):
                                 ).reshape(B, T, n)
 
 
-def compare(net, rec, out, js, tern, nodes, outputs):
+# What the per-layer comparison reads in V3's modules (check_sdt_v2 passes V2's): the neurons
+# inside the attention node (compared as totals), the attention's output neuron and the MLP's
+# second neuron (tokens in ternion, [C, N] in PyTorch) with their channel counts.
+V3_NAMES = dict(inner=INNER, attn="attn_spike", attn_channels=lambda m: m.v_conv[0].out_channels,
+                fc2="fc2_spike", fc2_channels=lambda m: m.fc1_conv.out_channels,
+                what="integer spikes", column="torch sum k")
+
+
+def compare(net, rec, out, js, tern, nodes, outputs, names=None):
     """Prints the per-layer table; returns (spikes, differing elements, predictions equal)."""
+    n = names or V3_NAMES
     mods = dict(net.named_modules())
     total = differ = 0
     layers = {L["name"]: L for L in js["layers"]}
-    print(f"{'layer':<40} {'torch sum k':>12} {'differ':>8}")
+    print(f"{'layer':<40} {n['column']:>12} {'differ':>8}")
     for path, s in rec.items():
         head, _, leaf = path.rpartition(".")
         k = int(s.astype(np.int64).sum())
-        if leaf in INNER:
+        if leaf in n["inner"]:
             got = layers[nodes[head]]["attention"][f"{leaf[0]}_spikes"]
             print(f"{path + ' (total)':<40} {k:>12} {abs(got - k):>8}")
             differ += got != k
             continue
-        node = nodes[head] if leaf == "attn_spike" else nodes[path]
-        if leaf == "attn_spike":  # the attention node's output, [N, C_v] tokens
-            s = token_major(s, mods[head].v_conv[0].out_channels)
-        elif leaf == "fc2_spike":  # on tokens in ternion, on [C, N] in PyTorch
-            s = token_major(s, mods[head].fc1_conv.out_channels)
+        node = nodes[head] if leaf == n["attn"] else nodes[path]
+        if leaf == n["attn"]:  # the attention node's output, tokens [N, C]
+            s = token_major(s, n["attn_channels"](mods[head]))
+        elif leaf == n["fc2"]:  # on tokens in ternion, on [C, N] in PyTorch
+            s = token_major(s, n["fc2_channels"](mods[head]))
         t = tern[node].reshape(s.shape)
         d = int((t != s).sum())
         total, differ = total + k, differ + d
         print(f"{path:<40} {k:>12} {d:>8}")
     pred = out.argmax(1).tolist()
-    print(f"{differ} elements of {total} integer spikes differ; predictions "
+    print(f"{differ} elements of {total} {n['what']} differ; predictions "
           f"{'equal' if js['predictions'] == pred else 'DIFFER'} "
           f"({sum(p == q for p, q in zip(js['predictions'], pred))}/{len(pred)})")
     if outputs is not None:

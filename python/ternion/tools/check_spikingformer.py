@@ -32,7 +32,7 @@ import torch.nn as nn
 
 import ternion
 from ternion.reference import bsa
-from ternion.tools._peers import import_checkout, ternion_binary
+from ternion.tools._peers import import_checkout, randomize_bn, ternion_binary
 
 VARIANTS = ("cifar10", "cifar100", "imagenet", "cifar10-dvs", "dvs128-gesture")
 
@@ -91,12 +91,7 @@ def build(mod, sjn, a):
     if a.attention == "bsa":
         bsa.swap_attention(net, "spikingformer")
     gen = torch.Generator().manual_seed(a.seed)
-    for m in net.modules():
-        if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
-            with torch.no_grad():
-                m.weight.copy_(0.6 + 0.8 * torch.rand(m.weight.shape, generator=gen))
-                m.bias.copy_(0.2 + 0.6 * torch.rand(m.bias.shape, generator=gen))
-            m.momentum = None
+    randomize_bn(net, gen)
 
     def data(b):
         if frames:

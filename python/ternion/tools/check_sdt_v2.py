@@ -22,16 +22,14 @@ import argparse
 import importlib.util
 import os
 import sys
-import tempfile
 import types
 
 import torch
 import torch.nn as nn
 
-import ternion
 from ternion.tools._peers import import_checkout, randomize_bn, ternion_binary
 from ternion.tools.check_sdt_v3 import compare
-from ternion.tools.check_spikingformer import run_ternion, stub_timm_einops
+from ternion.tools.check_spikingformer import exported_runs, stub_timm_einops
 
 MODEL = os.path.join("classification", "models.py")
 INNER = ("q_lif", "k_lif", "v_lif")
@@ -135,15 +133,9 @@ def main(argv=None):
     print(f"SDT V2 (Spiking_vit_MetaFormer): image {a.image}, embed_dim {a.dims}, heads "
           f"{a.heads}, T {a.T}, kd {a.kd}, {a.samples} samples, seed {a.seed}")
     bad = 0
-    for fold in {"yes": [True], "no": [False], "both": [True, False]}[a.fold_bn]:
-        with tempfile.TemporaryDirectory() as tmp:
-            model = os.path.join(tmp, "sdt_v2.h5")
-            rep = ternion.export(net, x, model, fold_bn=fold)
-            nodes = {origin: name for name, (_, origin) in rep.nodes.items()}
-            js, tern, _ = run_ternion(binary, model, x, False, tmp)
-            print(f"\nfold_bn={fold}")
-            _, differ, same = compare(net, rec, out, js, tern, nodes, None, V2_NAMES)
-            bad += differ > 0 or not same
+    for js, tern, outputs, nodes in exported_runs(binary, net, x, a.fold_bn):
+        _, differ, same = compare(net, rec, out, js, tern, nodes, None, V2_NAMES)
+        bad += differ > 0 or not same
     return 1 if bad else 0
 
 

@@ -18,15 +18,13 @@ import argparse
 import importlib.util
 import os
 import sys
-import tempfile
 import types
 
 import numpy as np
 import torch
 
-import ternion
 from ternion.tools._peers import randomize_bn, ternion_binary
-from ternion.tools.check_spikingformer import run_ternion, stub_timm_einops
+from ternion.tools.check_spikingformer import exported_runs, stub_timm_einops
 
 MODEL = os.path.join("SDT_V3", "Classification", "Model_Base", "models.py")
 INNER = ("q_spike", "k_spike", "v_spike")
@@ -154,15 +152,9 @@ def main(argv=None):
     print(f"SDT V3 (Spiking_vit_MetaFormer_Spike_SepConv): image {a.image}, embed_dim {a.dims}, "
           f"heads {a.heads}, {a.samples} samples, seed {a.seed}")
     bad = 0
-    for fold in {"yes": [True], "no": [False], "both": [True, False]}[a.fold_bn]:
-        with tempfile.TemporaryDirectory() as tmp:
-            model = os.path.join(tmp, "sdt_v3.h5")
-            rep = ternion.export(net, x, model, fold_bn=fold)
-            nodes = {origin: name for name, (_, origin) in rep.nodes.items()}
-            js, tern, outputs = run_ternion(binary, model, x, False, tmp)
-            print(f"\nfold_bn={fold}")
-            _, differ, same = compare(net, rec, out, js, tern, nodes, outputs)
-            bad += differ > 0 or not same
+    for js, tern, outputs, nodes in exported_runs(binary, net, x, a.fold_bn):
+        _, differ, same = compare(net, rec, out, js, tern, nodes, outputs)
+        bad += differ > 0 or not same
     return 1 if bad else 0
 
 

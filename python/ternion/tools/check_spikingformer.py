@@ -193,6 +193,22 @@ def run_ternion(binary, model, x, frames, tmp):
     return json.loads(p.stdout), tern, outputs
 
 
+FOLDS = {"yes": [True], "no": [False], "both": [True, False]}
+
+
+def exported_runs(binary, net, x, fold_bn, frames=False, **export_kw):
+    """For each BatchNorm setting --fold-bn names: `net` exported and run by `ternion run`;
+    yields (report JSON, trace spikes, outputs or None, {module path: node name})."""
+    for fold in FOLDS[fold_bn]:
+        with tempfile.TemporaryDirectory() as tmp:
+            model = os.path.join(tmp, "model.h5")
+            rep = ternion.export(net, x, model, fold_bn=fold, **export_kw)
+            nodes = {origin: name for name, (_, origin) in rep.nodes.items()}
+            js, tern, outputs = run_ternion(binary, model, x, frames, tmp)
+            print(f"\nfold_bn={fold}")
+            yield js, tern, outputs, nodes
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--official", required=True, help="checkout of zhouchenlin2096/Spikingformer")
@@ -222,16 +238,10 @@ def main(argv=None):
     print(f"{a.variant} ({a.attention}): image {a.image}, dims {a.dims}, heads {a.heads}, depths {a.depths}, "
           f"T {a.T}, {a.samples} samples, PyTorch batch {a.batch or a.samples}, seed {a.seed}")
     bad = 0
-    for fold in {"yes": [True], "no": [False], "both": [True, False]}[a.fold_bn]:
-        with tempfile.TemporaryDirectory() as tmp:
-            model = os.path.join(tmp, "spikingformer.h5")
-            rep = ternion.export(net, x, model, fold_bn=fold,
-                                 attention="bsa" if a.attention == "bsa" else None)
-            nodes = {origin: name for name, (_, origin) in rep.nodes.items()}
-            js, tern, outputs = run_ternion(binary, model, x, frames, tmp)
-            print(f"\nfold_bn={fold}")
-            _, differ, same = compare(a, rec, out, js, tern, nodes, outputs)
-            bad += differ > 0 or not same
+    for js, tern, outputs, nodes in exported_runs(
+            binary, net, x, a.fold_bn, frames, attention="bsa" if a.attention == "bsa" else None):
+        _, differ, same = compare(a, rec, out, js, tern, nodes, outputs)
+        bad += differ > 0 or not same
     return 1 if bad else 0
 
 
